@@ -1,0 +1,1 @@
+"""nova-cacheaware: cache-, NUMA- and pCPU-aware Nova placement and run time."""

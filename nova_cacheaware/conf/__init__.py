@@ -1,0 +1,13 @@
+"""oslo.config options of nova-cacheaware.
+
+Each module defines one option group with ``register_opts(conf)`` and
+``list_opts()``; :mod:`.opts` gathers them for oslo-config-generator.
+"""
+
+from oslo_config import cfg
+
+from nova_cacheaware.conf import topology
+
+CONF = cfg.CONF
+
+topology.register_opts(CONF)

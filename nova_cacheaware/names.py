@@ -1,0 +1,24 @@
+"""Placement names that are public contracts (see DESIGN "Placement model").
+
+Resource classes and traits follow os-resource-classes / os-traits rules for
+custom names (``CUSTOM_`` prefix, upper case).
+"""
+
+RC_DOMAIN_VCPU = 'CUSTOM_CACHE_DOMAIN_VCPU'
+RC_DOMAIN_MEMBOUND = 'CUSTOM_CACHE_DOMAIN_MEMBOUND'
+TRAIT_DOMAIN = 'CUSTOM_CACHEAWARE_DOMAIN'
+TRAIT_AGENT = 'CUSTOM_CACHEAWARE_AGENT'
+EXTRA_SPEC_NAMESPACE = 'cacheaware'
+
+
+def cache_level_trait(level):
+    """``CUSTOM_CACHE_L3`` for level 3; the trait put on each domain child."""
+    return 'CUSTOM_CACHE_L%d' % level
+
+
+def domain_provider_name(compute_rp_name, domain_id):
+    """Name of a cache domain's child provider under a compute node RP.
+
+    Never ``<nodename>_<...>``: nova deletes such children.
+    """
+    return '%s:cacheaware:%s' % (compute_rp_name, domain_id)
