@@ -1,0 +1,79 @@
+"""``[cacheaware_scheduler]``: the Nova scheduler plugins' options.
+
+Read by nova-scheduler (the options live in nova.conf next to Nova's own).
+"""
+
+from oslo_config import cfg
+
+scheduler_group = cfg.OptGroup(
+    'cacheaware_scheduler',
+    title='nova-cacheaware scheduler plugins',
+    help='Options of CacheDomainFilter, CacheContentionWeigher and the '
+         'live host-state listener that feeds them.')
+
+scheduler_opts = [
+    cfg.FloatOpt('cache_contention_weight_multiplier',
+                 default=1.0,
+                 help="""
+Multiplier of CacheContentionWeigher.
+
+The weigher prefers, for memory-bound and auto-classified requests, hosts
+with more Empty cache domains and fewer memory-bound instances. It can be
+overridden per host aggregate with the aggregate metadata key
+``cache_contention_weight_multiplier``.
+
+Possible values:
+* a positive number: prefer uncontended hosts (larger = stronger)
+* 0.0: ignore cache contention
+* a negative number: pack memory-bound instances (not recommended)
+"""),
+    cfg.IntOpt('host_state_ttl',
+               default=180,
+               min=1,
+               help="""
+Seconds a host's live state stays usable after it was received.
+
+Older (or missing) state makes the weigher neutral for that host and the
+filter rely on Placement alone. Set it to two or three times the agent's
+report interval.
+"""),
+    cfg.BoolOpt('listen_for_host_state',
+                default=True,
+                help="""
+Start a notification listener for ``cacheaware.host.state`` in every
+scheduler worker process (on first use of the plugins).
+
+When False the plugins see no live state: the filter relies on Placement
+alone and the weigher is neutral.
+"""),
+    cfg.StrOpt('host_state_topic',
+               default='cacheaware_host_state',
+               help="""
+oslo.messaging notification topic the agents publish host state on.
+
+Related options:
+* ``[oslo_messaging_notifications] transport_url`` picks the bus
+  (default: nova's ``transport_url``).
+"""),
+    cfg.StrOpt('host_state_pool_prefix',
+               default='cacheaware-scheduler',
+               help="""
+Prefix of the per-process listener pool (queue) names.
+
+Each scheduler worker listens on its own queue named
+``<prefix>-<hostname>-<pid>`` so that every worker receives every host's
+state. Add a RabbitMQ policy with ``expires`` for queues matching
+``^<prefix>-`` so queues of stopped workers are removed.
+"""),
+]
+
+
+def register_opts(conf):
+    """Register the ``[cacheaware_scheduler]`` options on ``conf``."""
+    conf.register_group(scheduler_group)
+    conf.register_opts(scheduler_opts, group=scheduler_group)
+
+
+def list_opts():
+    """Options for oslo-config-generator."""
+    return {scheduler_group: scheduler_opts}

@@ -1,0 +1,125 @@
+"""``CacheDomainFilter``: hosts (and allocation candidates) that can honour
+a request's ``cacheaware:`` keys.
+
+Placement does the heavy lifting: a flavor asking for All-share carries the
+granular group ``resources_CACHE:CUSTOM_CACHE_DOMAIN_VCPU=<vcpus>`` (plus
+``CUSTOM_CACHE_DOMAIN_MEMBOUND=1`` for Clean), so every allocation candidate
+Placement returns already names one cache-domain provider with room. This
+filter checks what Placement cannot:
+
+* each candidate must put all the instance's vCPUs on **one** cache-domain
+  provider (a flavor written by hand without the granular group, or with a
+  smaller amount, would otherwise silently get no All-share);
+* with ``cache_clean=required``, the candidate must also claim the domain's
+  memory-bound slot, and the domain must not be reported busy by a fresh
+  live state;
+* a host whose agent reports itself unhealthy in fresh live state gets no
+  All-share or Clean request (its pinning would not be applied).
+
+Candidates that fail are pruned (``CandidateFilterMixin``); a host with none
+left is rejected with the reason logged at INFO (Placement has normally
+removed such hosts already, so rejections are rare and worth seeing).
+Requests without ``cacheaware:`` keys pass every host untouched.
+"""
+
+from oslo_log import log as logging
+
+from nova.scheduler import filters
+
+from nova_cacheaware.api import specs
+from nova_cacheaware import exception
+from nova_cacheaware import names
+from nova_cacheaware.scheduler import live_state
+
+LOG = logging.getLogger(__name__)
+
+
+class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
+    """Pass hosts whose candidates honour the ``cacheaware:`` request."""
+
+    # Rebuild keeps the host and its allocations: nothing to re-check.
+    RUN_ON_REBUILD = False
+
+    def host_passes(self, host_state, spec_obj):
+        """True if the host can honour the request; prunes candidates."""
+        try:
+            request = specs.parse_extra_specs(spec_obj.flavor.extra_specs)
+        except exception.InvalidInput as e:
+            # Flavors written before the validators were installed.
+            self._reject(host_state, 'flavor %s has invalid extra specs: %s'
+                         % (spec_obj.flavor.flavorid, e))
+            return False
+        if not request.present:
+            return True
+        if not (request.all_share or request.clean_required):
+            return True
+
+        live = live_state.get_cache().get(host_state.host)
+        if live is not None and not live.agent_healthy:
+            self._reject(host_state, 'the nova-cacheaware agent reports '
+                         'itself unhealthy')
+            return False
+        if not request.all_share:
+            return True
+
+        busy = set()
+        if request.clean_required and live is not None:
+            busy = {uuid for uuid, domain in live.domain_by_provider().items()
+                    if domain.memory_bound_vms}
+        vcpus = spec_obj.vcpus
+
+        def honours(candidate):
+            return candidate_reason(candidate, vcpus, request.clean_required,
+                                    busy) is None
+
+        before = list(host_state.allocation_candidates)
+        if not self.filter_candidates(host_state, honours):
+            why = (candidate_reason(before[0], vcpus, request.clean_required,
+                                    busy) if before else
+                   'Placement returned no allocation candidate')
+            self._reject(host_state, 'no allocation candidate puts all %d '
+                         'vCPUs in one cache domain%s (%d candidates; first '
+                         'refused because %s)' % (
+                             vcpus, ' with a Clean slot'
+                             if request.clean_required else '',
+                             len(before), why))
+            return False
+        return True
+
+    @staticmethod
+    def _reject(host_state, reason):
+        LOG.info('CacheDomainFilter rejects host %s (node %s): %s',
+                 host_state.host, host_state.nodename, reason)
+
+
+def candidate_reason(candidate, vcpus, clean_required, busy_providers):
+    """Why ``candidate`` cannot host the request, or None when it can.
+
+    ``candidate`` is one Placement allocation request
+    (``{'allocations': {rp_uuid: {'resources': {...}}}, ...}``).
+    """
+    domains = [(uuid, alloc['resources'])
+               for uuid, alloc in candidate['allocations'].items()
+               if names.RC_DOMAIN_VCPU in alloc['resources']]
+    if not domains:
+        return ('it has no %s allocation (flavor lacks the cache group, see '
+                '"nova-cacheaware flavor show-specs")' % names.RC_DOMAIN_VCPU)
+    if len(domains) > 1:
+        return 'it spreads the vCPUs over %d cache domains' % len(domains)
+    uuid, resources = domains[0]
+    if resources[names.RC_DOMAIN_VCPU] < vcpus:
+        return ('it claims %d of %d vCPUs in the cache domain'
+                % (resources[names.RC_DOMAIN_VCPU], vcpus))
+    if clean_required:
+        if resources.get(names.RC_DOMAIN_MEMBOUND, 0) < 1:
+            return ('it claims no %s slot in domain provider %s'
+                    % (names.RC_DOMAIN_MEMBOUND, uuid))
+        if uuid in busy_providers:
+            return ('the agent reports domain provider %s holding a '
+                    'memory-bound instance' % uuid)
+    return None
+
+
+def all_filters():
+    """Every filter of nova-cacheaware, for ``available_filters``."""
+    return [CacheDomainFilter]

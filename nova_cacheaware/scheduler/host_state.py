@@ -1,0 +1,221 @@
+"""The ``cacheaware.host.state`` notification payload (versioned).
+
+Pure module: plain frozen dataclasses that round-trip to JSON. The agent
+builds a :class:`HostCacheState` and publishes :func:`to_payload` of it; the
+scheduler's listener turns payloads back with :func:`from_payload`, which
+refuses anything malformed with :class:`~nova_cacheaware.exception.InvalidInput`
+(payloads come from the message bus: never trust them blindly).
+
+Versioning follows Nova's versioned notifications: ``MAJOR.MINOR``. A reader
+accepts any payload of its major version (unknown fields are ignored, so
+minors may add fields); another major is refused.
+"""
+
+import dataclasses
+import datetime
+import math
+import typing as ty
+
+from nova_cacheaware import exception
+
+EVENT_TYPE = 'cacheaware.host.state'
+PAYLOAD_NAME = 'CacheAwareHostStatePayload'
+VERSION = '1.0'
+MAJOR = 1
+
+DOMAIN_STATES = ('empty', 'clean', 'dirty')
+VM_CLASSES = ('memory', 'cpu', 'io', 'unknown')
+
+
+def domain_state(memory_bound_vms):
+    """Empty (no memory-bound VM), Clean (one) or Dirty (more): study 000."""
+    if memory_bound_vms == 0:
+        return 'empty'
+    return 'clean' if memory_bound_vms == 1 else 'dirty'
+
+
+@dataclasses.dataclass(frozen=True)
+class DomainState:
+    """One cache domain of the host as the agent sees it."""
+
+    id: str
+    state: str
+    memory_bound_vms: ty.Tuple[str, ...] = ()
+    usable_cpus: int = 0
+    provider_uuid: ty.Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class VmState:
+    """One instance: its (declared or classified) class and pCPU estimate."""
+
+    instance_uuid: str
+    workload_class: str = 'unknown'
+    domain_id: ty.Optional[str] = None
+    pcpu_estimate: ty.Optional[float] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class HostCacheState:
+    """A compute host's cache-domain state at ``timestamp`` (UTC)."""
+
+    host: str
+    timestamp: datetime.datetime
+    agent_healthy: bool
+    domains: ty.Tuple[DomainState, ...] = ()
+    vms: ty.Tuple[VmState, ...] = ()
+    available_pcpus: ty.Optional[float] = None
+    version: str = VERSION
+
+    @property
+    def empty_domains(self):
+        """Number of domains without a memory-bound VM."""
+        return sum(1 for d in self.domains if d.state == 'empty')
+
+    @property
+    def memory_bound_vms(self):
+        """Number of memory-bound VMs over all domains."""
+        return sum(len(d.memory_bound_vms) for d in self.domains)
+
+    def domain_by_provider(self):
+        """``{provider_uuid: DomainState}`` for domains that name one."""
+        return {d.provider_uuid: d for d in self.domains if d.provider_uuid}
+
+
+def to_payload(state):
+    """JSON-ready dict of a :class:`HostCacheState`."""
+    return {
+        'version': state.version,
+        'host': state.host,
+        'timestamp': _format_time(state.timestamp),
+        'agent_healthy': state.agent_healthy,
+        'available_pcpus': state.available_pcpus,
+        'domains': [{
+            'id': d.id, 'state': d.state,
+            'memory_bound_vms': list(d.memory_bound_vms),
+            'usable_cpus': d.usable_cpus,
+            'provider_uuid': d.provider_uuid,
+        } for d in state.domains],
+        'vms': [dataclasses.asdict(vm) for vm in state.vms],
+    }
+
+
+def from_payload(payload):
+    """Parse a payload dict into a :class:`HostCacheState`.
+
+    Raises :class:`~nova_cacheaware.exception.InvalidInput` naming the first
+    problem: wrong major version, missing or mistyped field, unknown domain
+    state or VM class, a domain state that contradicts its VM list.
+    """
+    doc = _mapping(payload, 'payload')
+    version = _str(doc, 'version')
+    if version.split('.')[0] != str(MAJOR):
+        raise exception.InvalidInput(
+            reason='payload version %s not supported (major %d expected)'
+                   % (version, MAJOR))
+    domains = tuple(_domain(d) for d in _list(doc, 'domains'))
+    ids = [d.id for d in domains]
+    if len(set(ids)) != len(ids):
+        raise exception.InvalidInput(reason='duplicate domain ids %s' % ids)
+    pcpus = doc.get('available_pcpus')
+    if pcpus is not None:
+        pcpus = _number(pcpus, 'available_pcpus')
+    healthy = doc.get('agent_healthy')
+    if not isinstance(healthy, bool):
+        raise exception.InvalidInput(reason='agent_healthy must be a bool')
+    return HostCacheState(
+        host=_str(doc, 'host'),
+        timestamp=_parse_time(_str(doc, 'timestamp')),
+        agent_healthy=healthy,
+        domains=domains,
+        vms=tuple(_vm(v) for v in _list(doc, 'vms')),
+        available_pcpus=pcpus,
+        version=version)
+
+
+def _domain(raw):
+    doc = _mapping(raw, 'domain')
+    vms = tuple(_str_item(v, 'memory_bound_vms')
+                for v in _list(doc, 'memory_bound_vms'))
+    state = _str(doc, 'state')
+    if state not in DOMAIN_STATES:
+        raise exception.InvalidInput(
+            reason='domain state %r not one of %s' % (state, DOMAIN_STATES))
+    if state != domain_state(len(vms)):
+        raise exception.InvalidInput(
+            reason='domain %s is %s but lists %d memory-bound VMs'
+                   % (doc.get('id'), state, len(vms)))
+    usable = doc.get('usable_cpus', 0)
+    if not isinstance(usable, int) or isinstance(usable, bool) or usable < 0:
+        raise exception.InvalidInput(reason='usable_cpus must be an int >= 0')
+    provider = doc.get('provider_uuid')
+    if provider is not None and not isinstance(provider, str):
+        raise exception.InvalidInput(reason='provider_uuid must be a string')
+    return DomainState(id=_str(doc, 'id'), state=state, memory_bound_vms=vms,
+                       usable_cpus=usable, provider_uuid=provider)
+
+
+def _vm(raw):
+    doc = _mapping(raw, 'vm')
+    klass = doc.get('workload_class', 'unknown')
+    if klass not in VM_CLASSES:
+        raise exception.InvalidInput(
+            reason='workload_class %r not one of %s' % (klass, VM_CLASSES))
+    estimate = doc.get('pcpu_estimate')
+    if estimate is not None:
+        estimate = _number(estimate, 'pcpu_estimate')
+    domain = doc.get('domain_id')
+    if domain is not None and not isinstance(domain, str):
+        raise exception.InvalidInput(reason='domain_id must be a string')
+    return VmState(instance_uuid=_str(doc, 'instance_uuid'),
+                   workload_class=klass, domain_id=domain,
+                   pcpu_estimate=estimate)
+
+
+def _mapping(value, what):
+    if not isinstance(value, dict):
+        raise exception.InvalidInput(reason='%s must be an object' % what)
+    return value
+
+
+def _list(doc, key):
+    value = doc.get(key, [])
+    if not isinstance(value, list):
+        raise exception.InvalidInput(reason='%s must be a list' % key)
+    return value
+
+
+def _str(doc, key):
+    return _str_item(doc.get(key), key)
+
+
+def _str_item(value, key):
+    if not isinstance(value, str) or not value:
+        raise exception.InvalidInput(
+            reason='%s must be a non-empty string' % key)
+    return value
+
+
+def _number(value, key):
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or value < 0):
+        raise exception.InvalidInput(
+            reason='%s must be a finite number >= 0' % key)
+    return float(value)
+
+
+def _format_time(moment):
+    return moment.astimezone(datetime.timezone.utc).strftime(
+        '%Y-%m-%dT%H:%M:%S.%fZ')
+
+
+def _parse_time(text):
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace('Z', '+00:00'))
+    except ValueError:
+        raise exception.InvalidInput(
+            reason='timestamp %r is not ISO 8601' % text) from None
+    if moment.tzinfo is None:
+        raise exception.InvalidInput(
+            reason='timestamp %r has no time zone' % text)
+    return moment.astimezone(datetime.timezone.utc)

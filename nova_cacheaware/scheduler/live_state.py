@@ -1,0 +1,64 @@
+"""The scheduler worker's view of live host state (one per process).
+
+:func:`get_cache` returns this process's
+:class:`~nova_cacheaware.scheduler.state_cache.HostStateCache` and, on first
+use in a process, starts its notification listener (never at import or in a
+plugin constructor). Forked workers notice the new pid and start their own.
+A listener that cannot start is logged once per process and the plugins run
+without live state (neutral weights), never failing a request.
+"""
+
+import os
+import threading
+
+from oslo_config import cfg
+from oslo_log import log as logging
+import oslo_messaging
+
+from nova_cacheaware import conf as ca_conf
+from nova_cacheaware import notifications
+from nova_cacheaware.scheduler import state_cache
+
+LOG = logging.getLogger(__name__)
+CONF = ca_conf.CONF
+
+_lock = threading.Lock()
+_process = {'pid': None, 'cache': None, 'listener': None}
+
+
+def get_cache():
+    """This process's host-state cache; starts the listener once."""
+    pid = os.getpid()
+    if _process['pid'] == pid:
+        return _process['cache']
+    with _lock:
+        if _process['pid'] != pid:
+            opts = CONF.cacheaware_scheduler
+            cache = state_cache.HostStateCache(opts.host_state_ttl)
+            listener = None
+            if opts.listen_for_host_state:
+                listener = _start_listener(cache, opts)
+            _process.update(pid=pid, cache=cache, listener=listener)
+    return _process['cache']
+
+
+def _start_listener(cache, opts):
+    pool = notifications.process_pool_name(opts.host_state_pool_prefix)
+    try:
+        transport = oslo_messaging.get_notification_transport(CONF)
+        return notifications.start_host_state_listener(
+            transport, cache, opts.host_state_topic, pool)
+    except (oslo_messaging.MessagingException, cfg.Error, OSError) as e:
+        LOG.error('No live cache state in this scheduler process: cannot '
+                  'listen on topic %s: %s', opts.host_state_topic, e)
+        return None
+
+
+def reset():
+    """Stop this process's listener and forget its cache (tests, reload)."""
+    with _lock:
+        listener = _process['listener']
+        _process.update(pid=None, cache=None, listener=None)
+    if listener is not None:
+        listener.stop()
+        listener.wait()

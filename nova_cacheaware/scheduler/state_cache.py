@@ -1,0 +1,71 @@
+"""In-process cache of the hosts' live cache-domain state, with a TTL.
+
+Fed by the notification listener (:mod:`nova_cacheaware.notifications`),
+read by the filter and the weigher. Thread-safe; the clock is injected so
+tests (and the benchmark) control time. Freshness is measured from when a
+state was *received*, never from the agent's timestamp, so clock skew between
+compute nodes and the scheduler cannot make state look fresh; the agent's
+timestamp only orders the states of one host (an older one never replaces
+a newer one, whatever order the bus delivers them in).
+"""
+
+import threading
+import time
+
+
+class HostStateCache:
+    """``host -> HostCacheState`` with a time-to-live in seconds."""
+
+    def __init__(self, ttl, clock=time.monotonic):
+        self._ttl = float(ttl)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._states = {}
+
+    @property
+    def ttl(self):
+        """Seconds a received state stays fresh."""
+        return self._ttl
+
+    def update(self, state):
+        """Record ``state`` unless a newer one of its host is already held.
+
+        Returns True when the state was stored.
+        """
+        now = self._clock()
+        with self._lock:
+            held = self._states.get(state.host)
+            if held is not None and held[1].timestamp > state.timestamp:
+                return False
+            self._states[state.host] = (now, state)
+            return True
+
+    def get(self, host):
+        """The host's fresh state, or None when missing or older than TTL."""
+        entry = self._states.get(host)
+        if entry is None or self._clock() - entry[0] > self._ttl:
+            return None
+        return entry[1]
+
+    def forget(self, host):
+        """Drop a host's state (e.g. when its compute service is deleted)."""
+        with self._lock:
+            self._states.pop(host, None)
+
+    def clear(self):
+        """Drop every state."""
+        with self._lock:
+            self._states.clear()
+
+    def prune(self):
+        """Drop stale entries; returns how many were dropped."""
+        now = self._clock()
+        with self._lock:
+            stale = [h for h, (received, _) in self._states.items()
+                     if now - received > self._ttl]
+            for host in stale:
+                del self._states[host]
+        return len(stale)
+
+    def __len__(self):
+        return len(self._states)
