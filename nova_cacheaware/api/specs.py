@@ -106,8 +106,10 @@ class CacheAwareRequest:
 
     @property
     def clean_required(self):
-        """True when landing in a domain with another memory-bound VM is
-        forbidden (only meaningful for a declared memory-bound workload)."""
+        """True when a domain holding a memory-bound VM is forbidden.
+
+        Only meaningful for a declared memory-bound workload.
+        """
         return self.workload == 'memory' and self.cache_clean == 'required'
 
     @property

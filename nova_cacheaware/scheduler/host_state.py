@@ -3,8 +3,9 @@
 Pure module: plain frozen dataclasses that round-trip to JSON. The agent
 builds a :class:`HostCacheState` and publishes :func:`to_payload` of it; the
 scheduler's listener turns payloads back with :func:`from_payload`, which
-refuses anything malformed with :class:`~nova_cacheaware.exception.InvalidInput`
-(payloads come from the message bus: never trust them blindly).
+refuses anything malformed with
+:class:`~nova_cacheaware.exception.InvalidInput` (payloads come from the
+message bus: never trust them blindly).
 
 Versioning follows Nova's versioned notifications: ``MAJOR.MINOR``. A reader
 accepts any payload of its major version (unknown fields are ignored, so

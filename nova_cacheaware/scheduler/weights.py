@@ -12,8 +12,9 @@ in the middle. Requests without ``cacheaware:`` keys, with ``cache_clean``
 ``off`` or with a declared CPU/IO workload get 0 on every host, which leaves
 Nova's ordering unchanged.
 
-The multiplier is ``[cacheaware_scheduler] cache_contention_weight_multiplier``,
-overridden per aggregate by the metadata key of the same name.
+The multiplier is ``[cacheaware_scheduler]
+cache_contention_weight_multiplier``, overridden per aggregate by the
+metadata key of the same name.
 """
 
 from oslo_log import log as logging

@@ -1,0 +1,110 @@
+"""The cacheaware.host.state payload."""
+
+import datetime
+
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+import testtools
+
+from nova_cacheaware import exception
+from nova_cacheaware.scheduler import host_state as hs
+
+T0 = datetime.datetime(2026, 11, 22, 12, 0, 0, 123456,
+                       tzinfo=datetime.timezone.utc)
+
+
+def sample():
+    return hs.HostCacheState(
+        host='cmp1', timestamp=T0, agent_healthy=True,
+        domains=(hs.DomainState('L3-0', 'empty', (), 8, 'rp-0'),
+                 hs.DomainState('L3-1', 'clean', ('vm-a',), 8, 'rp-1'),
+                 hs.DomainState('L3-2', 'dirty', ('vm-b', 'vm-c'), 8)),
+        vms=(hs.VmState('vm-a', 'memory', 'L3-1', 3.0),
+             hs.VmState('vm-d', 'cpu', 'L3-0', None)),
+        available_pcpus=12.5)
+
+
+class PayloadTest(testtools.TestCase):
+
+    def test_exact_payload(self):
+        self.assertEqual({
+            'version': '1.0', 'host': 'cmp1',
+            'timestamp': '2026-11-22T12:00:00.123456Z',
+            'agent_healthy': True, 'available_pcpus': 12.5,
+            'domains': [
+                {'id': 'L3-0', 'state': 'empty', 'memory_bound_vms': [],
+                 'usable_cpus': 8, 'provider_uuid': 'rp-0'},
+                {'id': 'L3-1', 'state': 'clean',
+                 'memory_bound_vms': ['vm-a'], 'usable_cpus': 8,
+                 'provider_uuid': 'rp-1'},
+                {'id': 'L3-2', 'state': 'dirty',
+                 'memory_bound_vms': ['vm-b', 'vm-c'], 'usable_cpus': 8,
+                 'provider_uuid': None}],
+            'vms': [
+                {'instance_uuid': 'vm-a', 'workload_class': 'memory',
+                 'domain_id': 'L3-1', 'pcpu_estimate': 3.0},
+                {'instance_uuid': 'vm-d', 'workload_class': 'cpu',
+                 'domain_id': 'L3-0', 'pcpu_estimate': None}],
+        }, hs.to_payload(sample()))
+
+    def test_round_trip_and_counts(self):
+        state = hs.from_payload(hs.to_payload(sample()))
+        self.assertEqual(sample(), state)
+        self.assertEqual(1, state.empty_domains)
+        self.assertEqual(3, state.memory_bound_vms)
+        self.assertEqual(['rp-0', 'rp-1'],
+                         sorted(state.domain_by_provider()))
+
+    def test_minor_version_with_new_fields_accepted(self):
+        doc = dict(hs.to_payload(sample()), version='1.7', extra='x')
+        self.assertEqual('1.7', hs.from_payload(doc).version)
+
+    def test_domain_state_rule(self):
+        self.assertEqual(['empty', 'clean', 'dirty', 'dirty'],
+                         [hs.domain_state(n) for n in range(4)])
+
+    def test_refusals(self):
+        good = hs.to_payload(sample())
+
+        def bad(**changes):
+            return dict(good, **changes)
+
+        def bad_domain(**changes):
+            return bad(domains=[dict(good['domains'][0], **changes)])
+
+        cases = [
+            ([], 'payload must be an object'),
+            (bad(version='2.0'), 'version 2.0 not supported'),
+            (bad(host=''), 'host must be a non-empty string'),
+            (bad(agent_healthy='yes'), 'agent_healthy must be a bool'),
+            (bad(timestamp='yesterday'), 'is not ISO 8601'),
+            (bad(timestamp='2026-11-22T12:00:00'), 'has no time zone'),
+            (bad(available_pcpus=float('nan')), 'finite number'),
+            (bad(domains={}), 'domains must be a list'),
+            (bad_domain(state='busy'), "domain state 'busy'"),
+            (bad_domain(state='clean'), 'is clean but lists 0'),
+            (bad_domain(usable_cpus=-1), 'usable_cpus'),
+            (bad(domains=[good['domains'][0]] * 2), 'duplicate domain ids'),
+            (bad(vms=[{'instance_uuid': 'x', 'workload_class': 'gpu'}]),
+             "workload_class 'gpu'"),
+            (bad(vms=[{'instance_uuid': 'x', 'pcpu_estimate': -1}]),
+             'pcpu_estimate must be'),
+        ]
+        for payload, message in cases:
+            ex = self.assertRaises(exception.InvalidInput, hs.from_payload,
+                                   payload)
+            self.assertIn(message, str(ex))
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(st.lists(st.uuids().map(str), max_size=3), max_size=6),
+           st.booleans(),
+           st.one_of(st.none(), st.floats(0, 512, allow_nan=False)))
+    def test_round_trip_property(self, vms_per_domain, healthy, pcpus):
+        state = hs.HostCacheState(
+            host='h', timestamp=T0, agent_healthy=healthy,
+            domains=tuple(hs.DomainState('d%d' % i, hs.domain_state(len(v)),
+                                         tuple(v), 4)
+                          for i, v in enumerate(vms_per_domain)),
+            available_pcpus=pcpus)
+        self.assertEqual(state, hs.from_payload(hs.to_payload(state)))

@@ -1,0 +1,216 @@
+"""CacheDomainFilter and CacheContentionWeigher on Nova's own objects."""
+
+import datetime
+
+import fixtures
+
+from oslo_config import fixture as config_fixture
+import testtools
+
+from nova import objects
+from nova.scheduler import host_manager
+
+from nova_cacheaware import conf as ca_conf
+from nova_cacheaware import names
+from nova_cacheaware.scheduler import filters
+from nova_cacheaware.scheduler import host_state as hs
+from nova_cacheaware.scheduler import live_state
+from nova_cacheaware.scheduler import weights
+
+objects.register_all()
+VCPU, MEMBOUND = names.RC_DOMAIN_VCPU, names.RC_DOMAIN_MEMBOUND
+ROOT = 'root-rp'
+
+
+def candidate(*domains):
+    """An allocation candidate: VCPU on the root plus the given domains."""
+    allocations = {ROOT: {'resources': {'VCPU': 2, 'MEMORY_MB': 512}}}
+    for uuid, resources in domains:
+        allocations[uuid] = {'resources': resources}
+    return {'allocations': allocations, 'mappings': {'': [ROOT]}}
+
+
+def spec(extra_specs, vcpus=2):
+    flavor = objects.Flavor(flavorid='f1', vcpus=vcpus, memory_mb=512,
+                            root_gb=1, ephemeral_gb=0, swap=0,
+                            extra_specs=extra_specs)
+    return objects.RequestSpec(flavor=flavor, num_instances=1)
+
+
+def host(name, candidates):
+    state = host_manager.HostState(name, name, 'cell1')
+    state.allocation_candidates = list(candidates)
+    return state
+
+
+def live(name, vms_per_domain, healthy=True, providers=None):
+    providers = providers or [None] * len(vms_per_domain)
+    return hs.HostCacheState(
+        host=name, timestamp=datetime.datetime.now(datetime.timezone.utc),
+        agent_healthy=healthy,
+        domains=tuple(hs.DomainState('d%d' % i, hs.domain_state(len(v)),
+                                     tuple(v), 4, p)
+                      for i, (v, p) in enumerate(zip(vms_per_domain,
+                                                     providers))))
+
+
+class PluginTestCase(testtools.TestCase):
+    def setUp(self):
+        super().setUp()
+        fixture = self.useFixture(config_fixture.Config(ca_conf.CONF))
+        fixture.config(listen_for_host_state=False,
+                       group='cacheaware_scheduler')
+        live_state.reset()
+        self.addCleanup(live_state.reset)
+        self.cache = live_state.get_cache()
+
+
+ALL_CLEAN = {'cacheaware:cache_share': 'all', 'cacheaware:workload': 'memory',
+             'cacheaware:cache_clean': 'required'}
+
+
+class CandidateReasonTest(testtools.TestCase):
+
+    def test_table(self):
+        ok = ('d1', {VCPU: 2, MEMBOUND: 1})
+        table = [
+            (candidate(ok), False, set(), None),
+            (candidate(('d1', {VCPU: 2})), False, set(), None),
+            (candidate(), False, set(), 'has no %s allocation' % VCPU),
+            (candidate(('d1', {VCPU: 1}), ('d2', {VCPU: 1})), False, set(),
+             'spreads the vCPUs over 2 cache domains'),
+            (candidate(('d1', {VCPU: 1})), False, set(),
+             'claims 1 of 2 vCPUs'),
+            (candidate(('d1', {VCPU: 2})), True, set(),
+             'claims no %s slot in domain provider d1' % MEMBOUND),
+            (candidate(ok), True, {'d1'},
+             'reports domain provider d1 holding a memory-bound instance'),
+            (candidate(ok), True, {'d2'}, None),
+        ]
+        for cand, clean, busy, expected in table:
+            reason = filters.candidate_reason(cand, 2, clean, busy)
+            if expected is None:
+                self.assertIsNone(reason, cand)
+            else:
+                self.assertIn(expected, reason)
+
+
+class CacheDomainFilterTest(PluginTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.filt = filters.CacheDomainFilter()
+
+    def test_requests_without_keys_pass_untouched(self):
+        cands = [candidate(), candidate(('d1', {VCPU: 1}))]
+        state = host('h1', cands)
+        self.cache.update(live('h1', [[]], healthy=False))
+        self.assertTrue(self.filt.host_passes(state, spec({'hw:x': '1'})))
+        self.assertEqual(cands, state.allocation_candidates)
+
+    def test_any_share_request_passes(self):
+        state = host('h1', [candidate()])
+        self.assertTrue(self.filt.host_passes(
+            state, spec({'cacheaware:workload': 'memory'})))
+        self.assertEqual(1, len(state.allocation_candidates))
+
+    def test_prunes_candidates_without_one_domain(self):
+        good = candidate(('d2', {VCPU: 2, MEMBOUND: 1}))
+        state = host('h1', [candidate(('d1', {VCPU: 2})), good, candidate()])
+        self.assertTrue(self.filt.host_passes(state, spec(ALL_CLEAN)))
+        self.assertEqual([good], state.allocation_candidates)
+
+    def test_rejects_when_nothing_left_and_logs_reason(self):
+        log = self.useFixture(fixtures.FakeLogger(
+            name='nova_cacheaware.scheduler.filters'))
+        state = host('h1', [candidate()])
+        self.assertFalse(self.filt.host_passes(
+            state, spec({'cacheaware:cache_share': 'all'}, vcpus=4)))
+        self.assertEqual([], state.allocation_candidates)
+        self.assertIn('CacheDomainFilter rejects host h1 (node h1): no '
+                      'allocation candidate puts all 4 vCPUs in one cache '
+                      'domain (1 candidates; first refused because it has '
+                      'no %s allocation' % VCPU, log.output)
+
+    def test_unhealthy_agent_rejected_missing_state_relies_on_placement(self):
+        cands = [candidate(('d1', {VCPU: 2, MEMBOUND: 1}))]
+        self.assertTrue(self.filt.host_passes(host('h1', cands),
+                                              spec(ALL_CLEAN)))
+        self.cache.update(live('h1', [[]], healthy=False))
+        self.assertFalse(self.filt.host_passes(host('h1', cands),
+                                               spec(ALL_CLEAN)))
+
+    def test_clean_required_skips_domains_reported_busy(self):
+        busy = candidate(('rp-a', {VCPU: 2, MEMBOUND: 1}))
+        free = candidate(('rp-b', {VCPU: 2, MEMBOUND: 1}))
+        self.cache.update(live('h1', [['vm'], []],
+                               providers=['rp-a', 'rp-b']))
+        state = host('h1', [busy, free])
+        self.assertTrue(self.filt.host_passes(state, spec(ALL_CLEAN)))
+        self.assertEqual([free], state.allocation_candidates)
+        # preferred: busy domains stay (the weigher deals with them).
+        state = host('h1', [busy, free])
+        self.assertTrue(self.filt.host_passes(state, spec(
+            dict(ALL_CLEAN, **{'cacheaware:cache_clean': 'preferred'}))))
+        self.assertEqual(2, len(state.allocation_candidates))
+
+    def test_invalid_specs_rejected(self):
+        self.assertFalse(self.filt.host_passes(
+            host('h1', [candidate()]), spec({'cacheaware:oops': '1'})))
+
+    def test_all_filters(self):
+        self.assertEqual([filters.CacheDomainFilter], filters.all_filters())
+
+
+class CacheContentionWeigherTest(PluginTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.weigher = weights.CacheContentionWeigher()
+
+    def test_score_table(self):
+        table = [
+            (None, 0.0),
+            (live('h', []), 0.0),
+            (live('h', [[], []], healthy=False), 0.0),
+            (live('h', [[], [], [], []]), 1.0),
+            (live('h', [['a'], [], [], []]), 0.75 - 0.25),
+            (live('h', [['a'], ['b'], ['c'], ['d']]), -1.0),
+            (live('h', [['a', 'b', 'c'], [], []]), 2 / 3 - 1.0),
+            (live('h', [['a', 'b', 'c', 'd', 'e'], []]), 0.5 - 1.0),
+        ]
+        for state, expected in table:
+            self.assertAlmostEqual(expected, weights.contention_score(state))
+
+    def test_weigh_by_request(self):
+        self.cache.update(live('h1', [[], []]))
+        self.cache.update(live('h2', [['a'], ['b']]))
+        h1, h2, h3 = host('h1', []), host('h2', []), host('h3', [])
+        table = [
+            ({}, [0.0, 0.0, 0.0]),
+            ({'cacheaware:workload': 'cpu'}, [0.0, 0.0, 0.0]),
+            ({'cacheaware:workload': 'memory',
+              'cacheaware:cache_clean': 'off'}, [0.0, 0.0, 0.0]),
+            ({'cacheaware:workload': 'memory'}, [1.0, -1.0, 0.0]),
+            ({'cacheaware:cache_share': 'all'}, [1.0, -1.0, 0.0]),
+            ({'cacheaware:bad': 'x'}, [0.0, 0.0, 0.0]),
+        ]
+        for extra, expected in table:
+            got = [self.weigher._weigh_object(h, spec(extra))
+                   for h in (h1, h2, h3)]
+            self.assertEqual(expected, got, extra)
+
+    def test_multiplier_from_conf_and_aggregate(self):
+        fixture = self.useFixture(config_fixture.Config(ca_conf.CONF))
+        fixture.config(cache_contention_weight_multiplier=3.0,
+                       group='cacheaware_scheduler')
+        state = host('h1', [])
+        self.assertEqual(3.0, self.weigher.weight_multiplier(state))
+        state.aggregates = [objects.Aggregate(
+            id=1, name='a', hosts=['h1'],
+            metadata={'cache_contention_weight_multiplier': '7.5'})]
+        self.assertEqual(7.5, self.weigher.weight_multiplier(state))
+
+    def test_all_weighers(self):
+        self.assertEqual([weights.CacheContentionWeigher],
+                         weights.all_weighers())

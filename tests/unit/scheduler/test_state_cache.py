@@ -1,0 +1,64 @@
+"""The TTL cache of live host state."""
+
+import datetime
+
+import testtools
+
+from nova_cacheaware.scheduler import host_state as hs
+from nova_cacheaware.scheduler import state_cache
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def at(host, second):
+    return hs.HostCacheState(
+        host=host, agent_healthy=True,
+        timestamp=datetime.datetime(2026, 1, 1, 0, 0, second,
+                                    tzinfo=datetime.timezone.utc))
+
+
+class HostStateCacheTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.clock = Clock()
+        self.cache = state_cache.HostStateCache(ttl=60, clock=self.clock)
+
+    def test_fresh_until_ttl_then_missing(self):
+        self.assertIsNone(self.cache.get('h1'))
+        self.assertTrue(self.cache.update(at('h1', 0)))
+        self.clock.now += 60
+        self.assertEqual(at('h1', 0), self.cache.get('h1'))
+        self.clock.now += 0.001
+        self.assertIsNone(self.cache.get('h1'))
+
+    def test_freshness_counts_from_receipt_not_agent_clock(self):
+        # An agent whose clock is a year behind still counts as fresh.
+        self.cache.update(at('h1', 0))
+        self.clock.now += 30
+        self.assertIsNotNone(self.cache.get('h1'))
+
+    def test_older_state_never_replaces_newer(self):
+        self.cache.update(at('h1', 10))
+        self.assertFalse(self.cache.update(at('h1', 5)))
+        self.assertEqual(at('h1', 10), self.cache.get('h1'))
+        self.assertTrue(self.cache.update(at('h1', 10)))
+
+    def test_prune_forget_clear(self):
+        self.cache.update(at('h1', 0))
+        self.clock.now += 30
+        self.cache.update(at('h2', 0))
+        self.clock.now += 31
+        self.assertEqual(1, self.cache.prune())
+        self.assertEqual(1, len(self.cache))
+        self.cache.forget('h2')
+        self.assertEqual(0, len(self.cache))
+        self.cache.update(at('h3', 0))
+        self.cache.clear()
+        self.assertIsNone(self.cache.get('h3'))
