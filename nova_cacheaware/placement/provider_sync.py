@@ -116,8 +116,10 @@ def _same_inventories(current, desired):
         have = current[rc]
         for field, value in want.items():
             if field == 'allocation_ratio':
+                # Placement on MySQL/MariaDB stores it as a 4-byte FLOAT:
+                # 1.1 comes back as 1.100000023841858.
                 if not math.isclose(float(have[field]), value,
-                                    rel_tol=1e-9):
+                                    rel_tol=1e-6):
                     return False
             elif have.get(field) != value:
                 return False

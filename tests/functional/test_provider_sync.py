@@ -156,6 +156,14 @@ class _ProviderSyncScenarios(object):
         self.assertFalse(second.root_traits_changed)
         self.assertEqual(first.providers, second.providers)
 
+    def test_fractional_ratio_is_idempotent(self):
+        root, _ = self.make_compute_node()
+        provider_sync.sync_domain_providers(
+            self.client, root, ZEN_2CCX, cpu_allocation_ratio=1.1)
+        again = provider_sync.sync_domain_providers(
+            self.client, root, ZEN_2CCX, cpu_allocation_ratio=1.1)
+        self.assertEqual(0, again.writes)
+
     def test_creates_missing_custom_names(self):
         root, _ = self.make_compute_node()
         result = provider_sync.sync_domain_providers(self.client, root,
