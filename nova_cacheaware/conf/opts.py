@@ -6,6 +6,7 @@ Add a module's name to ``_MODULES`` when it defines ``list_opts()``.
 import importlib
 
 _MODULES = (
+    'placement',
     'scheduler',
     'topology',
 )

@@ -1,0 +1,166 @@
+"""From ``cacheaware:`` options to the flavor extra specs that enforce them.
+
+Pure functions: no I/O, no Nova imports. ``nova-cacheaware flavor set`` and
+``flavor show-specs`` call :func:`compute_specs`; the admin guide
+(doc/source/user/flavor.rst) explains each choice.
+
+What is written, and why:
+
+* every given option as ``cacheaware:<key>=<value>`` (the contract read by
+  the validators, the scheduler plugins and the agent);
+* ``cache_share=all``: the granular group
+  ``resources_CACHE:CUSTOM_CACHE_DOMAIN_VCPU=<flavor vcpus>``. The group
+  must be satisfied by one provider, and only cache domain providers have
+  that class, so Placement returns only hosts with one domain that still
+  has room for all the vCPUs, and the allocation names that domain;
+* ``cache_share=all`` also adds ``trait:CUSTOM_CACHEAWARE_AGENT=required``:
+  the root provider has it only while the host's agent is healthy, and only
+  a running agent pins the guest into the domain it was given;
+* ``cache_share=all`` with ``workload=memory`` and ``cache_clean=required``:
+  ``resources_CACHE:CUSTOM_CACHE_DOMAIN_MEMBOUND=1`` in the same group, so
+  the domain must also have its memory-bound slot free (Clean);
+* ``group_policy=none`` when the flavor has none yet: Nova refuses a flavor
+  whose request ends up with two or more suffixed groups (ports, PCI,
+  ``hw:numa_nodes`` with PCPU...) without it, and ``none`` lets those other
+  groups share providers exactly as they would without us. An existing
+  ``group_policy`` (e.g. ``isolate``) is left as it is.
+"""
+
+import dataclasses
+import typing as ty
+
+from nova_cacheaware import exception
+from nova_cacheaware import names
+
+PREFIX = names.EXTRA_SPEC_NAMESPACE + ':'
+GROUP = 'CACHE'
+KEY_DOMAIN_VCPU = 'resources_%s:%s' % (GROUP, names.RC_DOMAIN_VCPU)
+KEY_DOMAIN_MEMBOUND = 'resources_%s:%s' % (GROUP, names.RC_DOMAIN_MEMBOUND)
+KEY_AGENT_TRAIT = 'trait:%s' % names.TRAIT_AGENT
+KEY_GROUP_POLICY = 'group_policy'
+#: Keys this module derives; removed again when the options stop asking.
+DERIVED_KEYS = (KEY_DOMAIN_VCPU, KEY_DOMAIN_MEMBOUND, KEY_AGENT_TRAIT)
+
+MEMORY_MIN_MB_FLOOR = 128
+
+#: option -> (allowed values or None for an integer, default)
+VOCABULARY = {
+    'cache_share': (('all', 'any'), 'any'),
+    'workload': (('memory', 'cpu', 'io', 'auto'), 'auto'),
+    'cache_clean': (('required', 'preferred', 'off'), 'preferred'),
+    'vcpu_sizing': (('off', 'recommend', 'apply'), 'off'),
+    'memory_policy': (('static', 'hit_ratio'), 'static'),
+    'memory_min_mb': (None, None),
+    'numa': (('any', 'full'), 'any'),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecChange:
+    """Extra specs to set and keys to unset on one flavor."""
+
+    set: ty.Dict[str, str]
+    unset: ty.Tuple[str, ...]
+    warnings: ty.Tuple[str, ...] = ()
+
+    def as_properties(self):
+        """``--property k=v`` lines for ``openstack flavor set``."""
+        return ['--property %s=%s' % (k, v)
+                for k, v in sorted(self.set.items())]
+
+
+def _check_value(option, value):
+    allowed, _default = VOCABULARY[option]
+    if allowed is None:
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            number = None
+        if number is None or number < MEMORY_MIN_MB_FLOOR:
+            raise exception.InvalidInput(
+                reason='cacheaware:%s must be an integer >= %d, not %r'
+                       % (option, MEMORY_MIN_MB_FLOOR, value))
+        return str(number)
+    if value not in allowed:
+        raise exception.InvalidInput(
+            reason='cacheaware:%s must be one of %s, not %r'
+                   % (option, ', '.join(allowed), value))
+    return value
+
+
+def effective_options(options, current=None):
+    """The ``cacheaware:`` options after applying ``options`` to ``current``.
+
+    ``options``: ``{option: value}`` (only those given); ``current``: the
+    flavor's extra specs. Values are validated; defaults fill the rest.
+    """
+    result = {opt: default for opt, (_a, default) in VOCABULARY.items()}
+    for key, value in (current or {}).items():
+        if key.startswith(PREFIX) and key[len(PREFIX):] in VOCABULARY:
+            result[key[len(PREFIX):]] = value
+    for option, value in options.items():
+        if option not in VOCABULARY:
+            raise exception.InvalidInput(
+                reason='unknown option %r (known: %s)'
+                       % (option, ', '.join(sorted(VOCABULARY))))
+        result[option] = value
+    for option, value in result.items():
+        if value is not None:
+            result[option] = _check_value(option, value)
+    return result
+
+
+def compute_specs(options, vcpus, current=None, ram_mb=None):
+    """The :class:`SpecChange` that makes a flavor carry ``options``.
+
+    :param options: ``{option: value}`` given by the admin (option names
+        without the ``cacheaware:`` prefix, see :data:`VOCABULARY`).
+    :param vcpus: the flavor's vCPU count (the All-share amount).
+    :param current: the flavor's current extra specs (None: a new flavor).
+    :param ram_mb: the flavor's RAM, to check ``memory_min_mb`` (optional).
+    :raises InvalidInput: an unknown option, a bad value or a combination
+        Placement cannot enforce.
+    """
+    if (not isinstance(vcpus, int) or isinstance(vcpus, bool)
+            or vcpus < 1):
+        raise exception.InvalidInput(
+            reason='vcpus must be an integer >= 1, not %r' % (vcpus,))
+    current = dict(current or {})
+    eff = effective_options(options, current)
+    if (ram_mb is not None and eff['memory_min_mb'] is not None
+            and int(eff['memory_min_mb']) > ram_mb):
+        raise exception.InvalidInput(
+            reason='cacheaware:memory_min_mb (%s) is larger than the '
+                   "flavor's RAM (%d MB)" % (eff['memory_min_mb'], ram_mb))
+    all_share = eff['cache_share'] == 'all'
+    clean_required = (eff['workload'] == 'memory'
+                      and eff['cache_clean'] == 'required')
+    if clean_required and not all_share:
+        raise exception.InvalidInput(
+            reason='cache_clean=required for a memory-bound workload needs '
+                   'cache_share=all: Placement can keep a domain Clean only '
+                   'for a VM that lives in one domain')
+
+    wanted = {PREFIX + opt: eff[opt] for opt in options}
+    if all_share:
+        wanted[KEY_DOMAIN_VCPU] = str(vcpus)
+        wanted[KEY_AGENT_TRAIT] = 'required'
+        if clean_required:
+            wanted[KEY_DOMAIN_MEMBOUND] = '1'
+        if KEY_GROUP_POLICY not in current:
+            wanted[KEY_GROUP_POLICY] = 'none'
+    to_set = {k: v for k, v in wanted.items() if current.get(k) != v}
+    unset = tuple(sorted(k for k in DERIVED_KEYS
+                         if k in current and k not in wanted))
+    warnings = []
+    if all_share and current.get('hw:cpu_policy') == 'dedicated':
+        warnings.append(
+            'hw:cpu_policy=dedicated: Placement reserves room in one cache '
+            'domain, but the agent never moves dedicated vCPUs, so Nova\'s '
+            'own pinning decides whether they land there')
+    if all_share and eff['workload'] == 'memory' and not clean_required:
+        warnings.append(
+            'workload=memory without cache_clean=required: the domain may '
+            'already hold a memory-bound VM (Dirty); the weigher only '
+            'prefers Clean domains')
+    return SpecChange(set=to_set, unset=unset, warnings=tuple(warnings))

@@ -1,0 +1,89 @@
+"""``[placement]``: how the agent reaches the Placement API.
+
+The standard keystoneauth session, auth and adapter options, exactly as
+Nova's own ``[placement]`` group has them, so a compute node's existing
+``nova.conf`` section can be copied as it is. The version options of the
+adapter are left out: the microversions are the code's business.
+"""
+
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+
+DEFAULT_SERVICE_TYPE = 'placement'
+_ADAPTER_VERSION_OPTS = ('version', 'min_version', 'max_version')
+
+placement_group = cfg.OptGroup(
+    'placement',
+    title='Placement Service Options',
+    help="""
+Configuration options for connecting to the Placement API service.
+
+The agent writes the cache domain providers with these credentials: the
+user needs Placement's admin role (the default policy), like nova-compute's.
+For a Placement deployed with ``[api] auth_strategy = noauth2`` (tests
+only), use ``auth_type = admin_token``, ``token = admin`` and ``endpoint``.
+""")
+
+
+def _adapter_opts():
+    opts = [opt for opt in ks_loading.get_adapter_conf_options(
+        include_deprecated=False) if opt.dest not in _ADAPTER_VERSION_OPTS]
+    cfg.set_defaults(opts, valid_interfaces=['internal', 'public'],
+                     service_type=DEFAULT_SERVICE_TYPE)
+    return opts
+
+
+def register_opts(conf):
+    """Register the ``[placement]`` keystoneauth options on ``conf``.
+
+    Safe to call on a ``conf`` where Nova already registered its own
+    ``[placement]`` group: options that exist are left alone.
+    """
+    conf.register_group(placement_group)
+    group = placement_group.name
+    for register in (ks_loading.register_session_conf_options,
+                     ks_loading.register_auth_conf_options):
+        try:
+            register(conf, group)
+        except cfg.DuplicateOptError:
+            pass
+    for opt in _adapter_opts():
+        try:
+            conf.register_opt(opt, group=group)
+        except cfg.DuplicateOptError:
+            pass
+
+
+class _WithoutVersionOpts(object):
+    """A ``[placement]`` group view where the version options are None.
+
+    keystoneauth's adapter loader reads ``version``/``min_version``/
+    ``max_version``, which this group does not register (Nova registers
+    unsettable placeholders for them; registering ours too would clash
+    with Nova's in a process that loads both).
+    """
+
+    def __init__(self, group_attr):
+        self._group_attr = group_attr
+
+    def __getattr__(self, name):
+        if name in _ADAPTER_VERSION_OPTS:
+            return None
+        return getattr(self._group_attr, name)
+
+
+def adapter_conf_view(conf, group='placement'):
+    """``{group: view}`` to hand to ``load_adapter_from_conf_options``."""
+    return {group: _WithoutVersionOpts(conf[group])}
+
+
+def list_opts():
+    """Options for oslo-config-generator."""
+    return {
+        placement_group: (
+            ks_loading.get_session_conf_options() +
+            ks_loading.get_auth_common_conf_options() +
+            ks_loading.get_auth_plugin_conf_options('password') +
+            ks_loading.get_auth_plugin_conf_options('v3password') +
+            _adapter_opts())
+    }

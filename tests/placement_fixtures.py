@@ -1,0 +1,130 @@
+"""Real Placement for tests and benchmarks: in-process or a WSGI service.
+
+* :class:`InProcessPlacement`: Placement's own ``PlacementFixture`` (the
+  real WSGI app on in-memory SQLite behind wsgi-intercept) -- fast.
+* :class:`PlacementService`: the real ``placement.wsgi.api`` application
+  served by ``tools/wsgi_serve.py`` in a child process, on a scratch
+  MariaDB database (``placement-manage db sync``), on a free loopback port.
+  Ends only the process and drops only the database it created.
+
+Both use ``[api] auth_strategy = noauth2``: the token ``admin`` has the
+admin role.
+"""
+
+import os
+import subprocess
+import sys
+import uuid
+
+import fixtures
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+
+from nova_cacheaware.placement import client as placement_client
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MARIADB_URL = os.environ.get('NOVA_CACHEAWARE_MARIADB',
+                             'mysql+pymysql://root@127.0.0.1:3306')
+
+
+def client_for_endpoint(endpoint, token='admin'):
+    """A :class:`PlacementClient` for a noauth2 Placement at ``endpoint``."""
+    session = ks_session.Session(
+        auth=token_endpoint.Token(endpoint, token))
+    return placement_client.PlacementClient(
+        ks_adapter.Adapter(session, service_type='placement'))
+
+
+class InProcessPlacement(fixtures.Fixture):
+    """Placement's functional fixture; ``client`` talks to it."""
+
+    def _setUp(self):
+        from placement.tests.functional.fixtures import placement
+        real = self.useFixture(placement.PlacementFixture())
+        self.endpoint = real.endpoint
+        self.client = client_for_endpoint(self.endpoint)
+
+
+def mariadb_available():
+    """True when the MariaDB of the test machine answers."""
+    try:
+        _connect().close()
+        return True
+    except Exception:
+        return False
+
+
+def _connect():
+    import pymysql
+    rest = MARIADB_URL.split('://', 1)[1]
+    creds, hostport = rest.rsplit('@', 1)
+    user, _, password = creds.partition(':')
+    host, _, port = hostport.partition(':')
+    return pymysql.connect(host=host, port=int(port or 3306), user=user,
+                           password=password, connect_timeout=5,
+                           autocommit=True)
+
+
+class PlacementService(fixtures.Fixture):
+    """Placement 16 as a real WSGI service on MariaDB, on loopback."""
+
+    def __init__(self, debug=False):
+        super().__init__()
+        self.debug = debug
+
+    def _setUp(self):
+        self.database = 'cacheaware_placement_%s' % uuid.uuid4().hex[:10]
+        conn = _connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute('CREATE DATABASE %s CHARACTER SET utf8'
+                            % self.database)
+        finally:
+            conn.close()
+        self.addCleanup(self._drop_database)
+        self.confdir = self.useFixture(fixtures.TempDir()).path
+        conf = os.path.join(self.confdir, 'placement.conf')
+        with open(conf, 'w') as f:
+            f.write('[DEFAULT]\ndebug = %s\nlog_file = %s\n'
+                    '[api]\nauth_strategy = noauth2\n'
+                    '[placement_database]\nconnection = %s/%s?charset=utf8\n'
+                    % (self.debug, os.path.join(self.confdir, 'api.log'),
+                       MARIADB_URL, self.database))
+        subprocess.run(
+            [sys.executable, '-c',
+             'import sys; from placement.cmd.manage import main; '
+             'sys.exit(main())', '--config-file', conf, 'db', 'sync'],
+            check=True, capture_output=True, timeout=120)
+        env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=self.confdir)
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(REPO_ROOT, 'tools', 'wsgi_serve.py'),
+             'placement.wsgi.api'],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True)
+        self.addCleanup(self._stop)
+        line = self.process.stdout.readline()
+        if not line.startswith('serving '):
+            raise RuntimeError('placement service did not start: %r' % line)
+        self.endpoint = line.split()[-1]
+        self.client = client_for_endpoint(self.endpoint)
+        # The first request loads the app (policy, traits sync): do it now
+        # so that tests and benchmarks do not time it.
+        self.client.get('/')
+
+    def _stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process.stdout.close()
+
+    def _drop_database(self):
+        conn = _connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute('DROP DATABASE IF EXISTS %s' % self.database)
+        finally:
+            conn.close()

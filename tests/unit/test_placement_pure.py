@@ -1,0 +1,111 @@
+"""Pure parts of the Placement adapter: desired state and error mapping."""
+
+import json
+import uuid
+
+import testtools
+
+from nova_cacheaware.placement import errors
+from nova_cacheaware.placement import provider_sync as ps
+
+
+class _Response(object):
+    """The two attributes of a requests.Response that errors.py reads."""
+
+    def __init__(self, status_code, body):
+        self.status_code = status_code
+        self.text = body if isinstance(body, str) else json.dumps(body)
+
+    def json(self):
+        return json.loads(self.text)
+
+
+class TestDesiredState(testtools.TestCase):
+
+    def test_inventories(self):
+        self.assertEqual({
+            'CUSTOM_CACHE_DOMAIN_VCPU': {
+                'total': 6, 'reserved': 0, 'min_unit': 1, 'max_unit': 6,
+                'step_size': 1, 'allocation_ratio': 16.0},
+            'CUSTOM_CACHE_DOMAIN_MEMBOUND': {
+                'total': 2, 'reserved': 1, 'min_unit': 1, 'max_unit': 2,
+                'step_size': 1, 'allocation_ratio': 1.0}},
+            ps.desired_inventories(6, 16, 2, 1))
+
+    def test_retired_inventories_reserve_everything(self):
+        inv = ps.desired_inventories(8, 1.0, 1, 0)
+        retired = ps.retired_inventories(inv)
+        self.assertEqual(8, retired['CUSTOM_CACHE_DOMAIN_VCPU']['reserved'])
+        self.assertEqual(1,
+                         retired['CUSTOM_CACHE_DOMAIN_MEMBOUND']['reserved'])
+        self.assertEqual(0, inv['CUSTOM_CACHE_DOMAIN_VCPU']['reserved'])
+
+    def test_traits(self):
+        self.assertEqual({'CUSTOM_CACHEAWARE_DOMAIN', 'CUSTOM_CACHE_L3'},
+                         ps.domain_traits(3))
+        self.assertEqual({'CUSTOM_CACHEAWARE_DOMAIN'}, ps.domain_traits(None))
+
+    def test_managed_child_traits(self):
+        self.assertTrue(ps._is_managed_child_trait('CUSTOM_CACHE_L2'))
+        self.assertTrue(ps._is_managed_child_trait('CUSTOM_CACHEAWARE_DOMAIN'))
+        self.assertFalse(ps._is_managed_child_trait('CUSTOM_CACHE_LARGE'))
+        self.assertFalse(ps._is_managed_child_trait('HW_CPU_X86_AVX2'))
+
+    def test_provider_uuid_is_stable_and_distinct(self):
+        root = str(uuid.uuid4())
+        self.assertEqual(ps.domain_provider_uuid(root, 'L3-0'),
+                         ps.domain_provider_uuid(root, 'L3-0'))
+        self.assertNotEqual(ps.domain_provider_uuid(root, 'L3-0'),
+                            ps.domain_provider_uuid(root, 'L3-1'))
+        self.assertNotEqual(ps.domain_provider_uuid(root, 'L3-0'),
+                            ps.domain_provider_uuid(str(uuid.uuid4()),
+                                                    'L3-0'))
+
+    def test_same_inventories_tolerates_float_noise(self):
+        inv = ps.desired_inventories(4, 1.1, 1, 0)
+        echoed = json.loads(json.dumps(inv))
+        echoed['CUSTOM_CACHE_DOMAIN_VCPU']['allocation_ratio'] = 1.1001
+        self.assertFalse(ps._same_inventories(echoed, inv))
+        # What MariaDB's single-precision FLOAT gives back for 1.1.
+        echoed['CUSTOM_CACHE_DOMAIN_VCPU']['allocation_ratio'] = (
+            1.100000023841858)
+        self.assertTrue(ps._same_inventories(echoed, inv))
+        del echoed['CUSTOM_CACHE_DOMAIN_MEMBOUND']
+        self.assertFalse(ps._same_inventories(echoed, inv))
+
+
+class TestErrorMapping(testtools.TestCase):
+
+    def _error(self, status, code, url='/resource_providers/x/traits'):
+        body = {'errors': [{'status': status, 'code': code,
+                            'detail': 'some  detail\n here',
+                            'title': 'T'}]}
+        return errors.from_response('PUT', url, _Response(status, body))
+
+    def test_by_code(self):
+        for code, cls in [
+                ('placement.concurrent_update', errors.ConcurrentUpdate),
+                ('placement.duplicate_name', errors.DuplicateName),
+                ('placement.resource_provider.inuse', errors.ProviderInUse),
+                ('placement.resource_provider.cannot_delete_parent',
+                 errors.ProviderInUse),
+                ('placement.resource_provider.not_found',
+                 errors.ResourceProviderNotFound),
+                ('placement.undefined_code', errors.PlacementAPIError)]:
+            e = self._error(409, code)
+            self.assertIs(cls, type(e))
+            self.assertEqual(code, e.code)
+            self.assertIn('some detail here', str(e))
+
+    def test_404_on_a_provider_without_code(self):
+        e = errors.from_response('GET', '/resource_providers/abc',
+                                 _Response(404, 'not found'))
+        self.assertIsInstance(e, errors.ResourceProviderNotFound)
+        self.assertEqual(404, e.status)
+        self.assertEqual('', e.code)
+
+    def test_non_json_body(self):
+        e = errors.from_response('GET', '/traits',
+                                 _Response(500, '<html>oops</html>'))
+        self.assertIs(errors.PlacementAPIError, type(e))
+        self.assertIn('oops', str(e))
