@@ -12,7 +12,8 @@ from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.libvirt import base
 
 from nova_cacheaware import conf as ca_conf  # noqa: F401 (options)
-from nova_cacheaware import names
+from nova_cacheaware.placement import client as placement_client
+from nova_cacheaware.placement import provider_sync
 from nova_cacheaware.scheduler import live_state
 from nova_cacheaware.topology import domains as topo_domains
 
@@ -105,47 +106,13 @@ class CacheAwareTestBase(base.ServersTestBase):
                                     version='1.28').body['allocations']
         return {uuid: a['resources'] for uuid, a in allocs.items()}
 
-    def sync_domains(self, hostname, domain_set):
-        """Create the host's cache-domain providers as the agent does.
+    def sync_domains(self, hostname, domain_set, **kwargs):
+        """Create the host's cache-domain providers with the agent's code.
 
-        TODO-replace: call nova_cacheaware.placement.provider_sync.
-        sync_domain_providers(PlacementClient(self.placement_adapter()),
-        root, domain_set, cpu_allocation_ratio=1.0) once branch
-        ``placement`` has landed; this writes the DESIGN.md model directly.
+        Returns ``{provider name: uuid}`` of the host's domain providers.
         """
-        root = self.compute_rp_uuids[hostname]
-        root_name = self.placement.get(
-            '/resource_providers/%s' % root, version='1.14').body['name']
-        for rc in (names.RC_DOMAIN_VCPU, names.RC_DOMAIN_MEMBOUND):
-            self.placement.put('/resource_classes/%s' % rc, None,
-                               version='1.7')
-        traits = [names.TRAIT_DOMAIN, names.TRAIT_AGENT,
-                  names.cache_level_trait(domain_set.level)]
-        for trait in traits:
-            self.placement.put('/traits/%s' % trait, None, version='1.6')
-        for domain in domain_set.domains:
-            child = self.placement.post('/resource_providers', {
-                'name': names.domain_provider_name(root_name, domain.id),
-                'parent_provider_uuid': root}, version='1.20').body
-            gen = self.placement.put(
-                '/resource_providers/%s/inventories' % child['uuid'], {
-                    'resource_provider_generation': child['generation'],
-                    'inventories': {
-                        names.RC_DOMAIN_VCPU: {'total': len(domain.cpus),
-                                               'allocation_ratio': 1.0},
-                        names.RC_DOMAIN_MEMBOUND: {'total': 1}}},
-                version='1.20').body['resource_provider_generation']
-            self.placement.put(
-                '/resource_providers/%s/traits' % child['uuid'], {
-                    'resource_provider_generation': gen,
-                    'traits': [names.TRAIT_DOMAIN,
-                               names.cache_level_trait(domain_set.level)]},
-                version='1.6')
-        current = self.placement.get('/resource_providers/%s/traits' % root,
-                                     version='1.6').body
-        self.placement.put('/resource_providers/%s/traits' % root, {
-            'resource_provider_generation':
-                current['resource_provider_generation'],
-            'traits': current['traits'] + [names.TRAIT_AGENT]},
-            version='1.6')
+        client = placement_client.PlacementClient(self.placement_adapter())
+        kwargs.setdefault('cpu_allocation_ratio', 1.0)
+        provider_sync.sync_domain_providers(
+            client, self.compute_rp_uuids[hostname], domain_set, **kwargs)
         return self.domain_providers(hostname)

@@ -4,23 +4,19 @@ import datetime
 
 from nova.tests.functional.api import client
 
+from nova_cacheaware.api import flavor_specs
 from nova_cacheaware import names
 from nova_cacheaware.scheduler import host_state
 from nova_cacheaware.scheduler import live_state
 from tests.functional.nova import base
 
 
-def all_share_specs(vcpus, clean='required', workload='memory',
-                    membound=True):
-    """Extra specs as ``nova-cacheaware flavor set`` writes them."""
-    specs = {'cacheaware:cache_share': 'all',
-             'cacheaware:workload': workload,
-             'cacheaware:cache_clean': clean,
-             'resources_CACHE:%s' % names.RC_DOMAIN_VCPU: str(vcpus),
-             'group_policy': 'none'}
-    if membound:
-        specs['resources_CACHE:%s' % names.RC_DOMAIN_MEMBOUND] = '1'
-    return specs
+def all_share_specs(vcpus, clean='required', workload='memory'):
+    """Extra specs exactly as ``nova-cacheaware flavor set`` writes them."""
+    change = flavor_specs.compute_specs(
+        {'cache_share': 'all', 'workload': workload, 'cache_clean': clean},
+        vcpus)
+    return change.set
 
 
 def live(host, domain_vms, healthy=True):
@@ -74,8 +70,8 @@ class CacheDomainSchedulingTest(base.CacheAwareTestBase):
         self.assertIn('No valid host was found', refused['fault']['message'])
 
         # preferred: still All-share (one domain), Dirty allowed.
-        preferred = self._boot(all_share_specs(2, clean='preferred',
-                                               membound=False), vcpu=2)
+        preferred = self._boot(all_share_specs(2, clean='preferred'),
+                               vcpu=2)
         self.assertEqual({names.RC_DOMAIN_VCPU: 2},
                          self.allocations(preferred)[
                              self._domain_of(preferred, providers)])
@@ -112,6 +108,12 @@ class CacheDomainSchedulingTest(base.CacheAwareTestBase):
         self.assertIn('rejects host compute1 (node compute1): the '
                       'nova-cacheaware agent reports itself unhealthy',
                       self.stdlog.logger.output)
+        # The agent on compute2 goes unhealthy too: its sync takes
+        # CUSTOM_CACHEAWARE_AGENT off the root and Placement finds nothing.
+        self.sync_domains('compute2', base.split_domains(8, 4),
+                          agent_healthy=False)
+        server = self._boot(all_share_specs(2), vcpu=2, state='ERROR')
+        self.assertIn('No valid host was found', server['fault']['message'])
 
     def test_weigher_prefers_empty_domains_for_memory_bound(self):
         self.start_host('compute1', cores=6, threads=2, domain_cpus=4)

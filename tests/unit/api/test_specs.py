@@ -113,3 +113,12 @@ class ParseExtraSpecsTest(testtools.TestCase):
         else:
             self.assertRaises(exception.InvalidInput,
                               specs.parse_extra_specs, extra)
+
+
+class FlavorToolingAgreesTest(testtools.TestCase):
+
+    def test_same_vocabulary_as_flavor_specs(self):
+        from nova_cacheaware.api import flavor_specs
+        ours = {s.key: (s.choices or None, s.default)
+                for s in specs.VOCABULARY}
+        self.assertEqual(flavor_specs.VOCABULARY, ours)
