@@ -16,8 +16,11 @@ filter checks what Placement cannot:
 * a host whose agent reports itself unhealthy in fresh live state gets no
   All-share or Clean request (its pinning would not be applied).
 
-Candidates that fail are pruned (``CandidateFilterMixin``); a host with none
-left is rejected with the reason logged at INFO (Placement has normally
+Candidates that fail are pruned from ``host_state.allocation_candidates``
+(the contract of Nova's ``CandidateFilterMixin``; we prune in one list
+comprehension instead of its ``filter_candidates``, which formats three
+f-strings with the whole candidate per candidate even with debug logging
+off - most of the filter's cost). A host with none left is rejected with the reason logged at INFO (Placement has normally
 removed such hosts already, so rejections are rare and worth seeing).
 Requests without ``cacheaware:`` keys pass every host untouched.
 """
@@ -62,18 +65,17 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         if not request.all_share:
             return True
 
-        busy = set()
+        busy = frozenset()
         if request.clean_required and live is not None:
-            busy = {uuid for uuid, domain in live.domain_by_provider().items()
-                    if domain.memory_bound_vms}
-        vcpus = spec_obj.vcpus
+            busy = live.busy_providers
+        vcpus = spec_obj.flavor.vcpus
+        clean = request.clean_required
 
-        def honours(candidate):
-            return candidate_reason(candidate, vcpus, request.clean_required,
-                                    busy) is None
-
-        before = list(host_state.allocation_candidates)
-        if not self.filter_candidates(host_state, honours):
+        before = host_state.allocation_candidates
+        kept = [c for c in before
+                if candidate_reason(c, vcpus, clean, busy) is None]
+        host_state.allocation_candidates = kept
+        if not kept:
             why = (candidate_reason(before[0], vcpus, request.clean_required,
                                     busy) if before else
                    'Placement returned no allocation candidate')

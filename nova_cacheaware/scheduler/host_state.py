@@ -14,6 +14,7 @@ minors may add fields); another major is refused.
 
 import dataclasses
 import datetime
+import functools
 import math
 import typing as ty
 
@@ -68,15 +69,23 @@ class HostCacheState:
     available_pcpus: ty.Optional[float] = None
     version: str = VERSION
 
-    @property
+    # Derived values are computed once per received state: the scheduler
+    # reads them for every request on every host.
+    @functools.cached_property
     def empty_domains(self):
         """Number of domains without a memory-bound VM."""
         return sum(1 for d in self.domains if d.state == 'empty')
 
-    @property
+    @functools.cached_property
     def memory_bound_vms(self):
         """Number of memory-bound VMs over all domains."""
         return sum(len(d.memory_bound_vms) for d in self.domains)
+
+    @functools.cached_property
+    def busy_providers(self):
+        """Provider uuids of domains holding a memory-bound VM."""
+        return frozenset(d.provider_uuid for d in self.domains
+                         if d.provider_uuid and d.memory_bound_vms)
 
     def domain_by_provider(self):
         """``{provider_uuid: DomainState}`` for domains that name one."""

@@ -24,15 +24,18 @@ NOVA_DEFAULT_FILTERS = ['ComputeFilter', 'ComputeCapabilitiesFilter',
                         'ServerGroupAffinityFilter', 'NUMATopologyFilter']
 
 
-def enable_plugins(test):
-    """Turn our filter and weigher on next to Nova's defaults.
+def enable_plugins(test, enabled_filters=NOVA_DEFAULT_FILTERS + [FILTER]):
+    """Make our filter and weigher available and enable them.
 
-    Must run before ``super().setUp()`` starts the scheduler service.
+    ``enabled_filters`` None leaves Nova's list alone (the caller enables
+    ours another way). Must run before ``super().setUp()`` starts the
+    scheduler service.
     """
+    if enabled_filters is not None:
+        test.flags(enabled_filters=enabled_filters, group='filter_scheduler')
     test.flags(
         available_filters=['nova.scheduler.filters.all_filters',
                            'nova_cacheaware.scheduler.filters.all_filters'],
-        enabled_filters=NOVA_DEFAULT_FILTERS + [FILTER],
         weight_classes=['nova.scheduler.weights.all_weighers',
                         'nova_cacheaware.scheduler.weights.all_weighers'],
         group='filter_scheduler')

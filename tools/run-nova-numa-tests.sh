@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Opt-in: run Nova's own nova.tests.functional.libvirt.test_numa_servers with
+# CacheDomainFilter and CacheContentionWeigher enabled next to Nova's
+# defaults (tests/nova_numa re-exports Nova's test classes with our plugins).
+# Extra arguments go to stestr (e.g. a test-name regex).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh || exit 1
+VENV=${NOVA_CACHEAWARE_VENV:-.venv}
+exec "$VENV/bin/stestr" --test-path ./tests/nova_numa run \
+    --concurrency "${TEST_CONCURRENCY:-2}" "$@"
