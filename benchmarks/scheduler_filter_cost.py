@@ -30,7 +30,6 @@ import time
 from oslo_config import cfg
 
 from nova import objects
-from nova.objects import fields as obj_fields
 from nova.scheduler.filters import numa_topology_filter
 from nova.scheduler import host_manager
 from nova.virt import hardware

@@ -20,8 +20,9 @@ Candidates that fail are pruned from ``host_state.allocation_candidates``
 (the contract of Nova's ``CandidateFilterMixin``; we prune in one list
 comprehension instead of its ``filter_candidates``, which formats three
 f-strings with the whole candidate per candidate even with debug logging
-off - most of the filter's cost). A host with none left is rejected with the reason logged at INFO (Placement has normally
-removed such hosts already, so rejections are rare and worth seeing).
+off - most of the filter's cost). A host with none left is rejected with
+the reason logged at INFO (Placement has normally removed such hosts
+already, so rejections are rare and worth seeing).
 Requests without ``cacheaware:`` keys pass every host untouched.
 """
 
