@@ -27,6 +27,7 @@ class CacheAwarePluginsMixin:
         self.ADDITIONAL_FILTERS = (list(self.ADDITIONAL_FILTERS)
                                    + [ca_base.FILTER])
         super().setUp()
+        ca_base.ignore_nova_sqlalchemy_warning()
         manager = self.scheduler.manager.host_manager
         assert ca_base.FILTER in manager.filter_cls_map, (
             'CacheDomainFilter not loaded')

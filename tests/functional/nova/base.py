@@ -51,6 +51,19 @@ def enable_plugins(test, enabled_filters=NOVA_DEFAULT_FILTERS + [FILTER]):
     test.addCleanup(live_state.reset)
 
 
+def ignore_nova_sqlalchemy_warning():
+    """Let Nova 34 run on SQLAlchemy 2.1.
+
+    Nova's WarningsFixture turns SQLAlchemy 2.1's deprecation of the
+    ``noload()`` Nova still uses into an error (it breaks, e.g., the
+    NoValidHost path and ``Instance.get_by_uuid``). Call after
+    ``super().setUp()``, which installs that fixture.
+    """
+    warnings.filterwarnings(
+        'ignore', message=r'The noload\(\) option is deprecated',
+        category=sqla_exc.SADeprecationWarning)
+
+
 def split_domains(cpu_count, per_domain, level=3):
     """A DomainSet cutting CPUs ``0..cpu_count-1`` into equal domains."""
     doms = []
@@ -72,11 +85,7 @@ class CacheAwareTestBase(base.ServersTestBase):
     def setUp(self):
         enable_plugins(self)
         super().setUp()
-        # nova's WarningsFixture turns SQLAlchemy 2.1's deprecation of the
-        # noload() nova still uses into an error (breaks NoValidHost paths).
-        warnings.filterwarnings(
-            'ignore', message=r'The noload\(\) option is deprecated',
-            category=sqla_exc.SADeprecationWarning)
+        ignore_nova_sqlalchemy_warning()
 
     def placement_adapter(self):
         """A keystoneauth1 Adapter on the in-process Placement."""
