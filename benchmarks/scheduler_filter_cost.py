@@ -11,8 +11,9 @@ libvirt driver reports them):
   4 E-core L2 clusters + 1 P-core domain (6 domains).
 
 Every host carries the allocation candidates Placement returns for an
-All-share request (one per domain with room, at most 4) and live state for
-the weigher. The request is the same for all three plugins: 4 vCPUs,
+All-share request (one per domain with room, at most ``--candidates``,
+default 4) and live state for the weigher (a third of the domains hold no
+memory-bound VM). The request is the same for all three plugins: 4 vCPUs,
 ``hw:numa_nodes=1`` and the ``cacheaware:`` keys with the granular group.
 The allocation candidates are restored before every timed pass (filters
 prune them), outside the timing.
@@ -50,7 +51,6 @@ TOPOLOGIES = {
     'xeon': (2, 56, 2, 2, 192 * 1024),
     'hybrid': (1, 32, 1, 6, 64 * 1024),
 }
-MAX_CANDIDATES = 4
 
 
 def numa_topology(cells, cpus_per_cell, threads, mem_mib):
@@ -72,10 +72,10 @@ def numa_topology(cells, cpus_per_cell, threads, mem_mib):
     return objects.NUMATopology(cells=result)
 
 
-def candidates(root, domains):
+def candidates(root, domains, limit):
     """Placement's allocation candidates for the All-share request."""
     result = []
-    for index in range(min(domains, MAX_CANDIDATES)):
+    for index in range(min(domains, limit)):
         domain = '%s-d%d' % (root, index)
         result.append({
             'allocations': {
@@ -98,7 +98,7 @@ def live(name, domains, index):
             for vms in [tuple('vm%d' % v for v in range((index + d) % 3))]))
 
 
-def build_hosts(count, cache):
+def build_hosts(count, cache, limit):
     hosts = []
     kinds = sorted(TOPOLOGIES)
     for index in range(count):
@@ -111,7 +111,7 @@ def build_hosts(count, cache):
         state.cpu_allocation_ratio = 4.0
         state.ram_allocation_ratio = 1.0
         state.aggregates = []
-        cands = candidates(name, domains)
+        cands = candidates(name, domains, limit)
         state.allocation_candidates = list(cands)
         hosts.append((state, cands))
         cache.update(live(name, domains, index))
@@ -147,6 +147,9 @@ def main():
     parser.add_argument('--hosts', type=int, nargs='+',
                         default=[1000, 10000])
     parser.add_argument('--repeats', type=int, default=3)
+    parser.add_argument('--candidates', type=int, default=4,
+                        help='allocation candidates per host (at most one '
+                             'per domain)')
     args = parser.parse_args()
     cfg.CONF([], project='nova-cacheaware-bench')
     ca_conf.CONF.set_override('listen_for_host_state', False,
@@ -172,7 +175,7 @@ def main():
     results = []
     for count in args.hosts:
         cache.clear()
-        hosts = build_hosts(count, cache)
+        hosts = build_hosts(count, cache, args.candidates)
         timings = {'numa_topology_filter': [], 'cacheaware': []}
         for _ in range(args.repeats):
             # Alternate so that drift on a shared machine hits both.
@@ -196,7 +199,7 @@ def main():
         'date': datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec='seconds'),
         'python': platform.python_version(),
-        'candidates_per_host_max': MAX_CANDIDATES,
+        'candidates_per_host_max': args.candidates,
         'results': results}, indent=2))
 
 

@@ -52,6 +52,7 @@ alone and the weigher is neutral.
 oslo.messaging notification topic the agents publish host state on.
 
 Related options:
+
 * ``[oslo_messaging_notifications] transport_url`` picks the bus
   (default: nova's ``transport_url``).
 """),
