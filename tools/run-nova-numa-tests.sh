@@ -4,7 +4,7 @@
 # defaults (tests/nova_numa re-exports Nova's test classes with our plugins).
 # Extra arguments go to stestr (e.g. a test-name regex).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 bash tools/setup.sh || exit 1
 VENV=${NOVA_CACHEAWARE_VENV:-.venv}
 exec "$VENV/bin/stestr" --test-path ./tests/nova_numa run \
