@@ -258,15 +258,20 @@ def estimate(request):
         for index, affinity in vm.vcpus.items():
             affinities[(name, index)] = affinity
             caps[(name, index)] = vm.cap(index)
-    shares = fair_shares(affinities, caps, request.pcpus)
+    members, levels = _solve(affinities, caps, request.pcpus)
+    floats = {k: float(v) for k, v in levels.items()}
+    floats[None] = 0.0
     vms = {}
     for name, vm in request.vms.items():
-        vm_shares = {i: shares[(name, i)] for i in vm.vcpus}
-        available = sum(vm_shares.values(), Fraction(0))
+        # Sum per class (count x level): few exact additions per VM.
+        per_class = collections.Counter(members[(name, i)]
+                                        for i in vm.vcpus)
+        available = sum((n * levels[k] for k, n in per_class.items()
+                         if k is not None), Fraction(0))
         vms[name] = VMEstimate(
             available_pcpus=float(available),
             recommended_vcpus=recommended_vcpus(available, len(vm.vcpus)),
-            vcpus={i: float(s) for i, s in sorted(vm_shares.items())})
+            vcpus={i: floats[members[(name, i)]] for i in sorted(vm.vcpus)})
     return EstimateResult(vms=vms)
 
 
@@ -280,12 +285,16 @@ def fair_shares(affinities, caps=None, pcpus=None):
     :param pcpus: iterable of the pCPUs guests may use, or None for all.
     :returns: vCPU key -> :class:`fractions.Fraction` share.
     """
-    caps = caps or {}
-    usable = None if pcpus is None else frozenset(pcpus)
-    classes, atoms, members = _build_network(affinities, caps, usable)
-    levels = _fill(classes, atoms)
+    members, levels = _solve(affinities, caps or {}, pcpus)
     return {key: levels.get(cls_id, Fraction(0))
             for key, cls_id in members.items()}
+
+
+def _solve(affinities, caps, pcpus):
+    """vCPU key -> class id (None: share 0), and class id -> share."""
+    usable = None if pcpus is None else frozenset(pcpus)
+    classes, atoms, members = _build_network(affinities, caps, usable)
+    return members, _fill(classes, atoms)
 
 
 class _Class:
@@ -320,10 +329,11 @@ def _build_network(affinities, caps, usable):
             sid = set_ids[affinity] = len(set_cpus)
             set_cpus.append(cpus)
         cap = caps.get(key, 1.0)
-        exact = cap_cache.get(cap)
-        if exact is None:
-            exact = cap_cache[cap] = exact_cap(cap)
-        vcpu_set_cap[key] = (sid, exact)
+        if cap not in cap_cache:
+            cap_cache[cap] = exact_cap(cap)
+        # Raw caps (floats) are the keys from here on: hashing a Fraction
+        # per vCPU costs more than the whole flow computation.
+        vcpu_set_cap[key] = (sid, cap)
 
     # Intersection may have made different inputs equal: canonicalise.
     canon = {}
@@ -336,9 +346,10 @@ def _build_network(affinities, caps, usable):
     # (their share is 0).
     counts = collections.Counter()
     for sid, cap in vcpu_set_cap.values():
-        cid = set_canon[sid]
-        if cap > 0 and canon_cpus[cid]:
-            counts[(cid, cap)] += 1
+        counts[(set_canon[sid], cap)] += 1
+    for cid, cap in list(counts):
+        if cap_cache[cap] <= 0 or not canon_cpus[cid]:
+            del counts[(cid, cap)]
 
     # Pinned (single-pCPU) vCPUs: per pCPU, the multiset of their caps.
     pinned = collections.defaultdict(collections.Counter)
@@ -361,7 +372,8 @@ def _build_network(affinities, caps, usable):
     atom_of_cpu = {}
     for p in set(membership) | set(pinned):
         sig = (tuple(membership.get(p, ())),
-               tuple(sorted(pinned[p].items())) if p in pinned else ())
+               tuple(sorted(pinned[p].items(), key=lambda kv: cap_cache[
+                   kv[0]])) if p in pinned else ())
         aid = signature_atom.get(sig)
         if aid is None:
             aid = signature_atom[sig] = len(atom_sizes)
@@ -377,17 +389,19 @@ def _build_network(affinities, caps, usable):
             set_atoms[cid].add(aid)
         for cap, n in sig[1]:
             class_of[('atom', aid, cap)] = len(classes)
-            classes.append(_Class(n * atom_sizes[aid], cap, (aid,)))
-    for (cid, cap), n in sorted(counts.items()):
+            classes.append(_Class(n * atom_sizes[aid], cap_cache[cap],
+                                  (aid,)))
+    for (cid, cap), n in counts.items():
         if cid in set_atoms:
             class_of[('set', cid, cap)] = len(classes)
-            classes.append(_Class(n, cap, tuple(sorted(set_atoms[cid]))))
+            classes.append(_Class(n, cap_cache[cap],
+                                  tuple(sorted(set_atoms[cid]))))
 
     members = {}
     for key, (sid, cap) in vcpu_set_cap.items():
         cid = set_canon[sid]
         cpus = canon_cpus[cid]
-        if cap <= 0 or not cpus:
+        if (cid, cap) not in counts:
             members[key] = None
         elif len(cpus) == 1:
             members[key] = class_of[('atom', atom_of_cpu[next(iter(cpus))],
@@ -482,6 +496,10 @@ def _fill(classes, atom_sizes):
 def _next_level(active, capped, live_atoms, classes, atom_sizes):
     """The largest feasible common level and the maximal tight set there."""
     t = min(classes[k].cap for k in active)
+    # The whole component is one constraint: start Newton below it.
+    room = sum(atom_sizes[a] for a in live_atoms)
+    room -= sum(classes[k].n * classes[k].cap for k in capped)
+    t = min(t, Fraction(room, 1) / sum(classes[k].n for k in active))
     while True:
         net = _Network(active | capped, live_atoms, classes, atom_sizes, t)
         if net.saturates_demand():
@@ -521,21 +539,44 @@ class _Network:
         self.head = [[] for _ in range(size)]
         self.to = []
         self.cap = []
-        total = 0
-        for i, k in enumerate(class_ids):
-            d = int(demand[k] * scale)
-            total += d
-            self._edge(0, 1 + i, d)
+        # Sink edges first, so that an atom's first edge is its exit.
+        sink_edge = {}
+        room = {}
+        for a, node in node_of_atom.items():
+            room[node] = atom_sizes[a] * scale
+            sink_edge[node] = self._edge(node, self.sink, room[node])
+        want = [int(demand[k] * scale) for k in class_ids]
+        total = sum(want)
         inf = total + 1
+        source_edge = [self._edge(0, 1 + i, want[i])
+                       for i in range(n_cls)]
+        # Greedy start: route each class's demand to its atoms' free room
+        # right away; Dinic only has to repair what this leaves. It keeps
+        # the flow valid, so exactness is untouched.
+        cap = self.cap
         for i, k in enumerate(class_ids):
+            left = want[i]
             for a in classes[k].atoms:
                 node = node_of_atom.get(a)
-                if node is not None:
-                    self._edge(1 + i, node, inf)
-        for a, node in node_of_atom.items():
-            self._edge(node, self.sink, atom_sizes[a] * scale)
+                if node is None:
+                    continue
+                e = self._edge(1 + i, node, inf)
+                push = min(left, room[node])
+                if push > 0:
+                    left -= push
+                    room[node] -= push
+                    cap[e] -= push
+                    cap[e ^ 1] += push
+                    se = sink_edge[node]
+                    cap[se] -= push
+                    cap[se ^ 1] += push
+            pushed = want[i] - left
+            se = source_edge[i]
+            cap[se] -= pushed
+            cap[se ^ 1] += pushed
+        self.greedy = total - sum(cap[e] for e in source_edge)
         self.total = total
-        self.flow = self._max_flow()
+        self.flow = self.greedy + self._max_flow()
 
     def _edge(self, u, v, c):
         e = len(self.to)
@@ -546,7 +587,9 @@ class _Network:
         return e
 
     def _max_flow(self):
-        # Dinic: BFS levels, then blocking flow with an explicit stack.
+        # Dinic: BFS levels, then a blocking flow by depth-first search
+        # with current-arc pointers; after each augmentation the search
+        # retreats only to the first edge it saturated.
         to, cap, head, sink = self.to, self.cap, self.head, self.sink
         flow = 0
         n = len(head)
@@ -555,48 +598,49 @@ class _Network:
             level[0] = 0
             queue = [0]
             for u in queue:
+                lu = level[u] + 1
                 for e in head[u]:
                     v = to[e]
                     if cap[e] > 0 and level[v] < 0:
-                        level[v] = level[u] + 1
+                        level[v] = lu
                         queue.append(v)
             if level[sink] < 0:
                 return flow
             it = [0] * n
+            path = []
+            u = 0
             while True:
-                pushed = self._augment(level, it)
-                if not pushed:
-                    break
-                flow += pushed
-
-    def _augment(self, level, it):
-        to, cap, head, sink = self.to, self.cap, self.head, self.sink
-        path = []
-        u = 0
-        while True:
-            if u == sink:
-                pushed = min(cap[e] for e in path)
-                for e in path:
-                    cap[e] -= pushed
-                    cap[e ^ 1] += pushed
-                return pushed
-            edges = head[u]
-            while it[u] < len(edges):
-                e = edges[it[u]]
-                v = to[e]
-                if cap[e] > 0 and level[v] == level[u] + 1:
-                    break
-                it[u] += 1
-            else:
-                if not path:
-                    return 0
-                level[u] = -1      # dead end: never enter u again
-                e = path.pop()
-                u = to[e ^ 1]
-                it[u] += 1
-                continue
-            path.append(e)
-            u = to[e]
+                if u == sink:
+                    pushed = min(cap[e] for e in path)
+                    flow += pushed
+                    cut = None
+                    for i, e in enumerate(path):
+                        cap[e] -= pushed
+                        cap[e ^ 1] += pushed
+                        if cut is None and not cap[e]:
+                            cut = i
+                    del path[cut:]
+                    u = to[path[-1]] if path else 0
+                    continue
+                edges = head[u]
+                i = it[u]
+                want = level[u] + 1
+                while i < len(edges):
+                    e = edges[i]
+                    if cap[e] > 0 and level[to[e]] == want:
+                        break
+                    i += 1
+                it[u] = i
+                if i == len(edges):
+                    if not path:
+                        break              # blocking flow found
+                    level[u] = -1          # dead end: never enter again
+                    e = path.pop()
+                    u = to[e ^ 1]
+                    it[u] += 1
+                    continue
+                path.append(edges[i])
+                u = to[edges[i]]
 
     def saturates_demand(self):
         """True when every class gets its whole demand."""
