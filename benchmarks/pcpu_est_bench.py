@@ -100,13 +100,18 @@ def scattered_host(seed=1, pcpus=1024, vcpus=4096):
 
 
 def _best_time(fn, runs):
+    # Wall time (best and median) and the best process CPU time, which
+    # other load on a shared machine disturbs less.
     times = []
+    cpu = []
     result = None
     for _ in range(runs):
         t0 = time.perf_counter()
+        c0 = time.process_time()
         result = fn()
+        cpu.append(time.process_time() - c0)
         times.append(time.perf_counter() - t0)
-    return min(times), statistics.median(times), result
+    return min(times), statistics.median(times), min(cpu), result
 
 
 def bench_estimate(args):
@@ -120,9 +125,9 @@ def bench_estimate(args):
              ('scattered windows', scattered_host(seed=args.seed))]
     for name, request in cases:
         n_vcpus = sum(len(vm.vcpus) for vm in request.vms.values())
-        best, median, exact = _best_time(
+        best, median, cpu, exact = _best_time(
             lambda: pcpu_est.estimate(request), args.runs)
-        g_best, g_median, greedy = _best_time(
+        g_best, g_median, g_cpu, greedy = _best_time(
             lambda: pcpu_est_greedy.greedy_estimate(request),
             max(1, args.runs // 2))
         errs = []
@@ -138,9 +143,12 @@ def bench_estimate(args):
             'case': name, 'vms': len(request.vms), 'vcpus': n_vcpus,
             'exact_ms_best': round(best * 1e3, 1),
             'exact_ms_median': round(median * 1e3, 1),
+            'exact_cpu_ms_best': round(cpu * 1e3, 1),
             'greedy_ms_best': round(g_best * 1e3, 1),
             'greedy_ms_median': round(g_median * 1e3, 1),
+            'greedy_cpu_ms_best': round(g_cpu * 1e3, 1),
             'greedy_over_exact_time': round(g_best / best, 2),
+            'classes_atoms': _network_size(request),
             'max_abs_error_pcpus': round(max(errs), 4),
             'mean_abs_error_pcpus': round(statistics.fmean(errs), 4),
             'vms_with_other_recommendation': rec_diff,
@@ -300,16 +308,17 @@ def spin_experiment(args):
         groups = None
         report['cgroup'] = 'unavailable: %s' % e
     try:
-        for setting in SPIN_SETTINGS:
-            if args.only and args.only not in setting['name']:
-                continue
-            if groups is None and setting['kind'] != 'pinning':
-                report['settings'].append({'name': setting['name'],
-                                           'skipped': report['cgroup']})
-                continue
-            result = _run_setting(setting, binary, groups, args)
-            report['settings'].append(result)
-            print(json.dumps(result), file=sys.stderr)
+        for wait in WAIT_POLICIES[args.wait]:
+            for setting in SPIN_SETTINGS:
+                if args.only and args.only not in setting['name']:
+                    continue
+                if groups is None and setting['kind'] != 'pinning':
+                    report['settings'].append({'name': setting['name'],
+                                               'skipped': report['cgroup']})
+                    continue
+                result = _run_setting(setting, binary, groups, args, wait)
+                report['settings'].append(result)
+                print(json.dumps(result), file=sys.stderr)
     finally:
         if groups is not None:
             groups.cleanup()
@@ -318,10 +327,17 @@ def spin_experiment(args):
     print(json.dumps(report, indent=2))
 
 
-def _run_setting(setting, binary, groups, args):
+#: Barrier waiting: spin forever, or spin 20 000 pauses (a fraction of a
+#: millisecond) and then sleep on a futex, as libgomp does by default.
+WAIT_POLICIES = {'spin': [('spin', -1)], 'block': [('spin-then-block', 20000)],
+                 'both': [('spin', -1), ('spin-then-block', 20000)]}
+
+
+def _run_setting(setting, binary, groups, args, wait):
     n = args.vcpus
+    wait_name, spin_limit = wait
     est = pcpu_est.estimate(spin_request(setting, n)).vms['app']
-    counts = sorted({1, 2, 3, 4, 6, n, est.recommended_vcpus})
+    counts = sorted({1, 2, 3, 4, n, est.recommended_vcpus})
     counts = [c for c in counts if c <= n]
     competitor = None
     app_procs = None
@@ -341,7 +357,7 @@ def _run_setting(setting, binary, groups, args):
                 if times[c] and times[c][-1] is None:
                     continue               # timed out once: don't retry
                 argv = [binary, 'run', str(c), str(args.rounds),
-                        str(args.work)]
+                        str(args.work), str(spin_limit)]
                 if app_procs:
                     argv = _in_group(app_procs, setting['cpus'], argv)
                 else:
@@ -371,8 +387,15 @@ def _run_setting(setting, binary, groups, args):
             return None
         return round(med[a] / med[b], 3)
 
+    def speedup(slow, fast):
+        if med.get(fast) is None:
+            return None
+        if med.get(slow) is None:
+            return '> %.1f' % (args.timeout / med[fast])
+        return round(med[slow] / med[fast], 3)
+
     return {
-        'name': setting['name'], 'kind': setting['kind'],
+        'name': setting['name'], 'kind': setting['kind'], 'wait': wait_name,
         'cpus': setting['cpus'], 'cap': setting.get('cap'),
         'competitor_threads': setting.get('competitor'),
         'estimate_available_pcpus': round(est.available_pcpus, 4),
@@ -381,12 +404,19 @@ def _run_setting(setting, binary, groups, args):
                      for c, t in med.items()},
         # > 1: the recommendation is faster than configured (speed-up);
         # recommended / best: 1.0 = the recommendation is the best count.
-        'speedup_recommended_vs_configured': (
-            ratio(n, rec) if med.get(n) is not None else
-            '> %.1f' % (args.timeout / med[rec]) if med.get(rec) else None),
+        'speedup_recommended_vs_configured': speedup(n, rec),
         'recommended_over_best': ratio(rec, best),
-        'speedup_best_vs_configured': ratio(n, best),
+        'speedup_best_vs_configured': speedup(n, best),
     }
+
+
+def _network_size(request):
+    affs = {(n, i): a for n, vm in request.vms.items()
+            for i, a in vm.vcpus.items()}
+    caps = {(n, i): vm.cap(i) for n, vm in request.vms.items()
+            for i in vm.vcpus}
+    classes, atoms, _ = pcpu_est._build_network(affs, caps, None)
+    return [len(classes), len(atoms)]
 
 
 def machine():
@@ -422,7 +452,9 @@ def main(argv=None):
     p.add_argument('--work', type=int, default=150000,
                    help='total work units (1 unit = 1000 LCG steps)')
     p.add_argument('--reps', type=int, default=3)
-    p.add_argument('--timeout', type=float, default=10.0,
+    p.add_argument('--wait', choices=sorted(WAIT_POLICIES), default='both',
+                   help='barrier wait policy (default both)')
+    p.add_argument('--timeout', type=float, default=8.0,
                    help='seconds before a run counts as "too slow"')
     p.add_argument('--parent-shares', type=int, default=16384,
                    help='cpu.shares of the experiment\'s parent cgroup, '

@@ -4,24 +4,31 @@
  * (study 004's BT) -- the kind of program that suffers when it runs more
  * threads than the CPUs it really gets (lock-holder preemption, stacking).
  *
- *   spin_barrier run THREADS ROUNDS WORK   total WORK units split evenly over
- *                                          THREADS, ROUNDS barriers; prints
- *                                          the wall time in seconds
+ *   spin_barrier run THREADS ROUNDS WORK [SPIN]
+ *       total WORK units split evenly over THREADS, ROUNDS barriers; prints
+ *       the wall time in seconds. Waiters spin forever (SPIN < 0, default)
+ *       or SPIN pause instructions and then sleep on a futex, like
+ *       libgomp's OMP_WAIT_POLICY default.
  *   spin_barrier burn THREADS              THREADS busy threads, forever
  *
  * Built by benchmarks/pcpu_est_bench.py (gcc -O2 -pthread).
  */
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 static int nthreads;
 static long rounds;
 static long units_per_round;       /* per thread */
+static long spin_limit = -1;       /* < 0: spin forever */
 static atomic_int arrived;
 static atomic_int sense;
 static volatile uint64_t sink;
@@ -40,10 +47,20 @@ static void barrier(int *local_sense)
     if (atomic_fetch_add(&arrived, 1) == nthreads - 1) {
         atomic_store(&arrived, 0);
         atomic_store(&sense, *local_sense);
+        if (spin_limit >= 0)
+            syscall(SYS_futex, &sense, FUTEX_WAKE_PRIVATE, INT_MAX,
+                    NULL, NULL, 0);
     } else {
+        long spins = 0;
         while (atomic_load_explicit(&sense, memory_order_acquire)
-               != *local_sense)
-            __builtin_ia32_pause();
+               != *local_sense) {
+            if (spin_limit >= 0 && spins++ >= spin_limit)
+                /* sleeps only while sense still has the old value */
+                syscall(SYS_futex, &sense, FUTEX_WAIT_PRIVATE,
+                        !*local_sense, NULL, NULL, 0);
+            else
+                __builtin_ia32_pause();
+        }
     }
 }
 
@@ -76,11 +93,13 @@ int main(int argc, char **argv)
             pthread_create(&t, NULL, burner, (void *)(uintptr_t)i);
         burner(NULL);
     }
-    if (argc != 5 || strcmp(argv[1], "run") != 0) {
-        fprintf(stderr, "usage: %s run THREADS ROUNDS WORK | burn THREADS\n",
-                argv[0]);
+    if ((argc != 5 && argc != 6) || strcmp(argv[1], "run") != 0) {
+        fprintf(stderr, "usage: %s run THREADS ROUNDS WORK [SPIN] | "
+                "burn THREADS\n", argv[0]);
         return 2;
     }
+    if (argc == 6)
+        spin_limit = atol(argv[5]);
     nthreads = atoi(argv[2]);
     rounds = atol(argv[3]);
     long total = atol(argv[4]);
