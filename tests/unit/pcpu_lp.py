@@ -81,3 +81,45 @@ def lp_max_min_shares(affinities, caps=None, pcpus=None):
         for i in newly:
             frozen[i] = t
     return {key: frozen[i] for i, key in enumerate(keys)}
+
+
+def _flow_lp(affinities, caps, keys):
+    """Edges, and the per-pCPU and per-vCPU constraint rows, for ``keys``."""
+    edges = [(i, p) for i, key in enumerate(keys)
+             for p in sorted(set(affinities[key]))]
+    cpus = sorted({p for _, p in edges})
+    a_cpu = np.zeros((len(cpus), len(edges)))
+    a_vcpu = np.zeros((len(keys), len(edges)))
+    for j, (i, p) in enumerate(edges):
+        a_cpu[cpus.index(p), j] = 1.0
+        a_vcpu[i, j] = 1.0
+    caps_vec = np.array([float(caps.get(k, 1.0)) for k in keys])
+    return edges, a_cpu, a_vcpu, caps_vec
+
+
+def lp_max_total(affinities, caps, keys):
+    """The most pCPU time the vCPUs ``keys`` can get together (alone)."""
+    keys = list(keys)
+    edges, a_cpu, a_vcpu, caps_vec = _flow_lp(affinities, caps, keys)
+    if not edges:
+        return 0.0
+    res = optimize.linprog(
+        -np.ones(len(edges)), A_ub=np.vstack([a_cpu, a_vcpu]),
+        b_ub=np.concatenate([np.ones(a_cpu.shape[0]), caps_vec]),
+        bounds=[(0, None)] * len(edges), method='highs')
+    assert res.status == 0, res.message
+    return -res.fun
+
+
+def lp_feasible(affinities, caps, shares):
+    """True if every vCPU can get exactly ``shares[key]`` at once."""
+    keys = list(affinities)
+    edges, a_cpu, a_vcpu, caps_vec = _flow_lp(affinities, caps, keys)
+    want = np.array([float(shares[k]) for k in keys])
+    if not edges:
+        return bool(np.all(want == 0))
+    res = optimize.linprog(
+        np.zeros(len(edges)), A_ub=a_cpu,
+        b_ub=np.ones(a_cpu.shape[0]) + _EPS, A_eq=a_vcpu, b_eq=want,
+        bounds=[(0, None)] * len(edges), method='highs')
+    return res.status == 0 and bool(np.all(want <= caps_vec + _EPS))
