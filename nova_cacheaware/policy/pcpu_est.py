@@ -236,7 +236,11 @@ def exact_cap(cap):
     """
     if isinstance(cap, Fraction):
         return cap
-    return Fraction(repr(float(cap)))
+    try:
+        return Fraction(repr(float(cap)))
+    except (TypeError, ValueError, OverflowError):
+        raise exception.InvalidInput(
+            reason='cap %r is not a finite number' % (cap,)) from None
 
 
 def recommended_vcpus(available, vcpu_count):
@@ -316,7 +320,7 @@ def _build_network(affinities, caps, usable):
     """
     set_ids = {}           # affinity value -> distinct-set id
     set_cpus = []          # distinct-set id -> frozenset of usable pCPUs
-    vcpu_set_cap = {}      # vCPU key -> (set id, exact cap)
+    vcpu_set_cap = {}      # vCPU key -> (set id, cap as given)
     cap_cache = {}
     for key, affinity in affinities.items():
         if not isinstance(affinity, (tuple, frozenset)):
@@ -330,7 +334,12 @@ def _build_network(affinities, caps, usable):
             set_cpus.append(cpus)
         cap = caps.get(key, 1.0)
         if cap not in cap_cache:
-            cap_cache[cap] = exact_cap(cap)
+            exact = exact_cap(cap)
+            if not 0 <= exact <= 1:
+                # A vCPU is one thread: it can never use more than 1.0.
+                raise exception.InvalidInput(
+                    reason='cap %r of vCPU %r is outside 0..1' % (cap, key))
+            cap_cache[cap] = exact
         # Raw caps (floats) are the keys from here on: hashing a Fraction
         # per vCPU costs more than the whole flow computation.
         vcpu_set_cap[key] = (sid, cap)

@@ -227,6 +227,11 @@ class ValidationTest(testtools.TestCase):
             self.assertRaises(exception.InvalidInput,
                               pcpu_est.EstimateRequest.from_dict, doc)
 
+    def test_fair_shares_refuses_caps_outside_0_1(self):
+        for cap in (-0.5, 1.5, float('nan'), float('inf'), 'x'):
+            self.assertRaises(exception.InvalidInput, pcpu_est.fair_shares,
+                              {'v': (0,)}, {'v': cap})
+
     def test_good_edge_cases(self):
         for doc in ({'vms': {}}, {'pcpus': [], 'vms': {}},
                     {'vms': {'a': {'vcpus': {'0': []}, 'caps': {'0': 0}}}},
