@@ -219,7 +219,7 @@ class CpuCgroups:
 
     def cleanup(self):
         """Remove the groups (their processes must have ended)."""
-        for path in reversed(self.groups + [self.parent]):
+        for path in list(reversed(self.groups)) + [self.parent]:
             for _ in range(50):
                 try:
                     os.rmdir(path)
