@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES="libvirt-dev libvirt0 libvirt-clients pkg-config gcc python3-dev"
+APT_PACKAGES="libvirt-dev libvirt0 libvirt-clients pkg-config gcc python3-dev busybox"
 VENV=${NOVA_CACHEAWARE_VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 
