@@ -3,7 +3,8 @@
 One round, run by the host every delta seconds over all VMs (numbered as in
 the ``balloon-plan`` contract, doc/source/user/balloon-plan.rst):
 
-1. donors (hit ratio >= threshold) give ``memory * alpha * (1 + 0.1 * streak)``;
+1. donors (hit ratio >= threshold) give
+   ``memory * alpha * (1 + 0.1 * streak)``;
 2. every VM gives ``beta`` of what it has after step 1; no VM gives more than
    ``memory - min_mib``;
 3. the pool (all gifts + free memory) goes to the receivers (hit ratio <

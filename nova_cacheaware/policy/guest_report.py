@@ -92,8 +92,8 @@ def validate_report(doc, assigned_mib, previous=None,
     c = {key: _counter(doc, key) for key in _COUNTERS}
     interval = c['interval_s']
     if not 0 < interval <= limits.max_interval_s:
-        _reject('interval_s %d outside 1..%d' % (interval,
-                                                limits.max_interval_s))
+        _reject('interval_s %d outside 1..%d'
+                % (interval, limits.max_interval_s))
     if c['read_kib'] > limits.max_read_kib_s * interval:
         _reject('read_kib %d in %d s is faster than any machine'
                 % (c['read_kib'], interval))

@@ -84,6 +84,14 @@ class TestGuestHelper(testtools.TestCase):
         self._check(*self._run([BUSYBOX, 'sh', HELPER],
                                env={'PATH': bindir}))
 
+    def test_shellcheck_posix_sh(self):
+        exe = shutil.which('shellcheck')
+        if exe is None:
+            self.fail('shellcheck missing: tools/setup.sh installs it')
+        out = subprocess.run([exe, '-s', 'sh', HELPER], capture_output=True,
+                             text=True, timeout=60)
+        self.assertEqual(0, out.returncode, out.stdout)
+
     def test_bad_interval(self):
         for arg in ('0', '601', 'x'):
             out = subprocess.run(['sh', HELPER, arg], capture_output=True,

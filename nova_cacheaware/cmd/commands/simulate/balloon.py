@@ -36,6 +36,6 @@ def format_table(doc):
                   key=lambda kv: -kv[1]['geo_mean_mib_s'])
     lines = ['%-14s %14s %14s' % ('POLICY', 'ARITH MiB/s', 'GEO MiB/s')]
     for name, r in rows:
-        lines.append('%-14s %14.1f %14.1f' % (name, r['arith_mean_mib_s'],
-                                               r['geo_mean_mib_s']))
+        lines.append('%-14s %14.1f %14.1f' % (
+            name, r['arith_mean_mib_s'], r['geo_mean_mib_s']))
     return '\n'.join(lines)
