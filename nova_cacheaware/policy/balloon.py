@@ -80,75 +80,80 @@ class BalloonPlan:
 
 # ---------------------------------------------------------------- validation
 
-def _bad(where, what):
+def bad_input(where, what):
+    """Raise :class:`InvalidInput` naming ``where`` and ``what``."""
     raise exception.InvalidInput(reason='%s: %s' % (where, what))
 
 
-def _number(doc, key, where):
+def number_field(doc, key, where):
+    """``doc[key]``: a finite, non-negative number (not a bool)."""
     if key not in doc:
-        _bad(where, 'missing "%s"' % key)
+        bad_input(where, 'missing "%s"' % key)
     value = doc[key]
     if (not isinstance(value, (int, float)) or isinstance(value, bool)
             or not math.isfinite(value)):
-        _bad(where, '"%s" must be a finite number, not %r' % (key, value))
+        bad_input(where, '"%s" must be a finite number, not %r' % (key, value))
     if value < 0:
-        _bad(where, '"%s" must not be negative (%r)' % (key, value))
+        bad_input(where, '"%s" must not be negative (%r)' % (key, value))
     return value
 
 
-def _ratio(doc, key, where):
-    value = _number(doc, key, where)
+def ratio_field(doc, key, where):
+    """``doc[key]``: a number in 0..1."""
+    value = number_field(doc, key, where)
     if value > 1:
-        _bad(where, '"%s" must be between 0 and 1 (%r)' % (key, value))
+        bad_input(where, '"%s" must be between 0 and 1 (%r)' % (key, value))
     return value
 
 
-def _int(doc, key, where, default=None):
+def int_field(doc, key, where, default=None):
+    """``doc[key]``: a non-negative int (``default`` when absent)."""
     if key not in doc and default is not None:
         return default
-    value = _number(doc, key, where)
+    value = number_field(doc, key, where)
     if not isinstance(value, int):
-        _bad(where, '"%s" must be an integer (%r)' % (key, value))
+        bad_input(where, '"%s" must be an integer (%r)' % (key, value))
     return value
 
 
-def _object(value, where):
+def object_field(value, where):
+    """``value`` itself, which must be a JSON object."""
     if not isinstance(value, dict):
-        _bad(where, 'must be a JSON object')
+        bad_input(where, 'must be a JSON object')
     return value
 
 
 def params_from_dict(doc, where='params'):
     """Validate and build :class:`BalloonParams` from its JSON object."""
-    _object(doc, where)
+    object_field(doc, where)
     mode = doc.get('mode')
     if mode not in MODES:
-        _bad(where, 'unknown "mode" %r (expected "A" or "B")' % (mode,))
-    return BalloonParams(threshold=_ratio(doc, 'threshold', where),
-                         alpha=_number(doc, 'alpha', where),
-                         beta=_number(doc, 'beta', where),
+        bad_input(where, 'unknown "mode" %r (expected "A" or "B")' % (mode,))
+    return BalloonParams(threshold=ratio_field(doc, 'threshold', where),
+                         alpha=number_field(doc, 'alpha', where),
+                         beta=number_field(doc, 'beta', where),
                          mode=mode,
-                         interval_s=_number(doc, 'interval_s', where))
+                         interval_s=number_field(doc, 'interval_s', where))
 
 
 def vm_from_dict(doc, where):
     """Validate and build one :class:`VmMemory` from its JSON object."""
-    _object(doc, where)
+    object_field(doc, where)
     vm_id = doc.get('id')
     if not isinstance(vm_id, str) or not vm_id:
-        _bad(where, '"id" must be a non-empty string')
+        bad_input(where, '"id" must be a non-empty string')
     where = 'VM %r' % vm_id
     vm = VmMemory(id=vm_id,
-                  memory_mib=_int(doc, 'memory_mib', where),
-                  hit_ratio=_ratio(doc, 'hit_ratio', where),
-                  streak=_int(doc, 'streak', where),
-                  min_mib=_int(doc, 'min_mib', where),
-                  max_mib=_int(doc, 'max_mib', where))
+                  memory_mib=int_field(doc, 'memory_mib', where),
+                  hit_ratio=ratio_field(doc, 'hit_ratio', where),
+                  streak=int_field(doc, 'streak', where),
+                  min_mib=int_field(doc, 'min_mib', where),
+                  max_mib=int_field(doc, 'max_mib', where))
     if vm.min_mib > vm.max_mib:
-        _bad(where, 'min_mib %d > max_mib %d' % (vm.min_mib, vm.max_mib))
+        bad_input(where, 'min_mib %d > max_mib %d' % (vm.min_mib, vm.max_mib))
     if not vm.min_mib <= vm.memory_mib <= vm.max_mib:
-        _bad(where, 'memory_mib %d outside [min_mib %d, max_mib %d]'
-             % (vm.memory_mib, vm.min_mib, vm.max_mib))
+        bad_input(where, 'memory_mib %d outside [min_mib %d, max_mib %d]'
+                  % (vm.memory_mib, vm.min_mib, vm.max_mib))
     return vm
 
 
@@ -159,19 +164,19 @@ def request_from_dict(doc):
     one line naming the first problem.  Keys the contract does not name are
     ignored.
     """
-    _object(doc, 'input')
+    object_field(doc, 'input')
     if 'params' not in doc:
-        _bad('input', 'missing "params"')
+        bad_input('input', 'missing "params"')
     params = params_from_dict(doc['params'])
-    free_mib = _int(doc, 'free_mib', 'input', default=0)
+    free_mib = int_field(doc, 'free_mib', 'input', default=0)
     raw_vms = doc.get('vms')
     if not isinstance(raw_vms, list):
-        _bad('input', '"vms" must be a list')
+        bad_input('input', '"vms" must be a list')
     vms = [vm_from_dict(v, 'vms[%d]' % i) for i, v in enumerate(raw_vms)]
     ids = [v.id for v in vms]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
-        _bad('input', 'duplicate VM id(s): %s' % ', '.join(dup))
+        bad_input('input', 'duplicate VM id(s): %s' % ', '.join(dup))
     return params, vms, free_mib
 
 

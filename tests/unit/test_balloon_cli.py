@@ -121,3 +121,42 @@ class TestSimulateBalloonCli(testtools.TestCase):
                                    json.dumps(doc))
             self.assertEqual((2, ''), (rc, out), doc)
             self.assertEqual(1, len(err.strip().splitlines()))
+
+
+DEFAULT_DOC = {
+    'vms': [{'id': 'a', 'memory_mib': 2357, 'hit_ratio': 1.0,
+             'cache_mib': 100, 'free_mib': 1900, 'used_mib': 300,
+             'min_mib': 428, 'max_mib': 6215},
+            {'id': 'b', 'memory_mib': 2357, 'hit_ratio': 0.8,
+             'cache_mib': 2000, 'free_mib': 0, 'used_mib': 300,
+             'min_mib': 428, 'max_mib': 6215, 'favoured': True,
+             'hold_mib': 2000, 'hold_left': 3}]}
+
+
+class TestBalloonPlanDefaultPolicyCli(testtools.TestCase):
+
+    def test_replay(self):
+        rc, out, err = run_cli(['balloon-plan', '--policy', 'default',
+                                '--input', '-'], json.dumps(DEFAULT_DOC))
+        self.assertEqual((0, ''), (rc, err))
+        self.assertEqual(
+            {'vms': {'a': {'memory_mib': 1823, 'probe': 0, 'hold_mib': 0,
+                           'hold_left': 0, 'favoured': False},
+                     'b': {'memory_mib': 2891, 'probe': 0, 'hold_mib': 2891,
+                           'hold_left': 24, 'favoured': True}},
+             'unallocated_mib': 0}, json.loads(out))
+
+    def test_invalid(self):
+        def doc_with(**over):
+            doc = json.loads(json.dumps(DEFAULT_DOC))
+            doc['vms'][1].update(over)
+            return doc
+        bad = [doc_with(hit_ratio=2), doc_with(cache_mib=-1),
+               doc_with(used_mib=3000), doc_with(favoured='yes'),
+               doc_with(probe=1.5), dict(DEFAULT_DOC, params={'margin': 'x'}),
+               dict(DEFAULT_DOC, params={'threshold': 1.5}), {'vms': 1}]
+        for doc in bad:
+            rc, out, err = run_cli(['balloon-plan', '--policy', 'default',
+                                    '--input', '-'], json.dumps(doc))
+            self.assertEqual((2, ''), (rc, out), doc)
+            self.assertEqual(1, len(err.strip().splitlines()))

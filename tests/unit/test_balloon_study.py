@@ -250,3 +250,23 @@ class TestStudyPlanProperties(testtools.TestCase):
         for i, v in enumerate(vms):
             exact = 700 + pool * w[i] / sum(w)
             self.assertLessEqual(abs(plan.vms[v.id].memory_mib - exact), 1)
+
+
+class TestStudyLyingGuests(testtools.TestCase):
+    """A guest stuck at 0 % (mode B's favourite) stays within its bounds."""
+
+    def test_zero_forever_mode_b(self):
+        vms = [vm('liar', 2357, 0.0, lo=428, hi=3000),
+               vm('b', 2357, 1.0, lo=428, hi=6215),
+               vm('c', 2357, 0.7, lo=428, hi=6215)]
+        free = 0
+        for _ in range(300):
+            plan = balloon.study_plan(params('B'), vms, free)
+            free = plan.unallocated_mib
+            vms = [vm(v.id, plan.vms[v.id].memory_mib, v.hit_ratio,
+                      plan.vms[v.id].streak, v.min_mib, v.max_mib)
+                   for v in vms]
+            for v in vms:
+                self.assertTrue(v.min_mib <= v.memory_mib <= v.max_mib)
+            self.assertEqual(3 * 2357, sum(v.memory_mib for v in vms) + free)
+        self.assertEqual(3000, vms[0].memory_mib)
