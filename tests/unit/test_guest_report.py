@@ -1,5 +1,8 @@
 """Guest reports are untrusted: every lie is rejected with a reason."""
 
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
 import testtools
 
 from nova_cacheaware.policy import guest_report as gr
@@ -72,3 +75,27 @@ class TestValidateReport(testtools.TestCase):
             e = self.assertRaises(gr.InvalidGuestReport, gr.validate_report,
                                   doc, 2048, previous)
             self.assertIn('rejected guest report', str(e))
+
+
+_junk = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(),
+                  st.text(max_size=5), st.lists(st.integers(), max_size=2))
+
+
+class TestValidateReportFuzz(testtools.TestCase):
+    """Whatever a guest sends: accepted with sane values, or rejected."""
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.dictionaries(st.sampled_from(sorted(report())), _junk),
+           st.booleans())
+    def test_never_crashes(self, over, with_previous):
+        previous = (gr.validate_report(report(), 2048) if with_previous
+                    else None)
+        doc = report(**over)
+        try:
+            s = gr.validate_report(doc, 2048, previous)
+        except gr.InvalidGuestReport:
+            return
+        self.assertTrue(s.hit_ratio is None or 0.0 <= s.hit_ratio <= 1.0)
+        self.assertLessEqual(s.memory_mib, 2048 + 64)
+        for value in (s.cache_mib, s.free_mib, s.used_mib, s.read_mib_s):
+            self.assertGreaterEqual(value, 0)
