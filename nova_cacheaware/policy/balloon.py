@@ -226,7 +226,7 @@ def _gift(vm, params):
     donated = _F(0)
     if vm.hit_ratio >= params.threshold:
         donated = memory * _F(params.alpha) * (1 + STREAK_STEP * vm.streak)
-    after_step1 = memory - donated
+    after_step1 = max(_F(0), memory - donated)
     donated += after_step1 * _F(params.beta)
     return min(donated, memory - vm.min_mib) if donated > 0 else _F(0)
 

@@ -27,7 +27,9 @@ same with estimates, and finds the slack of satisfied VMs by probing:
    above their floor, k growing while they stay satisfied, never below the
    need learnt when a probe went too far (``hold_mib``, kept for
    ``hold_rounds``), and (d) unsatisfied VMs whose W_est is larger, down to
-   their minimum.  Only what the served VMs need is taken.
+   their minimum.  Only what the served VMs need is taken; a VM with an
+   unknown working set (a guest stuck at 0 % looks like that) is served
+   from (a) and (b) only.
 4. Memory is whole MiB throughout:
    ``sum(new) + unallocated == sum(old) + free`` exactly.
 """
@@ -140,6 +142,10 @@ def default_plan(params, vms, free_mib=0):
         deficit[vm.id] = 0 if warming else max(0, need - vm.memory_mib)
     order = _priority_order(unsat, w_est, params)
     wanted = sum(deficit.values())
+    # A VM whose working set is unknown (no hits, or nothing cached: also
+    # what a guest stuck at 0 % looks like) gets idle memory only; it never
+    # makes the policy probe others for it.
+    wanted_known = sum(d for k, d in deficit.items() if w_est[k] != INF)
 
     # Supply, cheapest first: unassigned, guest-free, then probes.
     free_pool = free_mib
@@ -157,9 +163,10 @@ def default_plan(params, vms, free_mib=0):
     offers.sort(key=lambda o: (o[0], o[1].id))
     taken_from_sat = 0
     for kind, vm, amount in offers:
-        if free_pool + taken_from_sat >= wanted:
-            break
-        take = min(amount, wanted - free_pool - taken_from_sat)
+        limit = wanted if kind == 0 else wanted_known
+        if free_pool + taken_from_sat >= limit:
+            continue
+        take = min(amount, limit - free_pool - taken_from_sat)
         if take > 0:
             memory[vm.id] -= take
             taken_from_sat += take
@@ -167,7 +174,7 @@ def default_plan(params, vms, free_mib=0):
                 probe[vm.id] = vm.probe + 1
     for vm in sat:
         # Probes grow only while demand lasts; without demand they restart.
-        if probe[vm.id] == 0 and wanted > 0:
+        if probe[vm.id] == 0 and wanted_known > 0:
             probe[vm.id] = vm.probe
     pool = free_pool + taken_from_sat
 

@@ -154,6 +154,14 @@ class TestLyingGuests(testtools.TestCase):
             vms = new
             self.assertEqual(3 * 2357, sum(v.memory_mib for v in vms) + free)
 
+    def test_zero_never_makes_others_probe(self):
+        vms = [view('liar', 1000, 0.0, 700), view('b', 2357, 1.0, 2057),
+               view('c', 2357, 1.0, 1800, free=257)]
+        plan = bd.default_plan(P, vms, free_mib=100)
+        # Only the unassigned 100 MiB and c's idle 241 MiB move.
+        self.assertEqual({'liar': 1341, 'b': 2357, 'c': 2116}, mem(plan))
+        self.assertEqual(0, plan.vms['b'].probe)
+
     def test_zero_forever(self):
         self._run(lambda r: 0.0)
 
