@@ -51,8 +51,9 @@ class TestGuestHelper(testtools.TestCase):
         reader = subprocess.Popen(
             [sys.executable, '-c', READER, self.data, '1'],
             stdout=subprocess.PIPE, text=True)
-        self.addCleanup(reader.kill)
+        # Cleanups run last-in first-out: kill, then reap.
         self.addCleanup(reader.wait)
+        self.addCleanup(reader.kill)
         out = subprocess.run(argv + ['4'], capture_output=True, text=True,
                              env=env, timeout=60)
         self.assertEqual(0, out.returncode, out.stderr)
