@@ -46,6 +46,9 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
 
     def host_passes(self, host_state, spec_obj):
         """True if the host can honour the request; prunes candidates."""
+        # First use in this process starts its listener, whatever the
+        # request: state must be there when a cacheaware request comes.
+        cache = live_state.get_cache()
         try:
             request = specs.parse_extra_specs(spec_obj.flavor.extra_specs)
         except exception.InvalidInput as e:
@@ -58,7 +61,7 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         if not (request.all_share or request.clean_required):
             return True
 
-        live = live_state.get_cache().get(host_state.host)
+        live = cache.get(host_state.host)
         if live is not None and not live.agent_healthy:
             self._reject(host_state, 'the nova-cacheaware agent reports '
                          'itself unhealthy')
