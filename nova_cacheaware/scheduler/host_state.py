@@ -59,7 +59,12 @@ class VmState:
 
 @dataclasses.dataclass(frozen=True)
 class HostCacheState:
-    """A compute host's cache-domain state at ``timestamp`` (UTC)."""
+    """A compute host's cache-domain state at ``timestamp`` (UTC).
+
+    ``host`` is the Nova compute service's host name (``[DEFAULT] host`` of
+    nova-compute, ``HostState.host`` in the scheduler): the scheduler looks
+    states up by it.
+    """
 
     host: str
     timestamp: datetime.datetime

@@ -78,6 +78,10 @@ class CacheDomainSchedulingTest(base.CacheAwareTestBase):
 
         # Deleting a server frees its domain for the next Clean request.
         self._delete_server(servers[0])
+        self.assertEqual(
+            {names.RC_DOMAIN_VCPU: 0, names.RC_DOMAIN_MEMBOUND: 0},
+            self.placement.get('/resource_providers/%s/usages' % used[0],
+                               version='1.14').body['usages'])
         again = self._boot(required, vcpu=2)
         self.assertEqual(used[0], self._domain_of(again, providers))
 
@@ -141,7 +145,7 @@ class CacheDomainSchedulingTest(base.CacheAwareTestBase):
             server = self._boot({'cacheaware:workload': workload}, vcpu=2)
             self.assertEqual(other, server['OS-EXT-SRV-ATTR:host'])
             self._delete_server(server)
-        # Stale state is neutral: Nova's choice again.
+        # Missing state is neutral: Nova's choice again.
         cache.clear()
         stale = self._boot({'cacheaware:workload': 'memory'}, vcpu=2)
         self.assertEqual(nova_pick, stale['OS-EXT-SRV-ATTR:host'])
