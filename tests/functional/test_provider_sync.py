@@ -265,6 +265,23 @@ class _ProviderSyncScenarios(object):
         self.assertEqual(1, result.writes)
         self.assertEqual({name + ':cacheaware:L3-0'}, set(self.children(root)))
 
+    def test_follows_a_renamed_compute_node(self):
+        root, name = self.make_compute_node()
+        first = provider_sync.sync_domain_providers(self.client, root,
+                                                    ZEN_2CCX)
+        self.client.rename_provider(root, name + '-renamed', None)
+        result = provider_sync.sync_domain_providers(self.client, root,
+                                                     ZEN_2CCX)
+        self.assertEqual(['L3-0', 'L3-1'], result.updated)
+        self.assertEqual(2, result.writes)
+        self.assertEqual(first.providers, result.providers)
+        self.assertEqual({name + '-renamed:cacheaware:L3-0',
+                          name + '-renamed:cacheaware:L3-1'},
+                         set(self.children(root)))
+        again = provider_sync.sync_domain_providers(self.client, root,
+                                                    ZEN_2CCX)
+        self.assertEqual(0, again.writes)
+
     def test_keeps_vanished_domain_with_allocations(self):
         root, name = self.make_compute_node()
         first = provider_sync.sync_domain_providers(self.client, root,

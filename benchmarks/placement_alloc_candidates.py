@@ -1,0 +1,265 @@
+"""GET /allocation_candidates with and without the cache domain group.
+
+Real Placement 16 (``placement.wsgi.api`` on a threaded WSGI server) on a
+scratch MariaDB database, on loopback. The cloud: ``--computes`` compute
+node trees (default 500) shaped as nova-compute leaves them (VCPU,
+MEMORY_MB, DISK_GB and COMPUTE_* traits on the root), each with
+``--domains`` cache domain children (default 16 x 8 CPUs) written by
+:func:`sync_domain_providers`. Compute 0 is synced through the API; the
+other trees are copied from it in SQL (minutes faster), and one copy is
+synced again to check that it is exactly what the sync writes (0 writes).
+
+Requests are the query strings Nova 34 sends (``limit=1000``,
+``root_required=!COMPUTE_STATUS_DISABLED``) for a 4-vCPU flavor:
+
+* ``baseline``: no cache keys;
+* ``all_share``: + ``resources_CACHE=CUSTOM_CACHE_DOMAIN_VCPU:4`` and
+  ``group_policy=none``;
+* ``all_share_clean``: + ``CUSTOM_CACHE_DOMAIN_MEMBOUND:1`` in the group and
+  ``required=CUSTOM_CACHEAWARE_AGENT`` (what ``flavor set --cache-share all
+  --workload memory --cache-clean required`` writes);
+* the same three with ``max_allocation_candidates`` + ``breadth-first`` set
+  on Placement (a second service on the same database).
+
+Rounds interleave the variants, so machine noise hits them alike; the
+median of ``--rounds`` is reported with the ratio to the baseline. Prints
+a JSON document (``--output`` writes it to a file too).
+
+Run: ``python benchmarks/placement_alloc_candidates.py`` (needs MariaDB
+at 127.0.0.1:3306, root without password; a few minutes on 2 cores).
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+from nova_cacheaware import names  # noqa: E402
+from nova_cacheaware.placement import provider_sync  # noqa: E402
+from nova_cacheaware.topology import domains as topo_domains  # noqa: E402
+from tests import placement_fixtures  # noqa: E402
+
+ROOT_TRAITS = ['COMPUTE_NODE', 'HW_CPU_X86_AVX2', 'COMPUTE_VOLUME_EXTEND']
+
+
+def domain_set(count, per_domain):
+    """``count`` L3 domains of ``per_domain`` CPUs each."""
+    return topo_domains.DomainSet(level=3, fallback=False, domains=tuple(
+        topo_domains.CacheDomain(
+            id='L3-%d' % i, level=3,
+            cpus=tuple(range(i * per_domain, (i + 1) * per_domain)),
+            size_kib=32768, numa_nodes=(i * 2 // count,))
+        for i in range(count)))
+
+
+def make_compute(client, index, cpus):
+    """A root provider as nova-compute leaves it; returns its uuid."""
+    rp_uuid = str(uuid.uuid4())
+    client.post('/resource_providers',
+                {'name': 'bench-cn-%04d' % index, 'uuid': rp_uuid})
+    doc = client.put_inventories(rp_uuid, 0, {
+        'VCPU': {'total': cpus, 'allocation_ratio': 4.0,
+                 'max_unit': cpus},
+        'MEMORY_MB': {'total': 1024 * 1024, 'reserved': 4096,
+                      'max_unit': 1024 * 1024},
+        'DISK_GB': {'total': 4000, 'max_unit': 4000}})
+    client.put_traits(rp_uuid, doc['resource_provider_generation'],
+                      ROOT_TRAITS)
+    return rp_uuid
+
+
+def clone_trees(conn, source_root_uuid, copies, first_index):
+    """Copy the provider tree of ``source_root_uuid`` ``copies`` times.
+
+    Rows of resource_providers, inventories and resource_provider_traits,
+    with new ids, uuids and names (the index replaces the source's).
+    Returns the new root uuids.
+    """
+    cur = conn.cursor()
+    cur.execute('SELECT id FROM resource_providers WHERE uuid=%s',
+                (source_root_uuid,))
+    (root_id,) = cur.fetchone()
+    cur.execute('SELECT id, name, parent_provider_id FROM resource_providers '
+                'WHERE root_provider_id=%s ORDER BY id', (root_id,))
+    tree = cur.fetchall()
+    cur.execute('SELECT resource_provider_id, resource_class_id, total, '
+                'reserved, min_unit, max_unit, step_size, allocation_ratio '
+                'FROM inventories WHERE resource_provider_id IN (%s)'
+                % ','.join(str(row[0]) for row in tree))
+    inventories = cur.fetchall()
+    cur.execute('SELECT resource_provider_id, trait_id FROM '
+                'resource_provider_traits WHERE resource_provider_id IN (%s)'
+                % ','.join(str(row[0]) for row in tree))
+    traits = cur.fetchall()
+    cur.execute('SELECT MAX(id) FROM resource_providers')
+    (next_id,) = cur.fetchone()
+    source_name = tree[0][1]
+    providers, inv_rows, trait_rows, roots = [], [], [], []
+    for n in range(copies):
+        new_name = 'bench-cn-%04d' % (first_index + n)
+        id_map = {}
+        for old_id, _name, _parent in tree:
+            next_id += 1
+            id_map[old_id] = next_id
+        new_root = id_map[root_id]
+        for old_id, name, parent in tree:
+            rp_uuid = str(uuid.uuid4())
+            if old_id == root_id:
+                roots.append(rp_uuid)
+            providers.append((id_map[old_id], rp_uuid,
+                              name.replace(source_name, new_name, 1), 0,
+                              new_root, id_map.get(parent)))
+        inv_rows.extend((id_map[row[0]],) + tuple(row[1:])
+                        for row in inventories)
+        trait_rows.extend((id_map[rp], trait) for rp, trait in traits)
+    cur.executemany(
+        'INSERT INTO resource_providers (id, uuid, name, generation, '
+        'root_provider_id, parent_provider_id, created_at) VALUES '
+        '(%s, %s, %s, %s, %s, %s, NOW())', providers)
+    cur.executemany(
+        'INSERT INTO inventories (resource_provider_id, resource_class_id, '
+        'total, reserved, min_unit, max_unit, step_size, allocation_ratio, '
+        'created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, NOW())',
+        inv_rows)
+    cur.executemany(
+        'INSERT INTO resource_provider_traits (resource_provider_id, '
+        'trait_id, created_at) VALUES (%s, %s, NOW())', trait_rows)
+    return roots
+
+
+def queries(vcpus, ram_mb):
+    """name -> query string, as Nova 34 builds them."""
+    base = ('limit=1000&resources=VCPU:%d,MEMORY_MB:%d'
+            '&root_required=!COMPUTE_STATUS_DISABLED' % (vcpus, ram_mb))
+    cache = '&resources_CACHE=%s:%d' % (names.RC_DOMAIN_VCPU, vcpus)
+    return {
+        'baseline': base,
+        'all_share': base + cache + '&group_policy=none',
+        'all_share_clean': (base + '&required=%s' % names.TRAIT_AGENT
+                            + cache + ',%s:1' % names.RC_DOMAIN_MEMBOUND
+                            + '&group_policy=none'),
+        'all_share_clean_nolimit': (
+            base.replace('limit=1000&', '') + '&required=%s'
+            % names.TRAIT_AGENT + cache + ',%s:1' % names.RC_DOMAIN_MEMBOUND
+            + '&group_policy=none'),
+    }
+
+
+def measure(variants, rounds):
+    """Median seconds and candidate counts per (service, variant)."""
+    times = {key: [] for key in variants}
+    counts = {}
+    for _ in range(rounds):
+        for key, (client, query) in variants.items():
+            t0 = time.perf_counter()
+            doc = client.get('/allocation_candidates?' + query)
+            times[key].append(time.perf_counter() - t0)
+            counts[key] = len(doc['allocation_requests'])
+    return {key: {'median_ms': round(1000 * statistics.median(v), 1),
+                  'min_ms': round(1000 * min(v), 1),
+                  'candidates': counts[key]}
+            for key, v in times.items()}
+
+
+def machine():
+    """CPU model and count from lscpu, for the results page."""
+    try:
+        out = subprocess.run(['lscpu'], capture_output=True, text=True,
+                             check=True).stdout
+        fields = dict(line.split(':', 1) for line in out.splitlines()
+                      if ':' in line)
+        return '%s, %s CPUs, %s' % (
+            fields.get('Model name', '?').strip(),
+            fields.get('CPU(s)', '?').strip(),
+            fields.get('Hypervisor vendor', 'bare metal').strip())
+    except (OSError, subprocess.CalledProcessError):
+        return platform.processor()
+
+
+def main(argv=None):
+    """Seed, measure, print JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--computes', type=int, default=500)
+    parser.add_argument('--domains', type=int, default=16)
+    parser.add_argument('--cpus-per-domain', type=int, default=8)
+    parser.add_argument('--rounds', type=int, default=9)
+    parser.add_argument('--output', help='also write the JSON here')
+    args = parser.parse_args(argv)
+
+    t_start = time.time()
+    service = placement_fixtures.PlacementService()
+    service.setUp()
+    try:
+        client = service.client
+        cpus = args.domains * args.cpus_per_domain
+        first = make_compute(client, 0, cpus)
+        sync = provider_sync.sync_domain_providers(
+            client, first, domain_set(args.domains, args.cpus_per_domain),
+            cpu_allocation_ratio=4.0)
+        conn = service.connect_db()
+        roots = [first] + clone_trees(conn, first, args.computes - 1, 1)
+        conn.close()
+        check = provider_sync.sync_domain_providers(
+            client, roots[-1], domain_set(args.domains,
+                                          args.cpus_per_domain),
+            cpu_allocation_ratio=4.0)
+        if check.writes or len(check.unchanged) != args.domains:
+            raise RuntimeError('cloned tree differs from a synced one: %s'
+                               % check.to_dict())
+        total = len(client.get('/resource_providers')['resource_providers'])
+        seeded_s = time.time() - t_start
+
+        tuned = placement_fixtures.PlacementService(
+            database=service.database, placement_opts={
+                'max_allocation_candidates': 1000,
+                'allocation_candidates_generation_strategy':
+                    'breadth-first'})
+        tuned.setUp()
+        try:
+            qs = queries(4, 4096)
+            variants = {}
+            for name, query in qs.items():
+                variants[name] = (client, query)
+                if name != 'all_share_clean_nolimit':
+                    variants['tuned_' + name] = (tuned.client, query)
+            # Warm both services (first requests load caches).
+            measure(variants, 1)
+            results = measure(variants, args.rounds)
+        finally:
+            tuned.cleanUp()
+    finally:
+        service.cleanUp()
+    for key, value in results.items():
+        base = 'tuned_baseline' if key.startswith('tuned_') else 'baseline'
+        value['ratio_to_baseline'] = round(
+            value['median_ms'] / results[base]['median_ms'], 2)
+    doc = {
+        'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
+        'machine': machine(),
+        'placement': 'openstack-placement 16.0.0, MariaDB, noauth2, '
+                     'threaded wsgiref server',
+        'computes': args.computes, 'domains_per_compute': args.domains,
+        'providers': total, 'rounds': args.rounds,
+        'first_sync': {'writes': sync.writes, 'created': len(sync.created)},
+        'seed_seconds': round(seeded_s, 1),
+        'queries': qs,
+        'results': results,
+    }
+    text = json.dumps(doc, indent=2, sort_keys=True)
+    print(text)
+    if args.output:
+        with open(args.output, 'w') as f:
+            f.write(text + '\n')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
