@@ -30,6 +30,7 @@ at 127.0.0.1:3306, root without password; a few minutes on 2 cores).
 """
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -120,18 +121,22 @@ def clone_trees(conn, source_root_uuid, copies, first_index):
         inv_rows.extend((id_map[row[0]],) + tuple(row[1:])
                         for row in inventories)
         trait_rows.extend((id_map[rp], trait) for rp, trait in traits)
+    # Plain %s placeholders only: PyMySQL then sends multi-row INSERTs.
+    now = datetime.datetime.now(datetime.timezone.utc).replace(
+        microsecond=0, tzinfo=None)
     cur.executemany(
         'INSERT INTO resource_providers (id, uuid, name, generation, '
         'root_provider_id, parent_provider_id, created_at) VALUES '
-        '(%s, %s, %s, %s, %s, %s, NOW())', providers)
+        '(%s, %s, %s, %s, %s, %s, %s)', [p + (now,) for p in providers])
     cur.executemany(
         'INSERT INTO inventories (resource_provider_id, resource_class_id, '
         'total, reserved, min_unit, max_unit, step_size, allocation_ratio, '
-        'created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, NOW())',
-        inv_rows)
+        'created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)',
+        [row + (now,) for row in inv_rows])
     cur.executemany(
         'INSERT INTO resource_provider_traits (resource_provider_id, '
-        'trait_id, created_at) VALUES (%s, %s, NOW())', trait_rows)
+        'trait_id, created_at) VALUES (%s, %s, %s)',
+        [row + (now,) for row in trait_rows])
     return roots
 
 
@@ -140,16 +145,17 @@ def queries(vcpus, ram_mb):
     base = ('limit=1000&resources=VCPU:%d,MEMORY_MB:%d'
             '&root_required=!COMPUTE_STATUS_DISABLED' % (vcpus, ram_mb))
     cache = '&resources_CACHE=%s:%d' % (names.RC_DOMAIN_VCPU, vcpus)
+    agent = '&required=%s' % names.TRAIT_AGENT
+    membound = ',%s:1' % names.RC_DOMAIN_MEMBOUND
+    policy = '&group_policy=none'
     return {
         'baseline': base,
-        'all_share': base + cache + '&group_policy=none',
-        'all_share_clean': (base + '&required=%s' % names.TRAIT_AGENT
-                            + cache + ',%s:1' % names.RC_DOMAIN_MEMBOUND
-                            + '&group_policy=none'),
-        'all_share_clean_nolimit': (
-            base.replace('limit=1000&', '') + '&required=%s'
-            % names.TRAIT_AGENT + cache + ',%s:1' % names.RC_DOMAIN_MEMBOUND
-            + '&group_policy=none'),
+        'all_share': base + cache + policy,
+        'all_share_agent': base + agent + cache + policy,
+        'all_share_membound': base + cache + membound + policy,
+        'all_share_clean': base + agent + cache + membound + policy,
+        'all_share_clean_nolimit': (base.replace('limit=1000&', '') + agent
+                                    + cache + membound + policy),
     }
 
 
@@ -167,6 +173,40 @@ def measure(variants, rounds):
                   'min_ms': round(1000 * min(v), 1),
                   'candidates': counts[key]}
             for key, v in times.items()}
+
+
+def profile_in_process(service, qs, top, sort='cumulative'):
+    """Profile each query once in this process; return text per query.
+
+    Loads ``placement.wsgi.api`` here on the service's configuration and
+    database, so cProfile sees Placement's own code (SQL vs Python).
+    """
+    import cProfile
+    import io
+    import pstats
+
+    import webob
+    os.environ['OS_PLACEMENT_CONFIG_DIR'] = service.confdir
+    from placement.wsgi import api
+    headers = {'X-Auth-Token': 'admin',
+               'OpenStack-API-Version': 'placement 1.39'}
+    report = {}
+    for name, query in qs.items():
+        req = webob.Request.blank('/allocation_candidates?' + query,
+                                  headers=headers)
+        req.get_response(api.application)  # warm
+        prof = cProfile.Profile()
+        prof.enable()
+        req = webob.Request.blank('/allocation_candidates?' + query,
+                                  headers=headers)
+        resp = req.get_response(api.application)
+        prof.disable()
+        out = io.StringIO()
+        stats = pstats.Stats(prof, stream=out)
+        stats.sort_stats(sort).print_stats(top)
+        report[name] = 'status %s, %d bytes\n%s' % (
+            resp.status, len(resp.body), out.getvalue())
+    return report
 
 
 def machine():
@@ -192,6 +232,11 @@ def main(argv=None):
     parser.add_argument('--cpus-per-domain', type=int, default=8)
     parser.add_argument('--rounds', type=int, default=9)
     parser.add_argument('--output', help='also write the JSON here')
+    parser.add_argument('--profile', type=int, metavar='N', default=0,
+                        help='instead of timing, profile each query once '
+                             'in-process and print the top N functions')
+    parser.add_argument('--profile-sort', default='cumulative',
+                        choices=['cumulative', 'tottime'])
     args = parser.parse_args(argv)
 
     t_start = time.time()
@@ -216,7 +261,16 @@ def main(argv=None):
                                % check.to_dict())
         total = len(client.get('/resource_providers')['resource_providers'])
         seeded_s = time.time() - t_start
+        if args.profile:
+            report = profile_in_process(service, queries(4, 4096),
+                                        args.profile, args.profile_sort)
+            for name, text in report.items():
+                print('=== %s\n%s' % (name, text))
+            return 0
 
+        # The same region before nova-cacheaware: roots only.
+        plain = placement_fixtures.PlacementService()
+        plain.setUp()
         tuned = placement_fixtures.PlacementService(
             database=service.database, placement_opts={
                 'max_allocation_candidates': 1000,
@@ -224,23 +278,30 @@ def main(argv=None):
                     'breadth-first'})
         tuned.setUp()
         try:
+            plain_first = make_compute(plain.client, 0, cpus)
+            conn = plain.connect_db()
+            clone_trees(conn, plain_first, args.computes - 1, 1)
+            conn.close()
             qs = queries(4, 4096)
-            variants = {}
+            variants = {'plain_baseline': (plain.client, qs['baseline'])}
             for name, query in qs.items():
                 variants[name] = (client, query)
-                if name != 'all_share_clean_nolimit':
-                    variants['tuned_' + name] = (tuned.client, query)
-            # Warm both services (first requests load caches).
+            for name in ('baseline', 'all_share_clean'):
+                variants['tuned_' + name] = (tuned.client, qs[name])
+            # Warm every service (first requests load caches).
             measure(variants, 1)
             results = measure(variants, args.rounds)
         finally:
             tuned.cleanUp()
+            plain.cleanUp()
     finally:
         service.cleanUp()
     for key, value in results.items():
         base = 'tuned_baseline' if key.startswith('tuned_') else 'baseline'
         value['ratio_to_baseline'] = round(
             value['median_ms'] / results[base]['median_ms'], 2)
+        value['ratio_to_plain'] = round(
+            value['median_ms'] / results['plain_baseline']['median_ms'], 2)
     doc = {
         'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
         'machine': machine(),

@@ -422,3 +422,14 @@ class TestProviderSyncMariaDB(_ProviderSyncScenarios, testtools.TestCase):
         root, _ = self.make_compute_node()
         result = provider_sync.sync_domain_providers(client, root, ZEN_1CCX)
         self.assertEqual(['L3-0'], result.created)
+
+
+class TestUnreachablePlacement(testtools.TestCase):
+
+    def test_connection_refused_is_typed(self):
+        # Port 9 (discard) is closed on loopback: a refused connection.
+        client = placement_fixtures.client_for_endpoint('http://127.0.0.1:9')
+        e = self.assertRaises(errors.PlacementUnavailable,
+                              provider_sync.sync_domain_providers,
+                              client, str(uuid.uuid4()), ZEN_1CCX)
+        self.assertIn('GET /resource_providers/', str(e))
