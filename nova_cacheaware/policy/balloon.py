@@ -1,0 +1,282 @@
+"""Study 002's hit-ratio memory balancer, modes A and B, exactly.
+
+One round, run by the host every delta seconds over all VMs (numbered as in
+the ``balloon-plan`` contract, doc/source/user/balloon-plan.rst):
+
+1. donors (hit ratio >= threshold) give
+   ``memory * alpha * (1 + 0.1 * streak)``;
+2. every VM gives ``beta`` of what it has after step 1; no VM gives more than
+   ``memory - min_mib``;
+3. the pool (all gifts + free memory) goes to the receivers (hit ratio <
+   threshold) in proportion to the hit ratio (mode A) or the miss ratio
+   (mode B), equally where every weight is 0; with no receivers it goes back
+   to every VM in proportion to its memory before step 1.  A VM never goes
+   above ``max_mib``: what a capped VM cannot take goes to the others by the
+   same weights, then to the remaining VMs by memory; the rest is unallocated;
+4. memory is rounded down to whole MiB and the remainders are unallocated, so
+   ``sum(new) + unallocated == sum(old) + free`` exactly;
+5. streak and reporting interval move as in the study.
+
+The arithmetic is done with :class:`fractions.Fraction` (every float is an
+exact rational), so rounding and conservation never depend on float error.
+"""
+
+import dataclasses
+import fractions
+import math
+
+from nova_cacheaware import exception
+
+MODES = ('A', 'B')
+#: Step 1's growth of alpha per round already spent over the threshold.
+STREAK_STEP = fractions.Fraction(1, 10)
+#: Reporting interval multipliers (study 002, section 5).
+SLOW_INTERVAL = 1.5
+FAST_INTERVAL = 0.5
+FAST_STREAK = 3
+
+_F = fractions.Fraction
+
+
+@dataclasses.dataclass(frozen=True)
+class BalloonParams:
+    """The study's knobs: th, alpha, beta, mode and the interval gamma."""
+
+    threshold: float
+    alpha: float
+    beta: float
+    mode: str
+    interval_s: float
+
+
+@dataclasses.dataclass(frozen=True)
+class VmMemory:
+    """One VM as the balancer sees it in a round."""
+
+    id: str
+    memory_mib: int
+    hit_ratio: float
+    streak: int
+    min_mib: int
+    max_mib: int
+
+
+@dataclasses.dataclass(frozen=True)
+class VmDecision:
+    """What the round decided for one VM."""
+
+    memory_mib: int
+    streak: int
+    interval_s: float
+
+
+@dataclasses.dataclass(frozen=True)
+class BalloonPlan:
+    """The result of a round: per-VM decisions and the unallocated MiB."""
+
+    vms: dict
+    unallocated_mib: int
+
+
+# ---------------------------------------------------------------- validation
+
+def bad_input(where, what):
+    """Raise :class:`InvalidInput` naming ``where`` and ``what``."""
+    raise exception.InvalidInput(reason='%s: %s' % (where, what))
+
+
+def number_field(doc, key, where):
+    """``doc[key]``: a finite, non-negative number (not a bool)."""
+    if key not in doc:
+        bad_input(where, 'missing "%s"' % key)
+    value = doc[key]
+    if (not isinstance(value, (int, float)) or isinstance(value, bool)
+            or not math.isfinite(value)):
+        bad_input(where, '"%s" must be a finite number, not %r' % (key, value))
+    if value < 0:
+        bad_input(where, '"%s" must not be negative (%r)' % (key, value))
+    return value
+
+
+def ratio_field(doc, key, where):
+    """``doc[key]``: a number in 0..1."""
+    value = number_field(doc, key, where)
+    if value > 1:
+        bad_input(where, '"%s" must be between 0 and 1 (%r)' % (key, value))
+    return value
+
+
+def int_field(doc, key, where, default=None):
+    """``doc[key]``: a non-negative int (``default`` when absent)."""
+    if key not in doc and default is not None:
+        return default
+    value = number_field(doc, key, where)
+    if not isinstance(value, int):
+        bad_input(where, '"%s" must be an integer (%r)' % (key, value))
+    return value
+
+
+def object_field(value, where):
+    """``value`` itself, which must be a JSON object."""
+    if not isinstance(value, dict):
+        bad_input(where, 'must be a JSON object')
+    return value
+
+
+def params_from_dict(doc, where='params'):
+    """Validate and build :class:`BalloonParams` from its JSON object."""
+    object_field(doc, where)
+    mode = doc.get('mode')
+    if mode not in MODES:
+        bad_input(where, 'unknown "mode" %r (expected "A" or "B")' % (mode,))
+    return BalloonParams(threshold=ratio_field(doc, 'threshold', where),
+                         alpha=number_field(doc, 'alpha', where),
+                         beta=number_field(doc, 'beta', where),
+                         mode=mode,
+                         interval_s=number_field(doc, 'interval_s', where))
+
+
+def vm_from_dict(doc, where):
+    """Validate and build one :class:`VmMemory` from its JSON object."""
+    object_field(doc, where)
+    vm_id = doc.get('id')
+    if not isinstance(vm_id, str) or not vm_id:
+        bad_input(where, '"id" must be a non-empty string')
+    where = 'VM %r' % vm_id
+    vm = VmMemory(id=vm_id,
+                  memory_mib=int_field(doc, 'memory_mib', where),
+                  hit_ratio=ratio_field(doc, 'hit_ratio', where),
+                  streak=int_field(doc, 'streak', where),
+                  min_mib=int_field(doc, 'min_mib', where),
+                  max_mib=int_field(doc, 'max_mib', where))
+    if vm.min_mib > vm.max_mib:
+        bad_input(where, 'min_mib %d > max_mib %d' % (vm.min_mib, vm.max_mib))
+    if not vm.min_mib <= vm.memory_mib <= vm.max_mib:
+        bad_input(where, 'memory_mib %d outside [min_mib %d, max_mib %d]'
+                  % (vm.memory_mib, vm.min_mib, vm.max_mib))
+    return vm
+
+
+def request_from_dict(doc):
+    """Validate a ``balloon-plan`` input document.
+
+    Returns ``(params, vms, free_mib)``; raises :class:`InvalidInput` with
+    one line naming the first problem.  Keys the contract does not name are
+    ignored.
+    """
+    object_field(doc, 'input')
+    if 'params' not in doc:
+        bad_input('input', 'missing "params"')
+    params = params_from_dict(doc['params'])
+    free_mib = int_field(doc, 'free_mib', 'input', default=0)
+    raw_vms = doc.get('vms')
+    if not isinstance(raw_vms, list):
+        bad_input('input', '"vms" must be a list')
+    vms = [vm_from_dict(v, 'vms[%d]' % i) for i, v in enumerate(raw_vms)]
+    ids = [v.id for v in vms]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        bad_input('input', 'duplicate VM id(s): %s' % ', '.join(dup))
+    return params, vms, free_mib
+
+
+def plan_to_dict(plan):
+    """The ``balloon-plan`` output document for ``plan``."""
+    return {'vms': {vm_id: dataclasses.asdict(d)
+                    for vm_id, d in plan.vms.items()},
+            'unallocated_mib': plan.unallocated_mib}
+
+
+# ----------------------------------------------------------------- algorithm
+
+def share_capped(pool, weights, room):
+    """Share ``pool`` by ``weights`` without exceeding anyone's ``room``.
+
+    Water-filling: each pass shares what is left among the candidates that
+    still have room, by their weights (equally when those weights are all
+    zero); a candidate whose share exceeds its room takes the room and drops
+    out, and the excess is shared again.  All numbers are Fractions.
+    Returns ``(shares, leftover)``: leftover > 0 only when every candidate is
+    full.
+    """
+    shares = {k: _F(0) for k in weights}
+    open_ = {k for k in weights if room[k] > 0}
+    while pool > 0 and open_:
+        total = sum(weights[k] for k in open_)
+        if total > 0:
+            part = {k: pool * weights[k] / total for k in open_}
+        else:
+            part = {k: pool / len(open_) for k in open_}
+        full = {k for k in open_ if part[k] >= room[k] - shares[k]}
+        if not full:
+            for k in open_:
+                shares[k] += part[k]
+            return shares, _F(0)
+        # Fill the capped ones only, then share the rest again: the
+        # uncapped ones' shares grow because the capped ones left.
+        for k in full:
+            pool -= room[k] - shares[k]
+            shares[k] = room[k]
+        open_ -= full
+    return shares, pool
+
+
+def _gift(vm, params):
+    memory = _F(vm.memory_mib)
+    donated = _F(0)
+    if vm.hit_ratio >= params.threshold:
+        donated = memory * _F(params.alpha) * (1 + STREAK_STEP * vm.streak)
+    after_step1 = max(_F(0), memory - donated)
+    donated += after_step1 * _F(params.beta)
+    return min(donated, memory - vm.min_mib) if donated > 0 else _F(0)
+
+
+def next_interval(hit_ratio, new_streak, params):
+    """Step 5's reporting interval for a VM (study 002, section 5)."""
+    if hit_ratio >= params.threshold:
+        factor = FAST_INTERVAL if new_streak >= FAST_STREAK else SLOW_INTERVAL
+        return factor * params.interval_s
+    return float(params.interval_s)
+
+
+def study_plan(params, vms, free_mib=0):
+    """One round of study 002's algorithm (see the module docstring).
+
+    ``params`` is a :class:`BalloonParams`, ``vms`` a sequence of
+    :class:`VmMemory` (validated: ratios in 0..1, min <= memory <= max), and
+    ``free_mib`` unassigned host memory that joins the pool.  Returns a
+    :class:`BalloonPlan`; the inputs are not modified.
+    """
+    base = {}
+    pool = _F(free_mib)
+    for vm in vms:
+        gift = _gift(vm, params)
+        base[vm.id] = vm.memory_mib - gift
+        pool += gift
+    room = {vm.id: vm.max_mib - base[vm.id] for vm in vms}
+    by_memory = {vm.id: _F(vm.memory_mib) for vm in vms}
+    receivers = [vm for vm in vms if vm.hit_ratio < params.threshold]
+    if receivers:
+        if params.mode == 'A':
+            weights = {vm.id: _F(vm.hit_ratio) for vm in receivers}
+        else:
+            weights = {vm.id: 1 - _F(vm.hit_ratio) for vm in receivers}
+        shares, pool = share_capped(pool, weights, room)
+        others = {vm.id: by_memory[vm.id] for vm in vms
+                  if vm.hit_ratio >= params.threshold}
+        rest, pool = share_capped(pool, others, room)
+        shares.update(rest)
+    else:
+        shares, pool = share_capped(pool, by_memory, room)
+    decisions = {}
+    allocated = 0
+    for vm in vms:
+        memory = math.floor(base[vm.id] + shares[vm.id])
+        allocated += memory
+        over = vm.hit_ratio >= params.threshold
+        streak = vm.streak + 1 if over else 0
+        decisions[vm.id] = VmDecision(
+            memory_mib=memory, streak=streak,
+            interval_s=next_interval(vm.hit_ratio, streak, params))
+    total = sum(vm.memory_mib for vm in vms) + free_mib
+    return BalloonPlan(vms=decisions, unallocated_mib=total - allocated)

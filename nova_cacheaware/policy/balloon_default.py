@@ -1,0 +1,286 @@
+"""Our default hit-ratio memory balancer: working-set estimates, bang-bang.
+
+Why not study 002's rule: it moves beta of *every* VM's memory every round
+(caches are dropped and refilled all the time) and shares the pool by hit
+ratio, which says how well a VM does now, not how much it would gain.
+
+The page-cache model (doc/source/evaluation/balloon.rst) says more: with
+uniform reads over a working set of W MiB and a cache of C MiB the hit ratio
+is min(1, C/W), so a VM that reports hit ratio r < 1 with c MiB cached has
+W ~= c / r.  The log-throughput a VM gets from memory is convex in C up to W
+and flat after it, so the allocation that maximises the geometric mean of
+throughput is "bang-bang": satisfy whole working sets, smallest first, give
+the remainder to the next one, leave the rest at their floor (the oracle of
+the simulator computes exactly that from the true W).  This policy does the
+same with estimates, and finds the slack of satisfied VMs by probing:
+
+1. A VM is *satisfied* when its hit ratio >= threshold.  Otherwise its need
+   is ``used + W_est * (1 + margin) + pad`` (clamped to [min, max]); a VM
+   that cached nothing has an unknown (infinite) W and the lowest priority.
+2. Unsatisfied VMs are served smallest W_est first; the VM that was served
+   last round keeps its place unless another's W_est is smaller by more
+   than ``hysteresis`` (no flip-flop between similar VMs).  A VM whose guest
+   still has free memory is warming its cache and is not given more.
+3. The memory comes from (a) unassigned host memory, (b) memory satisfied
+   VMs' guests leave free, (c) probing satisfied VMs on a fresh report: a
+   fraction ``probe_step * 2**k`` (at most ``probe_max``) of what they have
+   above their floor, k growing while they stay satisfied, never below the
+   need learnt when a probe went too far (``hold_mib``, kept for
+   ``hold_rounds``), and (d) unsatisfied VMs whose W_est is larger, down to
+   their minimum.  Only what the served VMs need is taken; a VM with an
+   unknown working set (a guest stuck at 0 % looks like that) is served
+   from (a) and (b) only.
+4. Memory is whole MiB throughout:
+   ``sum(new) + unallocated == sum(old) + free`` exactly.
+"""
+
+import dataclasses
+import math
+
+from nova_cacheaware.policy import balloon
+
+INF = math.inf
+
+
+@dataclasses.dataclass(frozen=True)
+class DefaultParams:
+    """Knobs of the default policy (defaults are the evaluated ones)."""
+
+    threshold: float = 0.99
+    margin: float = 0.03
+    pad_mib: int = 16
+    probe_step: float = 0.1
+    probe_max: float = 0.5
+    hold_rounds: int = 24
+    hysteresis: float = 0.25
+
+
+@dataclasses.dataclass(frozen=True)
+class VmView:
+    """One VM: the guest's last report plus the policy's own state."""
+
+    id: str
+    memory_mib: int
+    hit_ratio: float
+    cache_mib: float
+    free_mib: float
+    used_mib: float
+    min_mib: int
+    max_mib: int
+    #: True when the report arrived after the previous round.
+    fresh: bool = True
+    probe: int = 0
+    hold_mib: int = 0
+    hold_left: int = 0
+    favoured: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class VmDefaultDecision:
+    """New memory and the state to pass back next round."""
+
+    memory_mib: int
+    probe: int
+    hold_mib: int
+    hold_left: int
+    favoured: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class DefaultPlan:
+    """Per-VM decisions and the MiB left unassigned."""
+
+    vms: dict
+    unallocated_mib: int
+
+
+def estimate_working_set(vm):
+    """W_est in MiB from the uniform-LRU model (INF when unknown)."""
+    cache = max(0.0, min(vm.cache_mib, vm.memory_mib - vm.used_mib))
+    if vm.hit_ratio <= 0 or cache <= 0:
+        return INF
+    return cache / vm.hit_ratio
+
+
+def _need(vm, w_est, params):
+    if w_est == INF:
+        return vm.max_mib
+    need = math.ceil(vm.used_mib + w_est * (1 + params.margin)
+                     + params.pad_mib)
+    return max(vm.min_mib, min(vm.max_mib, need))
+
+
+def _priority_order(unsat, w_est, params):
+    def key(vm):
+        w = w_est[vm.id]
+        if vm.favoured and w != INF:
+            w = w / (1 + params.hysteresis)
+        return (w, vm.id)
+    return sorted(unsat, key=key)
+
+
+def default_plan(params, vms, free_mib=0):
+    """One round of the default policy (see the module docstring).
+
+    ``vms`` is a sequence of :class:`VmView`, ``free_mib`` unassigned host
+    memory.  Returns a :class:`DefaultPlan`; inputs are not modified.
+    """
+    memory = {vm.id: vm.memory_mib for vm in vms}
+    hold = {}
+    for vm in vms:
+        left = max(0, vm.hold_left - 1)
+        hold[vm.id] = (vm.hold_mib if left else 0, left)
+    sat = [vm for vm in vms if vm.hit_ratio >= params.threshold]
+    unsat = [vm for vm in vms if vm.hit_ratio < params.threshold]
+    w_est = {vm.id: estimate_working_set(vm) for vm in unsat}
+    deficit = {}
+    for vm in unsat:
+        need = _need(vm, w_est[vm.id], params)
+        # What a probe learnt: do not probe below this for a while.
+        hold[vm.id] = (min(need, vm.max_mib), params.hold_rounds)
+        warming = vm.free_mib > params.pad_mib
+        deficit[vm.id] = 0 if warming else max(0, need - vm.memory_mib)
+    order = _priority_order(unsat, w_est, params)
+    wanted = sum(deficit.values())
+    # A VM whose working set is unknown (no hits, or nothing cached: also
+    # what a guest stuck at 0 % looks like) gets idle memory only; it never
+    # makes the policy probe others for it.
+    wanted_known = sum(d for k, d in deficit.items() if w_est[k] != INF)
+
+    # Supply, cheapest first: unassigned, guest-free, then probes.
+    free_pool = free_mib
+    offers = []
+    probe = {vm.id: 0 for vm in vms}
+    for vm in sat:
+        floor = max(vm.min_mib, hold[vm.id][0],
+                    math.ceil(vm.used_mib) + params.pad_mib)
+        above = max(0, vm.memory_mib - floor)
+        idle = min(above, max(0, int(vm.free_mib) - params.pad_mib))
+        offers.append((0, vm, idle))
+        if vm.fresh:
+            frac = min(params.probe_max, params.probe_step * 2 ** vm.probe)
+            offers.append((1, vm, int((above - idle) * frac)))
+    offers.sort(key=lambda o: (o[0], o[1].id))
+    taken_from_sat = 0
+    for kind, vm, amount in offers:
+        limit = wanted if kind == 0 else wanted_known
+        if free_pool + taken_from_sat >= limit:
+            continue
+        take = min(amount, limit - free_pool - taken_from_sat)
+        if take > 0:
+            memory[vm.id] -= take
+            taken_from_sat += take
+            if kind == 1:
+                probe[vm.id] = vm.probe + 1
+    for vm in sat:
+        # Probes grow only while demand lasts; without demand they restart.
+        if probe[vm.id] == 0 and wanted_known > 0:
+            probe[vm.id] = vm.probe
+    pool = free_pool + taken_from_sat
+
+    # Serve smallest working sets first; take from larger ones if needed.
+    favoured = set()
+    for i, vm in enumerate(order):
+        want = deficit[vm.id]
+        give = min(want, pool)
+        pool -= give
+        short = want - give
+        for donor in reversed(order[i + 1:]):
+            if short <= 0:
+                break
+            if w_est[donor.id] <= w_est[vm.id] * (1 + params.hysteresis):
+                continue
+            take = min(short, memory[donor.id] - donor.min_mib)
+            if take > 0:
+                memory[donor.id] -= take
+                short -= take
+                give += take
+        memory[vm.id] += give
+        if give > 0 or (want == 0 and w_est[vm.id] != INF):
+            favoured.add(vm.id)
+    decisions = {}
+    for vm in vms:
+        hold_mib, hold_left = hold[vm.id]
+        decisions[vm.id] = VmDefaultDecision(
+            memory_mib=memory[vm.id], probe=probe[vm.id],
+            hold_mib=hold_mib, hold_left=hold_left,
+            favoured=vm.id in favoured)
+    total = sum(vm.memory_mib for vm in vms) + free_mib
+    return DefaultPlan(vms=decisions,
+                       unallocated_mib=total - sum(memory.values()))
+
+
+# ------------------------------------------------------------------ JSON
+
+_STATE_DEFAULTS = {'fresh': True, 'probe': 0, 'hold_mib': 0, 'hold_left': 0,
+                   'favoured': False}
+
+
+def _params_from_dict(doc):
+    balloon.object_field(doc, 'params')
+    fields = {f.name: f for f in dataclasses.fields(DefaultParams)}
+    values = {}
+    for key in doc:
+        if key not in fields:
+            continue
+        if key == 'threshold':
+            values[key] = balloon.ratio_field(doc, key, 'params')
+        elif fields[key].type == 'int' or fields[key].type is int:
+            values[key] = balloon.int_field(doc, key, 'params')
+        else:
+            values[key] = balloon.number_field(doc, key, 'params')
+    return DefaultParams(**values)
+
+
+def _vm_from_dict(doc, where):
+    base = balloon.vm_from_dict(dict(doc, streak=0), where)
+    where = 'VM %r' % base.id
+    state = {}
+    for key, default in _STATE_DEFAULTS.items():
+        if key not in doc:
+            state[key] = default
+        elif isinstance(default, bool):
+            if not isinstance(doc[key], bool):
+                balloon.bad_input(where, '"%s" must be true or false' % key)
+            state[key] = doc[key]
+        else:
+            state[key] = balloon.int_field(doc, key, where)
+    used = balloon.number_field(doc, 'used_mib', where)
+    cache = balloon.number_field(doc, 'cache_mib', where)
+    free = balloon.number_field(doc, 'free_mib', where)
+    if used + cache + free > base.memory_mib:
+        balloon.bad_input(where, 'used + cache + free exceed memory_mib')
+    return VmView(id=base.id, memory_mib=base.memory_mib,
+                  hit_ratio=base.hit_ratio, cache_mib=cache, free_mib=free,
+                  used_mib=used, min_mib=base.min_mib, max_mib=base.max_mib,
+                  **state)
+
+
+def request_from_dict(doc):
+    """Validate a ``balloon-plan --policy default`` input document.
+
+    Like the study's input, with per-VM ``cache_mib``, ``free_mib`` and
+    ``used_mib`` (the guest's report) instead of ``streak``, the optional
+    state fields of :class:`VmView` and optional :class:`DefaultParams`.
+    Returns ``(params, vms, free_mib)``.
+    """
+    balloon.object_field(doc, 'input')
+    params = _params_from_dict(doc.get('params', {}))
+    free_mib = balloon.int_field(doc, 'free_mib', 'input', default=0)
+    raw_vms = doc.get('vms')
+    if not isinstance(raw_vms, list):
+        balloon.bad_input('input', '"vms" must be a list')
+    vms = [_vm_from_dict(balloon.object_field(v, 'vms[%d]' % i),
+                         'vms[%d]' % i) for i, v in enumerate(raw_vms)]
+    ids = [v.id for v in vms]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        balloon.bad_input('input', 'duplicate VM id(s): %s' % ', '.join(dup))
+    return params, vms, free_mib
+
+
+def plan_to_dict(plan):
+    """The output document: decisions (with state) and unallocated MiB."""
+    return {'vms': {vm_id: dataclasses.asdict(d)
+                    for vm_id, d in plan.vms.items()},
+            'unallocated_mib': plan.unallocated_mib}

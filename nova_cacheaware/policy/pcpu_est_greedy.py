@@ -1,0 +1,166 @@
+"""Study 004's greedy grouping heuristic, kept as the named baseline.
+
+This is **not** the estimate nova-cacheaware uses (that is
+:func:`nova_cacheaware.policy.pcpu_est.estimate`, exact); it reproduces the
+heuristic of the study (Takayama and Kourai, "pCPU-Est") so that benchmarks
+can compare speed and accuracy with it. The slides leave some choices open;
+the ones made here are marked "(choice)".
+
+1. Group creation: take the remaining pCPU with the fewest remaining vCPUs
+   (ties: lowest number); the group is that pCPU and its vCPUs.
+2. Group extension: add the neighbouring pCPU (a pCPU of one of the group's
+   vCPUs) that brings the fewest new vCPUs (choice: this is the candidate
+   that gives the highest new ratio; ties: lowest number), together with
+   its vCPUs, while the group's pCPU/vCPU ratio does not drop.
+3. The edges from the group's vCPUs to pCPUs outside it are removed (and
+   remembered); the group leaves the graph; repeat from 1.
+4. Merge: for a removed edge from a vCPU in group 1 to a pCPU in group 2,
+   merge the two groups when group 2's ratio is at least group 1's; repeat
+   until no merge applies.
+5. Each vCPU gets its group's ratio (choice: capped at 1 and at the vCPU's
+   cap, which the study, having no per-vCPU caps in its grouping, lacks).
+"""
+
+import heapq
+import math
+
+from nova_cacheaware.policy import pcpu_est
+
+
+def greedy_shares(affinities, caps=None, pcpus=None):
+    """vCPU key -> float share by study 004's grouping heuristic."""
+    caps = caps or {}
+    usable = None if pcpus is None else frozenset(pcpus)
+    keys = list(affinities)
+    vcpu_cpus = []
+    cpu_vcpus = {}
+    for i, key in enumerate(keys):
+        cpus = set(affinities[key])
+        if usable is not None:
+            cpus &= usable
+        vcpu_cpus.append(cpus)
+        for p in cpus:
+            cpu_vcpus.setdefault(p, set()).add(i)
+
+    group_of_vcpu = [None] * len(keys)
+    group_of_cpu = {}
+    groups = []            # [pcpu count, vcpu count]
+    removed = []           # (vcpu, pcpu) edges cut when a group closed
+    remaining = {p: len(vs) for p, vs in cpu_vcpus.items()}
+    start_heap = [(n, p) for p, n in remaining.items()]
+    heapq.heapify(start_heap)
+    while start_heap:
+        n, p0 = heapq.heappop(start_heap)
+        if p0 in group_of_cpu or remaining[p0] != n:
+            continue               # stale heap entry
+        if n == 0:
+            continue               # unused pCPU
+        gid = len(groups)
+        members_v = set()
+        members_p = {p0}
+        group_of_cpu[p0] = gid
+        changed = set()        # pCPUs whose remaining count went down
+
+        def take_vcpus(p):
+            for v in cpu_vcpus[p]:
+                if group_of_vcpu[v] is None:
+                    group_of_vcpu[v] = gid
+                    members_v.add(v)
+                    for q in vcpu_cpus[v]:
+                        remaining[q] -= 1
+                        changed.add(q)
+
+        # Candidate pCPUs keyed by how many vCPUs they would add; a pCPU's
+        # count only goes down, so it is pushed again whenever it changes
+        # and stale entries are skipped.
+        cand_heap = []
+
+        def push_candidates():
+            for q in changed:
+                if q not in group_of_cpu:
+                    heapq.heappush(cand_heap, (remaining[q], q))
+            touched.update(changed)
+            changed.clear()
+
+        touched = set()
+        take_vcpus(p0)
+        push_candidates()
+        while cand_heap:
+            cost, p = heapq.heappop(cand_heap)
+            if p in group_of_cpu or remaining[p] != cost:
+                continue
+            np_, nv = len(members_p), len(members_v)
+            # (np_ + 1) / (nv + cost) >= np_ / nv, in integers.
+            if (np_ + 1) * nv < np_ * (nv + cost):
+                break
+            members_p.add(p)
+            group_of_cpu[p] = gid
+            take_vcpus(p)
+            push_candidates()
+        for v in members_v:
+            for p in vcpu_cpus[v]:
+                if p not in members_p:
+                    removed.append((v, p))
+        for p in touched - members_p:
+            heapq.heappush(start_heap, (remaining[p], p))
+        groups.append([len(members_p), len(members_v)])
+
+    # Merge step over the removed edges, with a union-find of groups.
+    parent = list(range(len(groups)))
+
+    def find(g):
+        while parent[g] != g:
+            parent[g] = parent[parent[g]]
+            g = parent[g]
+        return g
+
+    pairs = {(group_of_vcpu[v], group_of_cpu[p]) for v, p in removed}
+    merged = True
+    while merged:
+        merged = False
+        for g1, g2 in pairs:
+            r1, r2 = find(g1), find(g2)
+            if r1 == r2:
+                continue
+            p1, v1 = groups[r1]
+            p2, v2 = groups[r2]
+            if p2 * v1 >= p1 * v2:     # ratio(g2) >= ratio(g1)
+                parent[r1] = r2
+                groups[r2] = [p1 + p2, v1 + v2]
+                merged = True
+
+    shares = {}
+    for i, key in enumerate(keys):
+        cap = float(caps.get(key, 1.0))
+        g = group_of_vcpu[i]
+        if g is None:
+            shares[key] = 0.0
+            continue
+        p, v = groups[find(g)]
+        shares[key] = min(1.0, cap, p / v)
+    return shares
+
+
+def greedy_estimate(request):
+    """Study 004's estimate for every VM of an :class:`EstimateRequest`.
+
+    Returns an :class:`pcpu_est.EstimateResult` like the exact estimate,
+    with the study's rounding (up) applied the same way.
+    """
+    affinities = {}
+    caps = {}
+    for name, vm in request.vms.items():
+        for index, affinity in vm.vcpus.items():
+            affinities[(name, index)] = affinity
+            caps[(name, index)] = vm.cap(index)
+    shares = greedy_shares(affinities, caps, request.pcpus)
+    vms = {}
+    for name, vm in request.vms.items():
+        vm_shares = {i: shares[(name, i)] for i in sorted(vm.vcpus)}
+        available = math.fsum(vm_shares.values())
+        vms[name] = pcpu_est.VMEstimate(
+            available_pcpus=available,
+            recommended_vcpus=pcpu_est.recommended_vcpus(
+                available, len(vm.vcpus)),
+            vcpus=vm_shares)
+    return pcpu_est.EstimateResult(vms=vms)
