@@ -14,19 +14,26 @@ Requests are the query strings Nova 34 sends (``limit=1000``,
 
 * ``baseline``: no cache keys;
 * ``all_share``: + ``resources_CACHE=CUSTOM_CACHE_DOMAIN_VCPU:4`` and
-  ``group_policy=none``;
-* ``all_share_clean``: + ``CUSTOM_CACHE_DOMAIN_MEMBOUND:1`` in the group and
-  ``required=CUSTOM_CACHEAWARE_AGENT`` (what ``flavor set --cache-share all
-  --workload memory --cache-clean required`` writes);
-* the same three with ``max_allocation_candidates`` + ``breadth-first`` set
-  on Placement (a second service on the same database).
+  ``group_policy=none``; ``all_share_agent``: + ``required=
+  CUSTOM_CACHEAWARE_AGENT``; ``all_share_membound``: +
+  ``CUSTOM_CACHE_DOMAIN_MEMBOUND:1`` in the group;
+* ``all_share_clean``: both (what ``flavor set --cache-share all --workload
+  memory --cache-clean required`` writes), also without ``limit``;
+* ``plain_baseline``: the baseline on a second database with the same roots
+  and no domain providers (the region before nova-cacheaware);
+* ``tuned_*``: on a service with Placement's ``max_allocation_candidates``
+  and ``breadth-first`` (same database);
+* with ``--drop-child-traits``, ``notraits_*``: after deleting the traits
+  of the domain providers in SQL (an experiment).
 
-Rounds interleave the variants, so machine noise hits them alike; the
-median of ``--rounds`` is reported with the ratio to the baseline. Prints
-a JSON document (``--output`` writes it to a file too).
+Rounds interleave the variants, so machine noise hits them alike. Reported
+per variant: fastest and median wall time, median CPU time of the Placement
+process, and ratios to the baseline of the same service and to the plain
+region. Prints a JSON document (``--output`` writes it to a file too);
+``--profile N`` profiles each request in-process instead.
 
-Run: ``python benchmarks/placement_alloc_candidates.py`` (needs MariaDB
-at 127.0.0.1:3306, root without password; a few minutes on 2 cores).
+Run: ``python benchmarks/placement_alloc_candidates.py`` (needs MariaDB at
+127.0.0.1:3306, root without password; about 3 minutes on 2 cores).
 """
 
 import argparse
@@ -253,6 +260,10 @@ def main(argv=None):
     parser.add_argument('--profile', type=int, metavar='N', default=0,
                         help='instead of timing, profile each query once '
                              'in-process and print the top N functions')
+    parser.add_argument('--drop-child-traits', action='store_true',
+                        help='then delete the traits of the domain '
+                             'providers in SQL and measure again '
+                             '(an experiment; not a supported mode)')
     parser.add_argument('--profile-sort', default='cumulative',
                         choices=['cumulative', 'tottime'])
     args = parser.parse_args(argv)
@@ -309,13 +320,28 @@ def main(argv=None):
             # Warm every service (first requests load caches).
             measure(variants, 1)
             results = measure(variants, args.rounds)
+            if args.drop_child_traits:
+                # Experiment: what the two traits on each child cost.
+                conn = service.connect_db()
+                conn.cursor().execute(
+                    'DELETE rpt FROM resource_provider_traits rpt JOIN '
+                    'resource_providers rp ON rp.id = '
+                    'rpt.resource_provider_id WHERE '
+                    'rp.parent_provider_id IS NOT NULL')
+                conn.close()
+                bare = {'notraits_' + name: (service, qs[name]) for name in
+                        ('baseline', 'all_share', 'all_share_clean')}
+                measure(bare, 1)
+                results.update(measure(bare, args.rounds))
         finally:
             tuned.cleanUp()
             plain.cleanUp()
     finally:
         service.cleanUp()
     for key, value in results.items():
-        base = results['tuned_baseline' if key.startswith('tuned_')
+        prefix = key.split('_', 1)[0] + '_'
+        base = results[prefix + 'baseline' if prefix in ('tuned_',
+                                                         'notraits_')
                        else 'baseline']
         plain_base = results['plain_baseline']
         for metric in ('median_ms', 'min_ms', 'placement_cpu_ms'):
