@@ -69,33 +69,46 @@ def _connect():
 class PlacementService(fixtures.Fixture):
     """Placement 16 as a real WSGI service on MariaDB, on loopback."""
 
-    def __init__(self, debug=False):
+    def __init__(self, debug=False, database=None, placement_opts=None):
+        """Describe the service; nothing starts before ``setUp``.
+
+        ``database``: serve an existing database (no sync, no drop);
+        ``placement_opts``: extra ``[placement]`` options of the service.
+        """
         super().__init__()
         self.debug = debug
+        self.database = database
+        self.placement_opts = placement_opts or {}
 
     def _setUp(self):
-        self.database = 'cacheaware_placement_%s' % uuid.uuid4().hex[:10]
-        conn = _connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute('CREATE DATABASE %s CHARACTER SET utf8'
-                            % self.database)
-        finally:
-            conn.close()
-        self.addCleanup(self._drop_database)
+        owns_database = self.database is None
+        if owns_database:
+            self.database = 'cacheaware_placement_%s' % uuid.uuid4().hex[:10]
+            conn = _connect()
+            try:
+                with conn.cursor() as cur:
+                    cur.execute('CREATE DATABASE %s CHARACTER SET utf8'
+                                % self.database)
+            finally:
+                conn.close()
+            self.addCleanup(self._drop_database)
         self.confdir = self.useFixture(fixtures.TempDir()).path
         conf = os.path.join(self.confdir, 'placement.conf')
         with open(conf, 'w') as f:
             f.write('[DEFAULT]\ndebug = %s\nlog_file = %s\n'
                     '[api]\nauth_strategy = noauth2\n'
-                    '[placement_database]\nconnection = %s/%s?charset=utf8\n'
+                    '[placement_database]\nconnection = %s\n'
+                    '[placement]\n%s'
                     % (self.debug, os.path.join(self.confdir, 'api.log'),
-                       MARIADB_URL, self.database))
-        subprocess.run(
-            [sys.executable, '-c',
-             'import sys; from placement.cmd.manage import main; '
-             'sys.exit(main())', '--config-file', conf, 'db', 'sync'],
-            check=True, capture_output=True, timeout=120)
+                       self.db_url,
+                       ''.join('%s = %s\n' % kv
+                               for kv in self.placement_opts.items())))
+        if owns_database:
+            subprocess.run(
+                [sys.executable, '-c',
+                 'import sys; from placement.cmd.manage import main; '
+                 'sys.exit(main())', '--config-file', conf, 'db', 'sync'],
+                check=True, capture_output=True, timeout=120)
         env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=self.confdir)
         self.process = subprocess.Popen(
             [sys.executable, os.path.join(REPO_ROOT, 'tools', 'wsgi_serve.py'),
@@ -111,6 +124,17 @@ class PlacementService(fixtures.Fixture):
         # The first request loads the app (policy, traits sync): do it now
         # so that tests and benchmarks do not time it.
         self.client.get('/')
+
+    @property
+    def db_url(self):
+        """SQLAlchemy URL of the service's database."""
+        return '%s/%s?charset=utf8' % (MARIADB_URL, self.database)
+
+    def connect_db(self):
+        """A PyMySQL connection to the service's database (autocommit)."""
+        conn = _connect()
+        conn.select_db(self.database)
+        return conn
 
     def _stop(self):
         self.process.terminate()

@@ -119,6 +119,11 @@ class PlacementClient(object):
                          {'name': name, 'uuid': rp_uuid,
                           'parent_provider_uuid': parent_uuid})
 
+    def rename_provider(self, rp_uuid, name, parent_uuid):
+        """Give a provider a new name (its parent is kept)."""
+        return self.put('/resource_providers/%s' % rp_uuid,
+                        {'name': name, 'parent_provider_uuid': parent_uuid})
+
     def delete_provider(self, rp_uuid):
         """Delete a provider (Placement refuses if it has allocations)."""
         self.delete('/resource_providers/%s' % rp_uuid)

@@ -269,9 +269,23 @@ class _Syncer(object):
 
 
 def _our_children(tree, root_uuid, prefix):
-    return {p['name'][len(prefix):]: p for p in tree
-            if p.get('parent_provider_uuid') == root_uuid
-            and p['name'].startswith(prefix)}
+    """``{domain id: provider}`` of our children of ``root_uuid``.
+
+    Ours: a direct child whose name has the ``:cacheaware:`` mark. The part
+    before it is normally the root's name; after a rename of the root it is
+    the old name, and the provider is renamed, not replaced. When two carry
+    the same domain id, the one with the current name wins and the other
+    is left out (so it is not deleted by mistake either).
+    """
+    ours = {}
+    for p in tree:
+        if (p.get('parent_provider_uuid') != root_uuid
+                or _NAME_MARK not in p['name']):
+            continue
+        domain_id = p['name'].rsplit(_NAME_MARK, 1)[1]
+        if domain_id not in ours or p['name'].startswith(prefix):
+            ours[domain_id] = p
+    return ours
 
 
 def sync_domain_providers(client, compute_rp_uuid, domain_set, *,
@@ -310,10 +324,11 @@ DomainSet`.
 
     root = client.get_provider(compute_rp_uuid)
     prefix = names.domain_provider_name(root['name'], '')
+    usable = None if usable_cpus is None else set(usable_cpus)
     wanted = {}
     for domain in domain_set.domains:
-        cpus = domain.cpus if usable_cpus is None else [
-            c for c in domain.cpus if c in set(usable_cpus)]
+        cpus = domain.cpus if usable is None else [
+            c for c in domain.cpus if c in usable]
         if cpus:
             wanted[domain.id] = (
                 desired_inventories(len(cpus), cpu_allocation_ratio,
@@ -357,7 +372,13 @@ DomainSet`.
                                                parent=compute_rp_uuid)
         rp_uuid = provider['uuid']
         result.providers[domain_id] = rp_uuid
-        changed = syncer.set_inventories(rp_uuid, inventories)
+        changed = False
+        if provider['name'] != name:
+            # The compute node provider was renamed: follow it.
+            client.rename_provider(rp_uuid, name, compute_rp_uuid)
+            result.writes += 1
+            changed = True
+        changed = syncer.set_inventories(rp_uuid, inventories) or changed
         changed = syncer.set_child_traits(rp_uuid, traits) or changed
         (result.updated if changed else result.unchanged).append(domain_id)
 

@@ -265,6 +265,23 @@ class _ProviderSyncScenarios(object):
         self.assertEqual(1, result.writes)
         self.assertEqual({name + ':cacheaware:L3-0'}, set(self.children(root)))
 
+    def test_follows_a_renamed_compute_node(self):
+        root, name = self.make_compute_node()
+        first = provider_sync.sync_domain_providers(self.client, root,
+                                                    ZEN_2CCX)
+        self.client.rename_provider(root, name + '-renamed', None)
+        result = provider_sync.sync_domain_providers(self.client, root,
+                                                     ZEN_2CCX)
+        self.assertEqual(['L3-0', 'L3-1'], result.updated)
+        self.assertEqual(2, result.writes)
+        self.assertEqual(first.providers, result.providers)
+        self.assertEqual({name + '-renamed:cacheaware:L3-0',
+                          name + '-renamed:cacheaware:L3-1'},
+                         set(self.children(root)))
+        again = provider_sync.sync_domain_providers(self.client, root,
+                                                    ZEN_2CCX)
+        self.assertEqual(0, again.writes)
+
     def test_keeps_vanished_domain_with_allocations(self):
         root, name = self.make_compute_node()
         first = provider_sync.sync_domain_providers(self.client, root,
@@ -405,3 +422,14 @@ class TestProviderSyncMariaDB(_ProviderSyncScenarios, testtools.TestCase):
         root, _ = self.make_compute_node()
         result = provider_sync.sync_domain_providers(client, root, ZEN_1CCX)
         self.assertEqual(['L3-0'], result.created)
+
+
+class TestUnreachablePlacement(testtools.TestCase):
+
+    def test_connection_refused_is_typed(self):
+        # Port 9 (discard) is closed on loopback: a refused connection.
+        client = placement_fixtures.client_for_endpoint('http://127.0.0.1:9')
+        e = self.assertRaises(errors.PlacementUnavailable,
+                              provider_sync.sync_domain_providers,
+                              client, str(uuid.uuid4()), ZEN_1CCX)
+        self.assertIn('GET /resource_providers/', str(e))

@@ -17,8 +17,9 @@ from nova_cacheaware import exception
 NAME = 'flavor'
 HELP = 'Write or print the cache-aware extra specs of a flavor.'
 
-# Nova API microversion: 2.1 has every flavor extra spec call we make.
-COMPUTE_API_VERSION = '2.1'
+# Nova API microversion: from 2.86 on, Nova validates every extra spec we
+# write with its own validators (and ours, once installed).
+COMPUTE_API_VERSION = '2.86'
 
 
 class CloudRequestFailed(exception.CacheAwareError):

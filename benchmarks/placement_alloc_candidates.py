@@ -1,0 +1,373 @@
+"""GET /allocation_candidates with and without the cache domain group.
+
+Real Placement 16 (``placement.wsgi.api`` on a threaded WSGI server) on a
+scratch MariaDB database, on loopback. The cloud: ``--computes`` compute
+node trees (default 500) shaped as nova-compute leaves them (VCPU,
+MEMORY_MB, DISK_GB and COMPUTE_* traits on the root), each with
+``--domains`` cache domain children (default 16 x 8 CPUs) written by
+:func:`sync_domain_providers`. Compute 0 is synced through the API; the
+other trees are copied from it in SQL (minutes faster), and one copy is
+synced again to check that it is exactly what the sync writes (0 writes).
+
+Requests are the query strings Nova 34 sends (``limit=1000``,
+``root_required=!COMPUTE_STATUS_DISABLED``) for a 4-vCPU flavor:
+
+* ``baseline``: no cache keys;
+* ``all_share``: + ``resources_CACHE=CUSTOM_CACHE_DOMAIN_VCPU:4`` and
+  ``group_policy=none``; ``all_share_agent``: + ``required=
+  CUSTOM_CACHEAWARE_AGENT``; ``all_share_membound``: +
+  ``CUSTOM_CACHE_DOMAIN_MEMBOUND:1`` in the group;
+* ``all_share_clean``: both (what ``flavor set --cache-share all --workload
+  memory --cache-clean required`` writes), also without ``limit``;
+* ``plain_baseline``: the baseline on a second database with the same roots
+  and no domain providers (the region before nova-cacheaware);
+* ``tuned_*``: on a service with Placement's ``max_allocation_candidates``
+  and ``breadth-first`` (same database);
+* with ``--drop-child-traits``, ``notraits_*``: after deleting the traits
+  of the domain providers in SQL (an experiment).
+
+Rounds interleave the variants, so machine noise hits them alike. Reported
+per variant: fastest and median wall time, median CPU time of the Placement
+process, and ratios to the baseline of the same service and to the plain
+region. Prints a JSON document (``--output`` writes it to a file too);
+``--profile N`` profiles each request in-process instead.
+
+Run: ``python benchmarks/placement_alloc_candidates.py`` (needs MariaDB at
+127.0.0.1:3306, root without password; about 3 minutes on 2 cores).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+from nova_cacheaware import names  # noqa: E402
+from nova_cacheaware.placement import provider_sync  # noqa: E402
+from nova_cacheaware.topology import domains as topo_domains  # noqa: E402
+from tests import placement_fixtures  # noqa: E402
+
+ROOT_TRAITS = ['COMPUTE_NODE', 'HW_CPU_X86_AVX2', 'COMPUTE_VOLUME_EXTEND']
+
+
+def domain_set(count, per_domain):
+    """``count`` L3 domains of ``per_domain`` CPUs each."""
+    return topo_domains.DomainSet(level=3, fallback=False, domains=tuple(
+        topo_domains.CacheDomain(
+            id='L3-%d' % i, level=3,
+            cpus=tuple(range(i * per_domain, (i + 1) * per_domain)),
+            size_kib=32768, numa_nodes=(i * 2 // count,))
+        for i in range(count)))
+
+
+def make_compute(client, index, cpus):
+    """A root provider as nova-compute leaves it; returns its uuid."""
+    rp_uuid = str(uuid.uuid4())
+    client.post('/resource_providers',
+                {'name': 'bench-cn-%04d' % index, 'uuid': rp_uuid})
+    doc = client.put_inventories(rp_uuid, 0, {
+        'VCPU': {'total': cpus, 'allocation_ratio': 4.0,
+                 'max_unit': cpus},
+        'MEMORY_MB': {'total': 1024 * 1024, 'reserved': 4096,
+                      'max_unit': 1024 * 1024},
+        'DISK_GB': {'total': 4000, 'max_unit': 4000}})
+    client.put_traits(rp_uuid, doc['resource_provider_generation'],
+                      ROOT_TRAITS)
+    return rp_uuid
+
+
+def clone_trees(conn, source_root_uuid, copies, first_index):
+    """Copy the provider tree of ``source_root_uuid`` ``copies`` times.
+
+    Rows of resource_providers, inventories and resource_provider_traits,
+    with new ids, uuids and names (the index replaces the source's).
+    Returns the new root uuids.
+    """
+    cur = conn.cursor()
+    cur.execute('SELECT id FROM resource_providers WHERE uuid=%s',
+                (source_root_uuid,))
+    (root_id,) = cur.fetchone()
+    cur.execute('SELECT id, name, parent_provider_id FROM resource_providers '
+                'WHERE root_provider_id=%s ORDER BY id', (root_id,))
+    tree = cur.fetchall()
+    cur.execute('SELECT resource_provider_id, resource_class_id, total, '
+                'reserved, min_unit, max_unit, step_size, allocation_ratio '
+                'FROM inventories WHERE resource_provider_id IN (%s)'
+                % ','.join(str(row[0]) for row in tree))
+    inventories = cur.fetchall()
+    cur.execute('SELECT resource_provider_id, trait_id FROM '
+                'resource_provider_traits WHERE resource_provider_id IN (%s)'
+                % ','.join(str(row[0]) for row in tree))
+    traits = cur.fetchall()
+    cur.execute('SELECT MAX(id) FROM resource_providers')
+    (next_id,) = cur.fetchone()
+    source_name = tree[0][1]
+    providers, inv_rows, trait_rows, roots = [], [], [], []
+    for n in range(copies):
+        new_name = 'bench-cn-%04d' % (first_index + n)
+        id_map = {}
+        for old_id, _name, _parent in tree:
+            next_id += 1
+            id_map[old_id] = next_id
+        new_root = id_map[root_id]
+        for old_id, name, parent in tree:
+            rp_uuid = str(uuid.uuid4())
+            if old_id == root_id:
+                roots.append(rp_uuid)
+            providers.append((id_map[old_id], rp_uuid,
+                              name.replace(source_name, new_name, 1), 0,
+                              new_root, id_map.get(parent)))
+        inv_rows.extend((id_map[row[0]],) + tuple(row[1:])
+                        for row in inventories)
+        trait_rows.extend((id_map[rp], trait) for rp, trait in traits)
+    # Plain %s placeholders only: PyMySQL then sends multi-row INSERTs.
+    now = datetime.datetime.now(datetime.timezone.utc).replace(
+        microsecond=0, tzinfo=None)
+    cur.executemany(
+        'INSERT INTO resource_providers (id, uuid, name, generation, '
+        'root_provider_id, parent_provider_id, created_at) VALUES '
+        '(%s, %s, %s, %s, %s, %s, %s)', [p + (now,) for p in providers])
+    cur.executemany(
+        'INSERT INTO inventories (resource_provider_id, resource_class_id, '
+        'total, reserved, min_unit, max_unit, step_size, allocation_ratio, '
+        'created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)',
+        [row + (now,) for row in inv_rows])
+    cur.executemany(
+        'INSERT INTO resource_provider_traits (resource_provider_id, '
+        'trait_id, created_at) VALUES (%s, %s, %s)',
+        [row + (now,) for row in trait_rows])
+    return roots
+
+
+def queries(vcpus, ram_mb):
+    """name -> query string, as Nova 34 builds them."""
+    base = ('limit=1000&resources=VCPU:%d,MEMORY_MB:%d'
+            '&root_required=!COMPUTE_STATUS_DISABLED' % (vcpus, ram_mb))
+    cache = '&resources_CACHE=%s:%d' % (names.RC_DOMAIN_VCPU, vcpus)
+    agent = '&required=%s' % names.TRAIT_AGENT
+    membound = ',%s:1' % names.RC_DOMAIN_MEMBOUND
+    policy = '&group_policy=none'
+    return {
+        'baseline': base,
+        'all_share': base + cache + policy,
+        'all_share_agent': base + agent + cache + policy,
+        'all_share_membound': base + cache + membound + policy,
+        'all_share_clean': base + agent + cache + membound + policy,
+        'all_share_clean_nolimit': (base.replace('limit=1000&', '') + agent
+                                    + cache + membound + policy),
+    }
+
+
+def process_cpu_seconds(pid):
+    """User + system CPU seconds of process ``pid`` (Linux /proc)."""
+    with open('/proc/%d/stat' % pid) as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def measure(variants, rounds):
+    """Wall and Placement-CPU milliseconds per variant.
+
+    ``variants``: name -> (PlacementService, query). The CPU time of the
+    Placement process is what one request costs the service, whatever else
+    the (shared, 2-core) machine is doing; wall time includes MariaDB and
+    waiting for the CPU.
+    """
+    times = {key: [] for key in variants}
+    cpu = {key: [] for key in variants}
+    counts = {}
+    for _ in range(rounds):
+        for key, (service, query) in variants.items():
+            c0 = process_cpu_seconds(service.process.pid)
+            t0 = time.perf_counter()
+            doc = service.client.get('/allocation_candidates?' + query)
+            times[key].append(time.perf_counter() - t0)
+            cpu[key].append(process_cpu_seconds(service.process.pid) - c0)
+            counts[key] = len(doc['allocation_requests'])
+    return {key: {'median_ms': round(1000 * statistics.median(v), 1),
+                  'min_ms': round(1000 * min(v), 1),
+                  'placement_cpu_ms': round(
+                      1000 * statistics.median(cpu[key]), 1),
+                  'candidates': counts[key]}
+            for key, v in times.items()}
+
+
+def profile_in_process(service, qs, top, sort='cumulative'):
+    """Profile each query once in this process; return text per query.
+
+    Loads ``placement.wsgi.api`` here on the service's configuration and
+    database, so cProfile sees Placement's own code (SQL vs Python).
+    """
+    import cProfile
+    import io
+    import pstats
+
+    import webob
+    os.environ['OS_PLACEMENT_CONFIG_DIR'] = service.confdir
+    from placement.wsgi import api
+    headers = {'X-Auth-Token': 'admin',
+               'OpenStack-API-Version': 'placement 1.39'}
+    report = {}
+    for name, query in qs.items():
+        req = webob.Request.blank('/allocation_candidates?' + query,
+                                  headers=headers)
+        req.get_response(api.application)  # warm
+        prof = cProfile.Profile()
+        prof.enable()
+        req = webob.Request.blank('/allocation_candidates?' + query,
+                                  headers=headers)
+        resp = req.get_response(api.application)
+        prof.disable()
+        out = io.StringIO()
+        stats = pstats.Stats(prof, stream=out)
+        stats.sort_stats(sort).print_stats(top)
+        report[name] = 'status %s, %d bytes\n%s' % (
+            resp.status, len(resp.body), out.getvalue())
+    return report
+
+
+def machine():
+    """CPU model and count from lscpu, for the results page."""
+    try:
+        out = subprocess.run(['lscpu'], capture_output=True, text=True,
+                             check=True).stdout
+        fields = dict(line.split(':', 1) for line in out.splitlines()
+                      if ':' in line)
+        return '%s, %s CPUs, %s' % (
+            fields.get('Model name', '?').strip(),
+            fields.get('CPU(s)', '?').strip(),
+            fields.get('Hypervisor vendor', 'bare metal').strip())
+    except (OSError, subprocess.CalledProcessError):
+        return platform.processor()
+
+
+def main(argv=None):
+    """Seed, measure, print JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--computes', type=int, default=500)
+    parser.add_argument('--domains', type=int, default=16)
+    parser.add_argument('--cpus-per-domain', type=int, default=8)
+    parser.add_argument('--rounds', type=int, default=9)
+    parser.add_argument('--output', help='also write the JSON here')
+    parser.add_argument('--profile', type=int, metavar='N', default=0,
+                        help='instead of timing, profile each query once '
+                             'in-process and print the top N functions')
+    parser.add_argument('--drop-child-traits', action='store_true',
+                        help='then delete the traits of the domain '
+                             'providers in SQL and measure again '
+                             '(an experiment; not a supported mode)')
+    parser.add_argument('--profile-sort', default='cumulative',
+                        choices=['cumulative', 'tottime'])
+    args = parser.parse_args(argv)
+
+    t_start = time.time()
+    service = placement_fixtures.PlacementService()
+    service.setUp()
+    try:
+        client = service.client
+        cpus = args.domains * args.cpus_per_domain
+        first = make_compute(client, 0, cpus)
+        sync = provider_sync.sync_domain_providers(
+            client, first, domain_set(args.domains, args.cpus_per_domain),
+            cpu_allocation_ratio=4.0)
+        conn = service.connect_db()
+        roots = [first] + clone_trees(conn, first, args.computes - 1, 1)
+        conn.close()
+        check = provider_sync.sync_domain_providers(
+            client, roots[-1], domain_set(args.domains,
+                                          args.cpus_per_domain),
+            cpu_allocation_ratio=4.0)
+        if check.writes or len(check.unchanged) != args.domains:
+            raise RuntimeError('cloned tree differs from a synced one: %s'
+                               % check.to_dict())
+        total = len(client.get('/resource_providers')['resource_providers'])
+        seeded_s = time.time() - t_start
+        if args.profile:
+            report = profile_in_process(service, queries(4, 4096),
+                                        args.profile, args.profile_sort)
+            for name, text in report.items():
+                print('=== %s\n%s' % (name, text))
+            return 0
+
+        # The same region before nova-cacheaware: roots only.
+        plain = placement_fixtures.PlacementService()
+        plain.setUp()
+        tuned = placement_fixtures.PlacementService(
+            database=service.database, placement_opts={
+                'max_allocation_candidates': 1000,
+                'allocation_candidates_generation_strategy':
+                    'breadth-first'})
+        tuned.setUp()
+        try:
+            plain_first = make_compute(plain.client, 0, cpus)
+            conn = plain.connect_db()
+            clone_trees(conn, plain_first, args.computes - 1, 1)
+            conn.close()
+            qs = queries(4, 4096)
+            variants = {'plain_baseline': (plain, qs['baseline'])}
+            for name, query in qs.items():
+                variants[name] = (service, query)
+            for name in ('baseline', 'all_share_clean'):
+                variants['tuned_' + name] = (tuned, qs[name])
+            # Warm every service (first requests load caches).
+            measure(variants, 1)
+            results = measure(variants, args.rounds)
+            if args.drop_child_traits:
+                # Experiment: what the two traits on each child cost.
+                conn = service.connect_db()
+                conn.cursor().execute(
+                    'DELETE rpt FROM resource_provider_traits rpt JOIN '
+                    'resource_providers rp ON rp.id = '
+                    'rpt.resource_provider_id WHERE '
+                    'rp.parent_provider_id IS NOT NULL')
+                conn.close()
+                bare = {'notraits_' + name: (service, qs[name]) for name in
+                        ('baseline', 'all_share', 'all_share_clean')}
+                measure(bare, 1)
+                results.update(measure(bare, args.rounds))
+        finally:
+            tuned.cleanUp()
+            plain.cleanUp()
+    finally:
+        service.cleanUp()
+    for key, value in results.items():
+        prefix = key.split('_', 1)[0] + '_'
+        base = results[prefix + 'baseline' if prefix in ('tuned_',
+                                                         'notraits_')
+                       else 'baseline']
+        plain_base = results['plain_baseline']
+        for metric in ('median_ms', 'min_ms', 'placement_cpu_ms'):
+            value['%s_ratio' % metric[:-3]] = round(
+                value[metric] / max(base[metric], 1e-3), 2)
+            value['%s_ratio_to_plain' % metric[:-3]] = round(
+                value[metric] / max(plain_base[metric], 1e-3), 2)
+    doc = {
+        'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
+        'machine': machine(),
+        'placement': 'openstack-placement 16.0.0, MariaDB, noauth2, '
+                     'threaded wsgiref server',
+        'computes': args.computes, 'domains_per_compute': args.domains,
+        'providers': total, 'rounds': args.rounds,
+        'first_sync': {'writes': sync.writes, 'created': len(sync.created)},
+        'seed_seconds': round(seeded_s, 1),
+        'queries': qs,
+        'results': results,
+    }
+    text = json.dumps(doc, indent=2, sort_keys=True)
+    print(text)
+    if args.output:
+        with open(args.output, 'w') as f:
+            f.write(text + '\n')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

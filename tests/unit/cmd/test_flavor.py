@@ -1,0 +1,80 @@
+"""``nova-cacheaware flavor show-specs`` and the argument checks of ``set``."""
+
+import fixtures
+
+from tests.unit.cmd import base
+
+
+class TestShowSpecs(base.CLITestCase):
+
+    def test_properties(self):
+        code, out, err = self.cli(
+            ['flavor', 'show-specs', '--vcpus', '6', '--cache-share', 'all',
+             '--workload', 'memory', '--cache-clean', 'required'])
+        self.assertEqual((0, ''), (code, err))
+        self.assertEqual([
+            '--property cacheaware:cache_clean=required',
+            '--property cacheaware:cache_share=all',
+            '--property cacheaware:workload=memory',
+            '--property group_policy=none',
+            '--property resources_CACHE:CUSTOM_CACHE_DOMAIN_MEMBOUND=1',
+            '--property resources_CACHE:CUSTOM_CACHE_DOMAIN_VCPU=6',
+            '--property trait:CUSTOM_CACHEAWARE_AGENT=required'],
+            out.splitlines())
+
+    def test_json(self):
+        self.assertEqual(
+            {'cacheaware:numa': 'full', 'cacheaware:memory_min_mb': '256',
+             'cacheaware:memory_policy': 'hit_ratio'},
+            self.cli_json(['flavor', 'show-specs', '--vcpus', '2', '--numa',
+                           'full', '--memory-min-mb', '256',
+                           '--memory-policy', 'hit_ratio', '--format',
+                           'json']))
+
+    def test_warning_goes_to_stderr(self):
+        code, out, err = self.cli(
+            ['flavor', 'show-specs', '--vcpus', '2', '--cache-share', 'all',
+             '--workload', 'memory'])
+        self.assertEqual(0, code)
+        self.assertIn('resources_CACHE:CUSTOM_CACHE_DOMAIN_VCPU=2', out)
+        self.assertTrue(err.startswith('warning: workload=memory'))
+
+    def test_refused_combination(self):
+        self.assertOneLineError(
+            ['flavor', 'show-specs', '--vcpus', '2', '--workload', 'memory',
+             '--cache-clean', 'required'], 'needs cache_share=all')
+
+    def test_memory_min_above_ram(self):
+        self.assertOneLineError(
+            ['flavor', 'show-specs', '--vcpus', '2', '--ram-mb', '1024',
+             '--memory-min-mb', '2048'], "larger than the flavor's RAM")
+
+    def test_bad_choice_is_a_usage_error(self):
+        code, out, err = self.cli(['flavor', 'show-specs', '--vcpus', '2',
+                                   '--cache-share', 'some'])
+        self.assertEqual((2, ''), (code, out))
+        self.assertIn('invalid choice', err)
+
+    def test_vcpus_is_required(self):
+        code, _out, err = self.cli(['flavor', 'show-specs'])
+        self.assertEqual(2, code)
+        self.assertIn('--vcpus', err)
+
+
+class TestSetArguments(base.CLITestCase):
+
+    def test_set_needs_an_option(self):
+        self.assertOneLineError(['flavor', 'set', 'm1.small'],
+                                'give at least one option')
+
+    def test_set_without_credentials(self):
+        # No OS_* variables and no usable clouds.yaml: one clear line, no
+        # traceback (the exact reason depends on the machine's clouds.yaml).
+        for name in ('OS_CLOUD', 'OS_AUTH_URL', 'OS_AUTH_TYPE', 'OS_TOKEN',
+                     'OS_USERNAME', 'OS_PASSWORD'):
+            self.useFixture(fixtures.EnvironmentVariable(name))
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_CLIENT_CONFIG_FILE', '/nonexistent/clouds.yaml'))
+        self.assertOneLineError(['flavor', 'set', 'm1.small',
+                                 '--cache-share', 'all'],
+                                'nova-cacheaware flavor: error: ')
