@@ -29,10 +29,11 @@ What is written, and why:
 import dataclasses
 import typing as ty
 
+from nova_cacheaware.api import specs
 from nova_cacheaware import exception
 from nova_cacheaware import names
 
-PREFIX = names.EXTRA_SPEC_NAMESPACE + ':'
+PREFIX = specs.PREFIX
 GROUP = 'CACHE'
 KEY_DOMAIN_VCPU = 'resources_%s:%s' % (GROUP, names.RC_DOMAIN_VCPU)
 KEY_DOMAIN_MEMBOUND = 'resources_%s:%s' % (GROUP, names.RC_DOMAIN_MEMBOUND)
@@ -41,18 +42,12 @@ KEY_GROUP_POLICY = 'group_policy'
 #: Keys this module derives; removed again when the options stop asking.
 DERIVED_KEYS = (KEY_DOMAIN_VCPU, KEY_DOMAIN_MEMBOUND, KEY_AGENT_TRAIT)
 
-MEMORY_MIN_MB_FLOOR = 128
+MEMORY_MIN_MB_FLOOR = specs.MEMORY_MIN_MB_FLOOR
 
-#: option -> (allowed values or None for an integer, default)
-VOCABULARY = {
-    'cache_share': (('all', 'any'), 'any'),
-    'workload': (('memory', 'cpu', 'io', 'auto'), 'auto'),
-    'cache_clean': (('required', 'preferred', 'off'), 'preferred'),
-    'vcpu_sizing': (('off', 'recommend', 'apply'), 'off'),
-    'memory_policy': (('static', 'hit_ratio'), 'static'),
-    'memory_min_mb': (None, None),
-    'numa': (('any', 'full'), 'any'),
-}
+#: option -> (allowed values or None for an integer, default); derived from
+#: the one vocabulary in :mod:`nova_cacheaware.api.specs`.
+VOCABULARY = {spec.key: (spec.choices or None, spec.default)
+              for spec in specs.VOCABULARY}
 
 
 @dataclasses.dataclass(frozen=True)
