@@ -1,1 +1,1 @@
-"""nova-cacheaware: cache-, NUMA- and pCPU-aware Nova placement and run time."""
+"""nova-cacheaware: cache-, NUMA- and pCPU-aware Nova placement, run time."""
