@@ -30,7 +30,7 @@ def parse_cpulist(text):
 
 
 def format_cpulist(cpus):
-    """Format CPU ids as a kernel cpulist: ``[0,1,2,5]`` is ``0-2,5``."""
+    """Format CPU ids as a compact cpulist (``[0,1,2,5]`` -> ``0-2,5``)."""
     ids = sorted(set(cpus))
     ranges = []
     i = 0
