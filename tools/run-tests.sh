@@ -16,16 +16,18 @@ cleanup() { bash tools/test-services.sh stop || true; }
 trap cleanup EXIT
 bash tools/test-services.sh start || exit 1
 export NOVA_CACHEAWARE_CI_SERVICES=1
+mkdir -p .test-state
+rm -f .test-state/*.subunit
 
 rc=0
 for suite in unit functional; do
     echo "=== $suite tests"
     stestr --test-path "./tests/$suite" run --concurrency "${TEST_CONCURRENCY:-2}" || rc=1
-    stestr last --subunit > ".stestr/$suite.subunit" 2>/dev/null || true
+    stestr last --subunit > ".test-state/$suite.subunit" 2>/dev/null || true
 done
 echo "=== flake8"
 flake8 nova_cacheaware tests benchmarks tools || rc=1
 
-cat .stestr/unit.subunit .stestr/functional.subunit 2>/dev/null \
+cat .test-state/unit.subunit .test-state/functional.subunit 2>/dev/null \
     | python tools/subunit_summary.py || rc=1
 exit $rc

@@ -8,7 +8,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES="libvirt-dev libvirt0 libvirt-clients pkg-config gcc python3-dev"
+# libvirt-dev/pkg-config/gcc build libvirt-python; libvirtd + QEMU (TCG) are
+# the real hypervisor the functional tests run against.
+APT_PACKAGES="libvirt-dev libvirt0 libvirt-clients pkg-config gcc python3-dev
+ libvirt-daemon libvirt-daemon-system libvirt-daemon-driver-qemu
+ qemu-system-x86 qemu-utils util-linux"
 VENV=${NOVA_CACHEAWARE_VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 

@@ -1,20 +1,49 @@
 #!/usr/bin/env bash
 # start|stop the local services the functional tests need, ending only what
-# this script started. Currently: nothing beyond the machine's own
-# MariaDB/RabbitMQ; later suites add libvirtd here.
+# this script started: virtlogd + libvirtd (for qemu:///system). MariaDB and
+# RabbitMQ are the machine's own and are only used, never started here.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-state=.stestr/services-started
-mkdir -p .stestr
+state="$PWD/.test-state/services-started"
+mkdir -p .test-state
+
+start_daemon() {  # name pidfile command...
+    local name=$1 pidfile=$2; shift 2
+    if pgrep -x "$name" >/dev/null; then
+        return 0
+    fi
+    if ! command -v "$1" >/dev/null; then
+        echo "test-services: $name is not installed" >&2
+        return 1
+    fi
+    "$@" || { echo "test-services: $name failed to start" >&2; return 1; }
+    for _ in $(seq 50); do
+        [ -s "$pidfile" ] && break
+        sleep 0.1
+    done
+    cat "$pidfile" >> "$state"
+}
+
 case "${1:-}" in
 start)
     : > "$state"
+    if [ "$(id -u)" = 0 ]; then
+        mkdir -p /run/libvirt
+        start_daemon virtlogd /run/virtlogd.pid virtlogd -d || exit 1
+        start_daemon libvirtd /run/libvirtd.pid libvirtd -d || exit 1
+        for _ in $(seq 50); do
+            [ -S /run/libvirt/libvirt-sock-ro ] && break
+            sleep 0.1
+        done
+    else
+        echo "test-services: not root; qemu:///system tests need a running libvirtd" >&2
+    fi
     ;;
 stop)
     if [ -f "$state" ]; then
-        while read -r pid; do
+        tac "$state" | while read -r pid; do
             [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
-        done < "$state"
+        done
         rm -f "$state"
     fi
     ;;

@@ -21,6 +21,7 @@ topology_opts = [
 Directory standing in for /sys.
 
 Possible values:
+
 * /sys (the default) on a compute node
 * a copied tree, for debugging another host's topology
 
@@ -37,6 +38,7 @@ Related options:
 Cache level whose instances form the cache domains.
 
 Possible values:
+
 * auto: the lowest level shared by two or more physical cores (L2 on Intel
   E-core clusters and Core 2, L3/CCX on AMD Zen and most Xeons)
 * 1-4: that level; the agent refuses to start if the host has no such cache

@@ -71,10 +71,11 @@ def parse_level(value):
     """Turn ``'auto'``/``'1'``..``'4'`` (or an int) into ``AUTO`` or an int."""
     if value in (None, AUTO):
         return AUTO
-    try:
+    level = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        level = value
+    elif isinstance(value, str) and value.strip().isdigit():
         level = int(value)
-    except (TypeError, ValueError):
-        level = None
     if level not in (1, 2, 3, 4):
         raise exception.InvalidInput(
             reason="cache level must be auto, 1, 2, 3 or 4, not %r" % value)
