@@ -298,26 +298,27 @@ def _run_cluster_policy(scenario, cluster, trace, policy, model):
         host, domain = _pick_host(hosts, vm, policy)
         if host is None:
             rejected += 1
+        else:
+            host.vms.append(vm)
+            if domain is not None:
+                host.claims[vm.id] = domain
+            _replace(host, policy)
+            departures.append((now + life, hosts.index(host), vm.id))
+        if (n + 1) % cluster['sample_every'] or n < cluster['warmup']:
             continue
-        host.vms.append(vm)
-        if domain is not None:
-            host.claims[vm.id] = domain
-        _replace(host, policy)
-        departures.append((now + life, hosts.index(host), vm.id))
-        if (n + 1) % cluster['sample_every'] == 0 and n >= cluster['warmup']:
-            samples += 1
-            for host in hosts:
-                if not host.vms:
-                    continue
-                stats = contention.simulate_host(
-                    host.domains, host.vms, host.allowed,
-                    cluster['slices'], rng, model)
-                for v in host.vms:
-                    perf[v.workload].append(stats[v.id].performance)
-                    if v.workload == 'memory':
-                        all_share.append(stats[v.id].all_share_slices
-                                         / max(1, stats[v.id].running_slices))
-                dirty_domains.append(_dirty(host))
+        samples += 1
+        for host in hosts:
+            if not host.vms:
+                continue
+            stats = contention.simulate_host(
+                host.domains, host.vms, host.allowed, cluster['slices'],
+                rng, model)
+            for v in host.vms:
+                perf[v.workload].append(stats[v.id].performance)
+                if v.workload == 'memory':
+                    all_share.append(stats[v.id].all_share_slices
+                                     / max(1, stats[v.id].running_slices))
+            dirty_domains.append(_dirty(host))
     return {
         'rejected': rejected,
         'samples': samples,
