@@ -55,7 +55,7 @@ class Instance:
     current: ty.Tuple[Placement, ...]
     current_touch: ty.Tuple[ty.FrozenSet[int], ...]
 
-    @property
+    @functools.cached_property
     def n_domains(self):
         """Number of domains."""
         return len(self.free)
@@ -355,11 +355,19 @@ class _State:
         self.placements = [None] * len(inst.sizes)
         self.excess = 0
         self.moves = 0
+        self.dirt = sum(n - 1 for n in self.count if n > 1)
 
     def key(self):
         """``(excess, dirt, moves)`` of the current placements."""
-        return (self.excess, sum(n - 1 for n in self.count if n > 1),
-                self.moves)
+        return (self.excess, self.dirt, self.moves)
+
+    def _touch(self, d, step):
+        # Keep ``dirt`` = sum(max(0, count - 1)) up to date.
+        if step > 0:
+            self.dirt += self.count[d] >= 1
+        else:
+            self.dirt -= self.count[d] >= 2
+        self.count[d] += step
 
     def dirt_delta(self, old, new):
         delta = 0
@@ -376,22 +384,22 @@ class _State:
         elif old is not None:
             for d in support(old):
                 self.free[d] += old[d]
-                self.count[d] -= 1
+                self._touch(d, -1)
             self.excess -= len(support(old)) - self.inst.minspan(vm)
             self.moves -= old != self.inst.current[vm]
         else:
             for d in self.inst.current_touch[vm]:
-                self.count[d] -= 1
+                self._touch(d, -1)
         self.placements[vm] = placement
         if placement is not None:
             for d in support(placement):
                 self.free[d] -= placement[d]
-                self.count[d] += 1
+                self._touch(d, +1)
             self.excess += len(support(placement)) - self.inst.minspan(vm)
             self.moves += placement != self.inst.current[vm]
         else:
             for d in self.inst.current_touch[vm]:
-                self.count[d] += 1
+                self._touch(d, +1)
 
 
 def _single(inst, d, size):

@@ -93,6 +93,11 @@ class PlanInput:
         return tuple(sorted(c for d in self.domains for c in d.cpus))
 
     @functools.cached_property
+    def domains_memo(self):
+        """Scratch memo: CPU tuple -> domain indexes (see _domains_of)."""
+        return {}
+
+    @functools.cached_property
     def domain_index(self):
         """CPU id -> index of its domain."""
         return {c: i for i, d in enumerate(self.domains) for c in d.cpus}
@@ -292,17 +297,28 @@ def plan_from_dict(doc):
 # --------------------------------------------------------------------------
 # Planning
 
+def _domains_of(plan_input, cpus):
+    """Indexes of the domains ``cpus`` (a tuple) touch; memoised."""
+    memo = plan_input.domains_memo
+    found = memo.get(cpus)
+    if found is None:
+        where = plan_input.domain_index
+        found = memo[cpus] = frozenset(where[c] for c in cpus)
+    return found
+
+
 def _domain_of_cpus(plan_input, cpus):
     """Index of the domain holding all of ``cpus``; -1 if none does."""
-    where = plan_input.domain_index
-    found = {where[c] for c in cpus}
-    return found.pop() if len(found) == 1 else -1
+    found = _domains_of(plan_input, tuple(cpus))
+    return next(iter(found)) if len(found) == 1 else -1
 
 
 def _touched(plan_input, pinning):
     """Indexes of the domains any vCPU of ``pinning`` may run in."""
-    where = plan_input.domain_index
-    return frozenset(where[c] for cpus in pinning.values() for c in cpus)
+    result = frozenset()
+    for cpus in set(pinning.values()):
+        result |= _domains_of(plan_input, cpus)
+    return result
 
 
 def build_instance(plan_input):
@@ -411,8 +427,7 @@ def assemble(plan_input, movable, placements):
             pinning = plan_input.pinning_now(vm)
             moved = False
         touched = _touched(plan_input, pinning)
-        one = _domain_of_cpus(plan_input, [c for cpus in pinning.values()
-                                           for c in cpus]) >= 0
+        one = len(touched) == 1
         vm_plans[vm.id] = VMPlan(
             pinning=pinning,
             domains=tuple(domains[d].id for d in sorted(touched)),
