@@ -327,7 +327,7 @@ def check_rules(test, plan_input, result):
 
 class PlanPropertyTest(testtools.TestCase):
 
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=100, deadline=None)
     @given(plan_inputs())
     def test_rules_hold(self, plan_input):
         result = cachedomain.plan(plan_input)
@@ -337,7 +337,7 @@ class PlanPropertyTest(testtools.TestCase):
         self.assertEqual(len(inst.sizes) - allshare_search.max_placeable(inst),
                          len(result.unplaced))
 
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=80, deadline=None)
     @given(plan_inputs(max_domains=8, max_vms=10))
     def test_heuristic_rules_hold(self, plan_input):
         inst, movable = cachedomain.build_instance(plan_input)
@@ -369,7 +369,7 @@ class PlanPropertyTest(testtools.TestCase):
                          cachedomain.score(again_input, again)[:3])
         self.assertFalse(any(p.moved for p in again.vms.values()))
 
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=60, deadline=None)
     @given(plan_inputs(max_domains=6, max_vms=8))
     def test_heuristic_guarantee(self, plan_input):
         # When the placed VMs fit one-to-one into distinct domains free of
