@@ -194,11 +194,38 @@ def _transport(demand, allowed, free):
         return False
 
     for vm, units in enumerate(demand):
+        # Bulk-fill direct room first; augment one unit at a time only for
+        # what is left (large VMs would otherwise cost one search per vCPU).
+        for d in allowed[vm]:
+            take = min(units, left[d])
+            if take:
+                left[d] -= take
+                flows[vm][d] = flows[vm].get(d, 0) + take
+                units -= take
+                shipped += take
         for _ in range(units):
             if not augment(vm, set()):
                 break
             shipped += 1
     return shipped, flows
+
+
+def _hall(demand, allowed, free):
+    """Hall's condition: every group of VMs fits in the domains it may use.
+
+    Necessary and sufficient for the transport to succeed; checking it
+    first is much cheaper than a failing max-flow on large VMs.
+    """
+    n = len(demand)
+    for mask in range(1, 1 << n):
+        need, reach = 0, set()
+        for i in range(n):
+            if mask >> i & 1:
+                need += demand[i]
+                reach.update(allowed[i])
+        if need > sum(free[d] for d in reach):
+            return False
+    return True
 
 
 def _realise(inst, supports, fixed):
@@ -223,6 +250,8 @@ def _realise(inst, supports, fixed):
     if min(demand, default=0) < 0:
         return False, {}
     allowed = [sorted(supports[vm]) for vm in free_vms]
+    if len(free_vms) <= 10 and not _hall(demand, allowed, left):
+        return False, {}
     shipped, flows = _transport(demand, allowed, left)
     if shipped != sum(demand):
         return False, {}

@@ -376,7 +376,9 @@ def solve(inst, method='auto'):
                  and len(inst.sizes) <= EXACT_MAX_VMS)
         method = 'exact' if small else 'heuristic'
     if method == 'exact':
-        return allshare_search.exact(inst)
+        # The heuristic's answer is a good first bound for the search.
+        return allshare_search.exact(
+            inst, incumbent=allshare_search.heuristic(inst))
     if method == 'heuristic':
         return allshare_search.heuristic(inst)
     raise ValueError('unknown method %r' % method)
