@@ -102,16 +102,25 @@ def _cluster_panel(ax, label, result):
     ax.set_xticks(range(len(metrics)))
     ax.set_xticklabels([name for _, name in metrics], fontsize=7,
                        rotation=15)
-    ax.set_ylim(0, 1.15)
+    ax.set_ylim(0, 1.3)
     ax.set_title('100 hosts (4 x 4-CPU domains), %s' % label, fontsize=9)
-    ax.legend(fontsize=7, loc='lower right')
+    ax.legend(fontsize=7, loc='upper center', ncol=3)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--json', metavar='FILE')
     parser.add_argument('--no-plots', action='store_true')
+    parser.add_argument('--from-json', metavar='FILE',
+                        help='only redraw the plots from an earlier --json')
     args = parser.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json) as f:
+            doc = json.load(f)
+        plot_host(doc['host'], os.path.join(DOC, 'cache-q6600.png'))
+        plot_cluster(list(doc['clusters'].items()),
+                     os.path.join(DOC, 'cache-cluster.png'))
+        return 0
     rows = []
     for label, name in HOST_SCENARIOS:
         result = cache.run(load(name))
