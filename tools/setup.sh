@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 # the real hypervisor the functional tests run against.
 APT_PACKAGES="libvirt-dev libvirt0 libvirt-clients pkg-config gcc python3-dev
  libvirt-daemon libvirt-daemon-system libvirt-daemon-driver-qemu
- qemu-system-x86 qemu-utils util-linux"
+ qemu-system-x86 qemu-utils util-linux shellcheck"
 VENV=${NOVA_CACHEAWARE_VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 

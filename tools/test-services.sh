@@ -3,7 +3,7 @@
 # this script started: virtlogd + libvirtd (for qemu:///system). MariaDB and
 # RabbitMQ are the machine's own and are only used, never started here.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 state="$PWD/.test-state/services-started"
 mkdir -p .test-state
 
@@ -42,7 +42,7 @@ start)
 stop)
     if [ -f "$state" ]; then
         tac "$state" | while read -r pid; do
-            [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+            if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; fi
         done
         rm -f "$state"
     fi

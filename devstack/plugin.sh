@@ -1,0 +1,120 @@
+#!/bin/bash
+# shellcheck shell=bash
+# DevStack plugin for nova-cacheaware: installs the package, adds the
+# scheduler filters and weighers to nova.conf, runs the agent on compute
+# nodes and creates example flavors.
+
+# Nova's own default enabled_filters (nova 34), used when nova.conf has none.
+NOVA_CACHEAWARE_NOVA_DEFAULT_FILTERS="ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter,ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter"
+
+function install_nova_cacheaware {
+    setup_develop "$NOVA_CACHEAWARE_DIR"
+}
+
+# Append $2 to the comma-separated list $1 unless it is already there.
+function _cacheaware_list_add {
+    local list=$1 item=$2
+    if [[ ",$list," == *",$item,"* ]]; then
+        echo "$list"
+    elif [[ -z "$list" ]]; then
+        echo "$item"
+    else
+        echo "$list,$item"
+    fi
+}
+
+function configure_nova_cacheaware_scheduler {
+    local conf=$NOVA_CONF filters weighers name
+    if ! iniget_multiline "$conf" filter_scheduler available_filters \
+            | grep -q nova.scheduler.filters.all_filters; then
+        iniadd "$conf" filter_scheduler available_filters \
+            nova.scheduler.filters.all_filters
+    fi
+    if ! iniget_multiline "$conf" filter_scheduler available_filters \
+            | grep -q nova_cacheaware.scheduler.filters.all_filters; then
+        iniadd "$conf" filter_scheduler available_filters \
+            nova_cacheaware.scheduler.filters.all_filters
+    fi
+    filters=$(iniget "$conf" filter_scheduler enabled_filters)
+    filters=${filters:-$NOVA_CACHEAWARE_NOVA_DEFAULT_FILTERS}
+    for name in ${NOVA_CACHEAWARE_FILTERS//,/ }; do
+        filters=$(_cacheaware_list_add "$filters" "$name")
+    done
+    iniset "$conf" filter_scheduler enabled_filters "$filters"
+    weighers=$(iniget "$conf" filter_scheduler weight_classes)
+    weighers=${weighers:-nova.scheduler.weights.all_weighers}
+    weighers=$(_cacheaware_list_add "$weighers" \
+        nova_cacheaware.scheduler.weights.all_weighers)
+    iniset "$conf" filter_scheduler weight_classes "$weighers"
+}
+
+function configure_nova_cacheaware_agent {
+    local conf=$NOVA_CACHEAWARE_AGENT_CONF
+    sudo install -d -o "$STACK_USER" "$NOVA_CACHEAWARE_CONF_DIR"
+    touch "$conf"
+    iniset "$conf" DEFAULT debug "$ENABLE_DEBUG_LOG_LEVEL"
+    iniset "$conf" DEFAULT transport_url "$(get_transport_url)"
+    iniset "$conf" oslo_messaging_notifications driver messagingv2
+    iniset "$conf" agent libvirt_uri "qemu:///system"
+    iniset "$conf" placement auth_type password
+    iniset "$conf" placement auth_url "$KEYSTONE_SERVICE_URI"
+    iniset "$conf" placement username nova
+    iniset "$conf" placement password "$SERVICE_PASSWORD"
+    iniset "$conf" placement user_domain_name "$SERVICE_DOMAIN_NAME"
+    iniset "$conf" placement project_name "$SERVICE_PROJECT_NAME"
+    iniset "$conf" placement project_domain_name "$SERVICE_DOMAIN_NAME"
+    iniset "$conf" placement region_name "$REGION_NAME"
+    iniset "$conf" placement valid_interfaces public
+}
+
+function start_nova_cacheaware_agent {
+    run_process cacheaware-agent \
+        "$NOVA_BIN_DIR/nova-cacheaware-agent --config-file $NOVA_CACHEAWARE_AGENT_CONF" \
+        root root
+}
+
+function create_nova_cacheaware_flavors {
+    local name vcpus ram
+    while read -r name vcpus ram; do
+        if ! openstack flavor show "$name" >/dev/null 2>&1; then
+            openstack flavor create --vcpus "$vcpus" --ram "$ram" --disk 1 \
+                "$name" >/dev/null
+        fi
+        nova-cacheaware flavor set "$name" --cache-share all \
+            --workload memory --cache-clean preferred
+    done <<FLAVORS
+cacheaware.mem.small 2 512
+cacheaware.mem.medium 4 1024
+FLAVORS
+}
+
+if is_service_enabled n-sch n-api n-cpu cacheaware-agent; then
+    if [[ "$1" == "stack" && "$2" == "install" ]]; then
+        echo_summary "Installing nova-cacheaware"
+        install_nova_cacheaware
+    elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
+        if is_service_enabled n-sch; then
+            echo_summary "Configuring nova-cacheaware scheduler plugins"
+            configure_nova_cacheaware_scheduler
+        fi
+        if is_service_enabled n-cpu && is_service_enabled cacheaware-agent; then
+            echo_summary "Configuring nova-cacheaware-agent"
+            configure_nova_cacheaware_agent
+        fi
+    elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
+        if is_service_enabled n-cpu && is_service_enabled cacheaware-agent; then
+            echo_summary "Starting nova-cacheaware-agent"
+            start_nova_cacheaware_agent
+        fi
+        if is_service_enabled n-api && [[ "$NOVA_CACHEAWARE_CREATE_FLAVORS" == "True" ]]; then
+            echo_summary "Creating nova-cacheaware example flavors"
+            create_nova_cacheaware_flavors
+        fi
+    fi
+    if [[ "$1" == "unstack" ]]; then
+        stop_process cacheaware-agent
+    fi
+    if [[ "$1" == "clean" ]]; then
+        sudo rm -rf "$NOVA_CACHEAWARE_CONF_DIR"
+    fi
+fi

@@ -1,0 +1,132 @@
+"""The DevStack plugin's phases, run outside DevStack (devstack/tests).
+
+DevStack itself cannot run here; ``devstack/tests/harness.sh`` sources the
+real ``settings`` and ``plugin.sh`` with stand-ins for DevStack's helper
+functions, and the resulting files are read back with oslo.config.
+"""
+
+import os
+import shutil
+import subprocess
+
+import fixtures
+from oslo_config import cfg
+
+from tests.functional import base
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+HARNESS = os.path.join(REPO, 'devstack', 'tests', 'harness.sh')
+ALL = 'n-api,n-sch,n-cond,n-cpu,placement-api'
+
+
+def scheduler_conf(path):
+    """Load [filter_scheduler] with the types nova declares for it."""
+    conf = cfg.ConfigOpts()
+    conf.register_opts([cfg.MultiStrOpt('available_filters', default=[]),
+                        cfg.ListOpt('enabled_filters', default=[]),
+                        cfg.ListOpt('weight_classes', default=[])],
+                       group='filter_scheduler')
+    conf(args=[], default_config_files=[path])
+    return conf.filter_scheduler
+
+
+class DevstackPluginTest(base.FunctionalTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.scratch = self.useFixture(fixtures.TempDir()).path
+        self.nova_conf = os.path.join(self.scratch, 'nova.conf')
+        self.agent_conf = os.path.join(self.scratch, 'etc', 'nova-cacheaware',
+                                       'agent.conf')
+
+    def phase(self, services, *args):
+        proc = subprocess.run(['bash', HARNESS, self.scratch, services]
+                              + list(args), capture_output=True, text=True)
+        self.assertEqual(0, proc.returncode, proc.stderr)
+
+    def calls(self):
+        with open(os.path.join(self.scratch, 'calls.log')) as f:
+            return f.read().splitlines()
+
+    def test_scheduler_keeps_existing_filters_and_is_idempotent(self):
+        with open(self.nova_conf, 'w') as f:
+            f.write('[filter_scheduler]\n'
+                    'enabled_filters = ComputeFilter,NUMATopologyFilter\n')
+        self.phase(ALL, 'stack', 'post-config')
+        self.phase(ALL, 'stack', 'post-config')
+        sched = scheduler_conf(self.nova_conf)
+        self.assertEqual(['nova.scheduler.filters.all_filters',
+                          'nova_cacheaware.scheduler.filters.all_filters'],
+                         sched.available_filters)
+        self.assertEqual(['ComputeFilter', 'NUMATopologyFilter',
+                          'CacheDomainFilter'], sched.enabled_filters)
+        self.assertEqual(['nova.scheduler.weights.all_weighers',
+                          'nova_cacheaware.scheduler.weights.all_weighers'],
+                         sched.weight_classes)
+
+    def test_scheduler_defaults_to_novas_filters(self):
+        self.phase('n-sch', 'stack', 'post-config')
+        sched = scheduler_conf(self.nova_conf)
+        self.assertEqual(['ComputeFilter', 'ComputeCapabilitiesFilter',
+                          'ImagePropertiesFilter',
+                          'ServerGroupAntiAffinityFilter',
+                          'ServerGroupAffinityFilter', 'CacheDomainFilter'],
+                         sched.enabled_filters)
+        self.assertFalse(os.path.exists(self.agent_conf))
+
+    def test_compute_node_gets_agent_config_and_process(self):
+        self.phase('n-cpu', 'stack', 'install')
+        self.phase('n-cpu', 'stack', 'post-config')
+        self.phase('n-cpu', 'stack', 'extra')
+        self.assertFalse(os.path.exists(self.nova_conf))
+        conf = cfg.ConfigOpts()
+        conf.register_opts([cfg.StrOpt('libvirt_uri')], group='agent')
+        conf.register_opts([cfg.StrOpt('auth_type'), cfg.StrOpt('auth_url'),
+                            cfg.StrOpt('username')], group='placement')
+        conf(args=[], default_config_files=[self.agent_conf])
+        self.assertEqual('qemu:///system', conf.agent.libvirt_uri)
+        self.assertEqual('password', conf.placement.auth_type)
+        self.assertEqual('nova', conf.placement.username)
+        calls = self.calls()
+        self.assertIn('setup_develop %s/opt/nova-cacheaware' % self.scratch,
+                      calls)
+        self.assertIn('run_process cacheaware-agent %s/bin/nova-cacheaware-'
+                      'agent --config-file %s root root'
+                      % (self.scratch, self.agent_conf), calls)
+        # No n-api here: no flavors.
+        self.assertFalse([c for c in calls if c.startswith('openstack')])
+
+    def test_flavors_created_once_and_set_with_our_tool(self):
+        self.phase('n-api', 'stack', 'extra')
+        calls = self.calls()
+        self.assertIn('openstack flavor create --vcpus 2 --ram 512 --disk 1 '
+                      'cacheaware.mem.small', calls)
+        self.assertIn('nova-cacheaware flavor set cacheaware.mem.medium '
+                      '--cache-share all --workload memory --cache-clean '
+                      'preferred', calls)
+
+    def test_unstack_and_clean(self):
+        self.phase('n-cpu', 'stack', 'post-config')
+        self.phase('n-cpu', 'unstack')
+        self.phase('n-cpu', 'clean')
+        self.assertIn('stop_process cacheaware-agent', self.calls())
+        self.assertFalse(os.path.exists(os.path.dirname(self.agent_conf)))
+
+    def test_disabled_plugin_does_nothing(self):
+        self.phase('key,g-api', 'stack', 'post-config')
+        self.assertFalse(os.path.exists(self.nova_conf))
+
+
+class ShellcheckTest(base.FunctionalTestCase):
+
+    def test_shell_scripts_are_shellcheck_clean(self):
+        exe = shutil.which('shellcheck')
+        self.require(exe, 'shellcheck')
+        scripts = ['devstack/plugin.sh', 'devstack/settings',
+                   'devstack/tests/harness.sh', '.ci/run'] + [
+            os.path.join('tools', n) for n in os.listdir(
+                os.path.join(REPO, 'tools')) if n.endswith('.sh')]
+        proc = subprocess.run([exe, '-x'] + scripts, cwd=REPO,
+                              capture_output=True, text=True)
+        self.assertEqual(0, proc.returncode, proc.stdout)
