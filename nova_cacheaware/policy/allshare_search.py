@@ -646,20 +646,23 @@ def heuristic(inst, max_passes=20, kick_budget=4000):
        domain without memory-bound VMs if one fits (Empty stays Clean), its
        current domain when that is as good, else the domain with the fewest
        memory-bound VMs, then best fit. A VM that fits in no single domain
-       is split over the fewest domains (most free room first), keeping its
-       current split when that is as narrow.
+       is split over the fewest domains (most free room first, cleanest
+       first), keeping its current split when that is as narrow and clean.
     3. Local search until no step improves ``(excess, dirt, moves)``
        lexicographically (at most ``max_passes`` passes): move one VM into
-       one whole domain or back to its current placement; swap a VM with
-       the lone occupant of its home domain.
+       one whole domain or back to its current placement; swap a moved VM
+       with the occupant of its home domain; two-step moves where one
+       blocker leaves a domain (:func:`_kick`, budgeted); finally an
+       unplaced VM may take a placed VM's room (:func:`_exchange_unplaced`).
 
     Guarantee (proof in doc/source/user/plan.rst): the number of unplaced
-    VMs is optimal; capacity is never exceeded; and if the placed VMs,
-    sorted by size, fit one-to-one into distinct domains free of unmovable
-    memory-bound VMs (``i``-th largest VM <= ``i``-th largest such domain),
-    the plan has no excess span and no Dirty domain caused by a movable VM,
-    which is optimal for criteria (1) and (2). The result is locally optimal
-    for the steps of 3 (unless ``max_passes`` ran out).
+    VMs is optimal; capacity is never exceeded; and if every VM is placed
+    and the VMs, sorted by size, fit one-to-one into distinct domains free
+    of unmovable memory-bound VMs (``i``-th largest VM <= ``i``-th largest
+    such domain's room), the plan has no excess span and no Dirty domain
+    caused by a movable VM, which is optimal for criteria (1) and (2). The
+    result is locally optimal for the steps of 3 (unless a budget ran
+    out).
     """
     placed = placed_set(inst)
     state = _State(inst, placed)
