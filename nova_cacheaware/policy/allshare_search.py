@@ -283,8 +283,12 @@ def _support_options(inst, vm):
     return options
 
 
-def exact(inst, incumbent=None):
+def exact(inst, incumbent=None, budget=None):
     """An optimal list of placements (branch and bound).
+
+    With ``budget`` (search nodes), the search stops there and returns the
+    best solution found so far (at least ``incumbent``, which is then
+    required): no longer guaranteed optimal, but bounded and deterministic.
 
     Enumerates, per VM (largest first), its support or "unplaced"; prunes on
     the lexicographic lower bound ``(unplaced, excess, dirt, moves so far)``
@@ -298,7 +302,9 @@ def exact(inst, incumbent=None):
     target_unplaced = n_vms - max_placeable(inst)
     order = sorted(range(n_vms), key=lambda vm: (-inst.sizes[vm], vm))
     options = {vm: _support_options(inst, vm) for vm in order}
-    best = {'key': None, 'placements': None}
+    if budget is not None and incumbent is None:
+        raise ValueError('a search budget needs an incumbent')
+    best = {'key': None, 'placements': None, 'nodes': 0}
     if incumbent is not None:
         best['key'] = objective(inst, incumbent)
         best['placements'] = list(incumbent)
@@ -311,6 +317,9 @@ def exact(inst, incumbent=None):
         return sum(max(0, n - 1) for n in touch)
 
     def visit(pos, unplaced, excess, moved_lb):
+        best['nodes'] += 1
+        if budget is not None and best['nodes'] > budget:
+            return
         if unplaced > target_unplaced:
             return
         bound = (target_unplaced, excess, dirt(), moved_lb)
@@ -350,6 +359,10 @@ def exact(inst, incumbent=None):
                       and support(inst.current[vm]) == s]
         for keep in range(len(candidates), -1, -1):
             for fixed in itertools.combinations(candidates, keep):
+                # Each max-flow counts as a node: bounds the leaf work too.
+                best['nodes'] += 1
+                if budget is not None and best['nodes'] > budget:
+                    return
                 ok, counts = _realise(inst, supports, set(fixed))
                 if not ok:
                     continue

@@ -37,6 +37,11 @@ SHARE_ALL, SHARE_PARTIAL = 'all', 'partial'
 # Hosts up to this size are solved exactly (the contract's "small hosts").
 EXACT_MAX_DOMAINS = 4
 EXACT_MAX_VMS = 4
+# Up to this many movable memory-bound VMs, the heuristic's plan is refined
+# by a branch and bound stopped after this many search nodes (a few tens of
+# ms): better plans on medium hosts, bounded time everywhere.
+REFINE_MAX_VMS = 8
+REFINE_BUDGET = 4000
 
 
 def cache_state(memory_vms):
@@ -369,16 +374,26 @@ def solve(inst, method='auto'):
     """Placements for ``inst``: ``exact``, ``heuristic`` or ``auto``.
 
     ``auto`` is exact on small hosts (<= 4 domains and <= 4 movable
-    memory-bound VMs), the heuristic otherwise.
+    memory-bound VMs); up to ``REFINE_MAX_VMS`` movable memory-bound VMs,
+    the heuristic refined by a budgeted branch and bound (``refined``);
+    the heuristic alone above.
     """
     if method == 'auto':
-        small = (inst.n_domains <= EXACT_MAX_DOMAINS
-                 and len(inst.sizes) <= EXACT_MAX_VMS)
-        method = 'exact' if small else 'heuristic'
+        if (inst.n_domains <= EXACT_MAX_DOMAINS
+                and len(inst.sizes) <= EXACT_MAX_VMS):
+            method = 'exact'
+        elif len(inst.sizes) <= REFINE_MAX_VMS:
+            method = 'refined'
+        else:
+            method = 'heuristic'
     if method == 'exact':
         # The heuristic's answer is a good first bound for the search.
         return allshare_search.exact(
             inst, incumbent=allshare_search.heuristic(inst))
+    if method == 'refined':
+        return allshare_search.exact(
+            inst, incumbent=allshare_search.heuristic(inst),
+            budget=REFINE_BUDGET)
     if method == 'heuristic':
         return allshare_search.heuristic(inst)
     raise ValueError('unknown method %r' % method)

@@ -413,3 +413,32 @@ class OptimalityTest(testtools.TestCase):
         heuristic = allshare_search.heuristic(inst)
         self.assertGreaterEqual(allshare_search.objective(inst, heuristic),
                                 allshare_search.objective(inst, placements))
+
+
+class RefinedTest(testtools.TestCase):
+    """Hosts with 5-8 movable memory-bound VMs: heuristic + budgeted B&B."""
+
+    @settings(max_examples=40, deadline=None)
+    @given(plan_inputs(max_domains=6, max_vms=8, max_cpus=4, max_vcpus=4))
+    def test_refined_never_worse_than_heuristic(self, plan_input):
+        inst, _ = cachedomain.build_instance(plan_input)
+        refined = cachedomain.solve(inst, 'refined')
+        self.assertTrue(allshare_search.is_feasible(inst, refined))
+        self.assertLessEqual(
+            allshare_search.objective(inst, refined),
+            allshare_search.objective(inst, allshare_search.heuristic(inst)))
+
+    def test_budget_needs_an_incumbent(self):
+        inst, _ = cachedomain.build_instance(cachedomain.input_from_dict(
+            {'domains': topo.Q6600, 'vms': [mem('a', 1)]}))
+        self.assertRaises(ValueError, allshare_search.exact, inst,
+                          budget=10)
+
+    def test_auto_picks_by_size(self):
+        # Six domains and five memory-bound VMs: refined, still optimal
+        # here (each VM gets an Empty domain).
+        plan_input, result, out = run_plan(
+            topo.HYBRID_ECORE, [mem('m%d' % i, 2) for i in range(5)])
+        self.assertEqual((0, 0, 0, 5), cachedomain.score(plan_input, result))
+        self.assertEqual(['clean'] * 5 + ['empty'],
+                         [d['state'] for d in out['domains'].values()])
