@@ -1,0 +1,151 @@
+"""Run the cache-scheduling scenarios and draw the evaluation plots.
+
+Usage::
+
+    pip install -r benchmarks/requirements.txt   # matplotlib, plots only
+    python benchmarks/cache_sim_bench.py [--json FILE] [--no-plots]
+
+Runs benchmarks/scenarios/cache-*.json through the same code as
+``nova-cacheaware simulate cache`` and writes
+doc/source/evaluation/cache-q6600.png and cache-cluster.png. The numbers go
+into doc/source/evaluation/cache-scheduling.rst by hand.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from nova_cacheaware.sim import cache
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DOC = os.path.join(HERE, '..', 'doc', 'source', 'evaluation')
+HOST_SCENARIOS = [('2 memory VMs', 'cache-q6600-2vm.json'),
+                  ('memory + CPU VM', 'cache-q6600-2vm-mixed.json'),
+                  ('4 memory VMs', 'cache-q6600-4vm.json')]
+CLUSTER_SCENARIOS = [('30 % memory-bound', 'cache-cluster-100.json'),
+                     ('70 % memory-bound', 'cache-cluster-100-memheavy.json')]
+ORDER = ['partial', 'credit', 'nova', 'cacheaware', 'optimum']
+# Study 000: run time normalised to credit (figs. 3.9 and 3.14, read off
+# the bars: All share < 0.5 with 2 VMs, about 0.8 with 4 VMs).
+PAPER_ALL_SHARE = {'2 memory VMs': 0.45, '4 memory VMs': 0.8}
+
+
+def load(name):
+    with open(os.path.join(HERE, 'scenarios', name)) as f:
+        return cache.load_scenario(json.load(f))
+
+
+def memory_time_vs_credit(result):
+    """Run time of the memory-bound VMs relative to credit (per policy)."""
+    base = result['policies']['credit']['memory_geomean']
+    return {p: round(base / r['memory_geomean'], 4)
+            for p, r in result['policies'].items()}
+
+
+def plot_host(rows, path):
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.16
+    for k, policy in enumerate(ORDER):
+        values = [row['memory_time_vs_credit'][policy] for row in rows]
+        xs = [i + (k - 2) * width for i in range(len(rows))]
+        ax.bar(xs, values, width, label=policy)
+        for x, v in zip(xs, values):
+            ax.text(x, v + 0.03, '%.2f' % v, ha='center', fontsize=7)
+    for i, row in enumerate(rows):
+        ref = PAPER_ALL_SHARE.get(row['scenario'])
+        if ref:
+            ax.plot([i - 2.5 * width, i + 2.5 * width], [ref, ref], 'k--',
+                    linewidth=1)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([row['scenario'] for row in rows])
+    ax.set_ylabel('memory-bound VM run time / credit')
+    ax.set_title('Q6600-like host (two 2-CPU L2 domains); '
+                 'dashed: study 000 All share')
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_cluster(clusters, path):
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(clusters), figsize=(11, 4),
+                             squeeze=False)
+    for ax, (label, result) in zip(axes[0], clusters):
+        _cluster_panel(ax, label, result)
+    axes[0][0].set_ylabel('performance vs alone, pinned, Clean')
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _cluster_panel(ax, label, result):
+    policies = [p for p in ORDER if p in result['policies']]
+    metrics = [('memory_geomean', 'memory VMs (geomean)'),
+               ('memory_p10', 'memory VMs (p10)'),
+               ('cpu_geomean', 'CPU VMs (geomean)'),
+               ('memory_all_share', 'memory VMs: All-share time')]
+    width = 0.25
+    for k, policy in enumerate(policies):
+        values = [result['policies'][policy][m] for m, _ in metrics]
+        xs = [i + (k - 1) * width for i in range(len(metrics))]
+        ax.bar(xs, values, width, label=policy)
+        for x, v in zip(xs, values):
+            ax.text(x, v + 0.01, '%.2f' % v, ha='center', fontsize=7)
+    ax.set_xticks(range(len(metrics)))
+    ax.set_xticklabels([name for _, name in metrics], fontsize=7,
+                       rotation=15)
+    ax.set_ylim(0, 1.3)
+    ax.set_title('100 hosts (4 x 4-CPU domains), %s' % label, fontsize=9)
+    ax.legend(fontsize=7, loc='upper center', ncol=3)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--json', metavar='FILE')
+    parser.add_argument('--no-plots', action='store_true')
+    parser.add_argument('--from-json', metavar='FILE',
+                        help='only redraw the plots from an earlier --json')
+    args = parser.parse_args(argv)
+    if args.from_json:
+        with open(args.from_json) as f:
+            doc = json.load(f)
+        plot_host(doc['host'], os.path.join(DOC, 'cache-q6600.png'))
+        plot_cluster(list(doc['clusters'].items()),
+                     os.path.join(DOC, 'cache-cluster.png'))
+        return 0
+    rows = []
+    for label, name in HOST_SCENARIOS:
+        result = cache.run(load(name))
+        rows.append({'scenario': label, 'file': name,
+                     'memory_time_vs_credit': memory_time_vs_credit(result),
+                     'time_vs_credit': {
+                         p: r['time_vs_credit']
+                         for p, r in result['policies'].items()},
+                     'result': result})
+    start = time.process_time()
+    clusters = [(label, cache.run(load(name)))
+                for label, name in CLUSTER_SCENARIOS]
+    doc = {'date': time.strftime('%Y-%m-%d', time.gmtime()), 'host': rows,
+           'clusters': dict(clusters),
+           'cluster_cpu_seconds': round(time.process_time() - start, 1)}
+    if not args.no_plots:
+        plot_host(rows, os.path.join(DOC, 'cache-q6600.png'))
+        plot_cluster(clusters, os.path.join(DOC, 'cache-cluster.png'))
+    json.dump(doc, sys.stdout, indent=2)
+    sys.stdout.write('\n')
+    if args.json:
+        with open(args.json, 'w') as f:
+            json.dump(doc, f, indent=2)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
