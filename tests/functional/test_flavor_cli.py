@@ -25,12 +25,16 @@ monkey_patch.patch()
 import fixtures  # noqa: E402
 from keystoneauth1 import session as ks_session  # noqa: E402
 from keystoneauth1 import token_endpoint  # noqa: E402
+from nova import objects  # noqa: E402
 from nova import test  # noqa: E402
 from nova.tests import fixtures as nova_fixtures  # noqa: E402
+from nova.virt import hardware  # noqa: E402
 from sqlalchemy import exc as sqla_exc  # noqa: E402
 
 from nova_cacheaware.cmd import cli  # noqa: E402
 from nova_cacheaware.cmd.commands import flavor as flavor_cmd  # noqa: E402
+from tests.fixtures import machines  # noqa: E402
+from tests.fixtures import sysfs_tree  # noqa: E402
 
 
 class TestFlavorSetThroughNovaAPI(test.TestCase):
@@ -121,3 +125,53 @@ class TestFlavorSetThroughNovaAPI(test.TestCase):
         self.assertEqual(2, rc)
         self.assertEqual('', out)
         self.assertIn('flavor no-such-flavor:', err)
+
+
+class TestNumaFullThroughNovaAPI(TestFlavorSetThroughNovaAPI):
+    """``flavor numa-full --write``: Nova accepts and understands the shape."""
+
+    def setUp(self):
+        super().setUp()
+        # Nova's base points TMPDIR at a per-test directory: write the
+        # (tiny) tree per test rather than caching it per process.
+        self.root = sysfs_tree.write_tree(
+            self.useFixture(fixtures.TempDir()).path,
+            machines.kvm_guest_two_sockets_no_cache())
+
+    def test_write_mirrors_the_host_and_nova_builds_the_topology(self):
+        self.admin_api.post_flavor({'flavor': {
+            'name': 'm1.numa', 'ram': 1024, 'vcpus': 4, 'disk': 0,
+            'id': 'numa-4'}})
+        rc, out, err = self.run_cli('flavor', 'numa-full', '--sysfs-root',
+                                    self.root, '--write', 'm1.numa')
+        self.assertEqual((0, ''), (rc, err))
+        expected = {'hw:numa_nodes': '2', 'hw:numa_cpus.0': '0-1',
+                    'hw:numa_cpus.1': '2-3', 'hw:numa_mem.0': '512',
+                    'hw:numa_mem.1': '512', 'cacheaware:numa': 'full'}
+        specs = self.admin_api.get_flavor('numa-4')['extra_specs']
+        self.assertEqual(expected, specs)
+        self.assertEqual(sorted('set %s=%s' % kv for kv in expected.items()),
+                         out.splitlines())
+        # Nova's own parser turns the specs into the mirrored guest shape.
+        flavor = objects.Flavor(vcpus=4, memory_mb=1024, extra_specs=specs)
+        topology = hardware.numa_get_constraints(
+            flavor, objects.ImageMeta.from_dict({}))
+        self.assertEqual([({0, 1}, 512), ({2, 3}, 512)],
+                         [(c.cpuset, c.memory) for c in topology.cells])
+
+    def test_vcpu_mismatch_is_refused_and_nothing_written(self):
+        rc, out, err = self.run_cli('flavor', 'numa-full', '--sysfs-root',
+                                    self.root, '--write', 'm1.cache',
+                                    '--ram-mb', '2048', '--usable-cpus', '0')
+        self.assertEqual((2, ''), (rc, out))
+        self.assertIn('flavor m1.cache has 4 vCPUs; this host shape needs 1',
+                      err)
+        self.assertEqual({}, self.extra_specs())
+
+    def test_dry_run(self):
+        rc, out, _err = self.run_cli('flavor', 'numa-full', '--sysfs-root',
+                                     self.root, '--write', 'cache-4',
+                                     '--dry-run')
+        self.assertEqual(0, rc)
+        self.assertIn('would set hw:numa_mem.0=1024', out.splitlines())
+        self.assertEqual({}, self.extra_specs())

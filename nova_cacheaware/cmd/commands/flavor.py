@@ -12,6 +12,7 @@ import sys
 
 from nova_cacheaware.api import flavor_specs
 from nova_cacheaware.cmd import common
+from nova_cacheaware.cmd import flavor_numa
 from nova_cacheaware import exception
 
 NAME = 'flavor'
@@ -43,8 +44,15 @@ def _add_option_args(parser):
                      % (option, default))
 
 
+def _add_cloud_args(parser):
+    parser.add_argument(
+        '--os-cloud', metavar='NAME',
+        help='cloud in clouds.yaml (default: $OS_CLOUD, else the OS_* '
+             'environment variables)')
+
+
 def configure(parser):
-    """Add the ``set`` and ``show-specs`` actions."""
+    """Add the ``set``, ``show-specs`` and ``numa-full`` actions."""
     actions = parser.add_subparsers(dest='flavor_action', metavar='ACTION')
     actions.required = True
     set_parser = actions.add_parser(
@@ -56,11 +64,10 @@ def configure(parser):
     _add_option_args(set_parser)
     set_parser.add_argument('--dry-run', action='store_true',
                             help='print what would change, write nothing')
-    set_parser.add_argument(
-        '--os-cloud', metavar='NAME',
-        help='cloud in clouds.yaml (default: $OS_CLOUD, else the OS_* '
-             'environment variables)')
+    _add_cloud_args(set_parser)
     set_parser.set_defaults(flavor_func=run_set)
+    flavor_numa.configure(actions, _add_cloud_args).set_defaults(
+        flavor_func=run_numa_full)
     show = actions.add_parser(
         'show-specs', help='print the specs without writing anything',
         description='Print the extra specs for a flavor with --vcpus vCPUs '
@@ -129,6 +136,45 @@ def nova_client(args):
     session, kwargs = session_from_args(args)
     return nova_client_mod.Client(COMPUTE_API_VERSION, session=session,
                                   **{k: v for k, v in kwargs.items() if v})
+
+
+def find_flavor(args, flavor_ref):
+    """The novaclient flavor named or numbered ``flavor_ref``."""
+    from keystoneauth1 import exceptions as ks_exc
+    from novaclient import exceptions as nova_exc
+    from novaclient import utils as nova_utils
+    try:
+        return _WritableFlavor(nova_utils.find_resource(
+            nova_client(args).flavors, flavor_ref), flavor_ref)
+    except (nova_exc.ClientException, nova_exc.CommandError,
+            ks_exc.ClientException) as e:
+        raise CloudRequestFailed(
+            reason='flavor %s: %s' % (flavor_ref, e)) from None
+
+
+class _WritableFlavor:
+    """A novaclient flavor whose writes map failures to one-line errors."""
+
+    def __init__(self, flavor, ref):
+        self._flavor = flavor
+        self._ref = ref
+        self.vcpus = flavor.vcpus
+        self.ram = flavor.ram
+
+    def set_keys(self, specs):
+        """Write extra specs; Nova's validators may refuse (HTTP 400)."""
+        from keystoneauth1 import exceptions as ks_exc
+        from novaclient import exceptions as nova_exc
+        try:
+            self._flavor.set_keys(specs)
+        except (nova_exc.ClientException, ks_exc.ClientException) as e:
+            raise CloudRequestFailed(
+                reason='flavor %s: %s' % (self._ref, e)) from None
+
+
+def run_numa_full(args):
+    """Derive (and optionally write) full-NUMA specs for a host."""
+    return flavor_numa.run(args, find_flavor)
 
 
 def apply_to_flavor(nova, flavor_ref, options, dry_run=False):
