@@ -191,3 +191,44 @@ def host_nodes_from_topology(topology, usable_cpus=None):
                                memory_mib=node.memory_mib,
                                package=min(packages) if packages else 0))
     return tuple(result)
+
+
+def mirror_mismatch(guest_cells, host_nodes):
+    """Why a guest NUMA shape does not mirror a host, or None if it does.
+
+    ``guest_cells``: ``[(vcpu count, memory MiB), ...]`` in guest node
+    order; ``host_nodes``: :class:`HostNode` values. The guest mirrors the
+    host when it has the shape :func:`derive` gives for that host in either
+    memoryless mode (same number of nodes, the same CPU count per node) and
+    each guest node's memory fits the host node(s) it mirrors.
+    """
+    if not guest_cells:
+        return 'the request has no guest NUMA topology (hw:numa_nodes)'
+    wanted = [count for count, _mem in guest_cells]
+    modes_by_counts = {}
+    for mode in MEMORYLESS_MODES:
+        try:
+            # Only the shape matters here: any RAM >= the node count will do.
+            shape = derive(host_nodes, max(1, len(host_nodes)), mode)
+        except NUMAFlavorError as e:
+            return str(e)
+        counts = [len(n.vcpus) for n in shape.nodes]
+        if counts != wanted:
+            modes_by_counts.setdefault(tuple(counts), []).append(mode)
+            continue
+        memory = {n.id: n.memory_mib for n in host_nodes}
+        for node, (_count, mem) in zip(shape.nodes, guest_cells):
+            room = sum(memory[i] for i in node.host_nodes)
+            if mem > room:
+                return ('guest node %d needs %d MiB, host node(s) %s have '
+                        '%d MiB' % (node.id, mem, list(node.host_nodes),
+                                    room))
+        return None
+    if len(modes_by_counts) == 1:
+        counts = list(next(iter(modes_by_counts)))
+        return ('host nodes give %s vCPUs per guest node, the request has %s'
+                % (counts, wanted))
+    return '; '.join('host nodes give %s vCPUs per guest node (memoryless '
+                     '%s), the request has %s' % (list(c), '/'.join(m),
+                                                  wanted)
+                     for c, m in modes_by_counts.items())

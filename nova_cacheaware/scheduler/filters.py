@@ -33,9 +33,13 @@ from nova.scheduler import filters
 from nova_cacheaware.api import specs
 from nova_cacheaware import exception
 from nova_cacheaware import names
+from nova_cacheaware.scheduler import full_numa
 from nova_cacheaware.scheduler import live_state
 
 LOG = logging.getLogger(__name__)
+
+#: Importable as ``nova_cacheaware.scheduler.filters.FullNUMAFilter``.
+FullNUMAFilter = full_numa.FullNUMAFilter
 
 
 class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
@@ -128,4 +132,4 @@ def candidate_reason(candidate, vcpus, clean_required, busy_providers):
 
 def all_filters():
     """Every filter of nova-cacheaware, for ``available_filters``."""
-    return [CacheDomainFilter]
+    return [CacheDomainFilter, FullNUMAFilter]

@@ -60,7 +60,8 @@ class DevstackPluginTest(base.FunctionalTestCase):
                           'nova_cacheaware.scheduler.filters.all_filters'],
                          sched.available_filters)
         self.assertEqual(['ComputeFilter', 'NUMATopologyFilter',
-                          'CacheDomainFilter'], sched.enabled_filters)
+                          'CacheDomainFilter', 'FullNUMAFilter'],
+                         sched.enabled_filters)
         self.assertEqual(['nova.scheduler.weights.all_weighers',
                           'nova_cacheaware.scheduler.weights.all_weighers'],
                          sched.weight_classes)
@@ -71,7 +72,8 @@ class DevstackPluginTest(base.FunctionalTestCase):
         self.assertEqual(['ComputeFilter', 'ComputeCapabilitiesFilter',
                           'ImagePropertiesFilter',
                           'ServerGroupAntiAffinityFilter',
-                          'ServerGroupAffinityFilter', 'CacheDomainFilter'],
+                          'ServerGroupAffinityFilter', 'CacheDomainFilter',
+                          'FullNUMAFilter'],
                          sched.enabled_filters)
         self.assertFalse(os.path.exists(self.agent_conf))
 

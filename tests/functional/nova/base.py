@@ -81,9 +81,11 @@ class CacheAwareTestBase(base.ServersTestBase):
 
     microversion = '2.86'   # extra-spec validation needs 2.86+
     ADMIN_API = True
+    #: ``[filter_scheduler] enabled_filters`` for the test's scheduler.
+    enabled_filters = NOVA_DEFAULT_FILTERS + [FILTER]
 
     def setUp(self):
-        enable_plugins(self)
+        enable_plugins(self, self.enabled_filters)
         super().setUp()
         ignore_nova_sqlalchemy_warning()
 
