@@ -159,7 +159,8 @@ class CacheDomainFilterTest(PluginTestCase):
             host('h1', [candidate()]), spec({'cacheaware:oops': '1'})))
 
     def test_all_filters(self):
-        self.assertEqual([filters.CacheDomainFilter], filters.all_filters())
+        self.assertEqual([filters.CacheDomainFilter, filters.FullNUMAFilter],
+                         filters.all_filters())
 
 
 class CacheContentionWeigherTest(PluginTestCase):
