@@ -4,8 +4,6 @@ Subcommands live in :mod:`nova_cacheaware.cmd.commands`, one module each.
 """
 
 import argparse
-import importlib
-import pkgutil
 import sys
 
 from nova_cacheaware.cmd import commands
@@ -22,15 +20,6 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, '%s: error: %s\n' % (self.prog, message))
 
 
-def _subcommand_modules():
-    for info in sorted(pkgutil.iter_modules(commands.__path__),
-                       key=lambda i: i.name):
-        module = importlib.import_module('%s.%s' % (commands.__name__,
-                                                    info.name))
-        if hasattr(module, 'NAME'):
-            yield module
-
-
 def build_parser():
     """The argument parser with every discovered subcommand."""
     parser = _OneLineParser(
@@ -38,14 +27,7 @@ def build_parser():
         description='Cache-, NUMA- and pCPU-aware tools for OpenStack Nova.')
     parser.add_argument('--version', action='version',
                         version=version.version_string())
-    sub = parser.add_subparsers(dest='command', metavar='COMMAND',
-                                parser_class=_OneLineParser)
-    sub.required = True
-    for module in _subcommand_modules():
-        child = sub.add_parser(module.NAME, help=module.HELP,
-                               description=module.HELP)
-        module.configure(child)
-        child.set_defaults(func=module.run)
+    commands.add_commands(parser, commands, 'command', 'COMMAND', 'func')
     return parser
 
 

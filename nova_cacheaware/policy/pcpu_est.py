@@ -90,6 +90,16 @@ class EstimateRequest:
     vms: dict
     pcpus: tuple = None
 
+    def flat_vcpus(self):
+        """``({(vm, index): affinity}, {(vm, index): cap})`` of every vCPU."""
+        affinities = {}
+        caps = {}
+        for name, vm in self.vms.items():
+            for index, affinity in vm.vcpus.items():
+                affinities[(name, index)] = affinity
+                caps[(name, index)] = vm.cap(index)
+        return affinities, caps
+
     def to_dict(self):
         """The CLI input document."""
         doc = {'vms': {name: vm.to_dict() for name, vm in self.vms.items()}}
@@ -256,12 +266,7 @@ def estimate(request):
     Returns an :class:`EstimateResult`; see the module docstring for the
     semantics and the algorithm.
     """
-    affinities = {}
-    caps = {}
-    for name, vm in request.vms.items():
-        for index, affinity in vm.vcpus.items():
-            affinities[(name, index)] = affinity
-            caps[(name, index)] = vm.cap(index)
+    affinities, caps = request.flat_vcpus()
     members, levels = _solve(affinities, caps, request.pcpus)
     floats = {k: float(v) for k, v in levels.items()}
     floats[None] = 0.0

@@ -147,12 +147,7 @@ def greedy_estimate(request):
     Returns an :class:`pcpu_est.EstimateResult` like the exact estimate,
     with the study's rounding (up) applied the same way.
     """
-    affinities = {}
-    caps = {}
-    for name, vm in request.vms.items():
-        for index, affinity in vm.vcpus.items():
-            affinities[(name, index)] = affinity
-            caps[(name, index)] = vm.cap(index)
+    affinities, caps = request.flat_vcpus()
     shares = greedy_shares(affinities, caps, request.pcpus)
     vms = {}
     for name, vm in request.vms.items():
