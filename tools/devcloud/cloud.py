@@ -281,6 +281,18 @@ def demo(cloud, keep=False):
     return 1 if failed else 0
 
 
+def ensure_flavor(cloud, name, vcpus, ram, disk):
+    """A plain public flavor ``name`` (created once); print its id."""
+    for flavor in cloud.nova('GET', '/flavors?is_public=None')['flavors']:
+        if flavor['name'] == name:
+            print(flavor['id'])
+            return 0
+    flavor = cloud.nova('POST', '/flavors', {'flavor': {
+        'name': name, 'vcpus': vcpus, 'ram': ram, 'disk': disk}})['flavor']
+    print(flavor['id'])
+    return 0
+
+
 def main(argv=None):
     """Parse the subcommand and run it."""
     parser = argparse.ArgumentParser(prog='cloud.py')
@@ -289,6 +301,11 @@ def main(argv=None):
     wait.add_argument('count', type=int)
     wait.add_argument('--timeout', type=int, default=180)
     sub.add_parser('sync-domains')
+    fl = sub.add_parser('ensure-flavor')
+    fl.add_argument('name')
+    fl.add_argument('vcpus', type=int)
+    fl.add_argument('ram', type=int)
+    fl.add_argument('disk', type=int)
     d = sub.add_parser('demo')
     d.add_argument('--keep', action='store_true',
                    help='leave the servers and flavors in place')
@@ -301,6 +318,9 @@ def main(argv=None):
         if note:
             print('note: ' + note)
         return 0
+    if args.cmd == 'ensure-flavor':
+        return ensure_flavor(cloud, args.name, args.vcpus, args.ram,
+                             args.disk)
     return demo(cloud, args.keep)
 
 
