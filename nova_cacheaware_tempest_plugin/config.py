@@ -28,6 +28,10 @@ CacheAwareGroup = [
                help='Trait that marks cache domain resource providers.'),
     cfg.StrOpt('domain_resource_class', default='CUSTOM_CACHE_DOMAIN_VCPU',
                help='Resource class of a cache domain\'s vCPUs.'),
+    cfg.StrOpt('domain_membound_class',
+               default='CUSTOM_CACHE_DOMAIN_MEMBOUND',
+               help='Resource class of a cache domain\'s memory-bound VM '
+                    'slots.'),
     cfg.BoolOpt('networks_none', default=True,
                 help='Create test servers with "networks": "none" '
                      '(compute API 2.37+): for clouds without Neutron '

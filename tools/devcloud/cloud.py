@@ -155,9 +155,11 @@ DEMO_SERVERS = (
 
 
 def _literal_specs(vcpus, with_placement):
-    specs = {'cacheaware:cache_share': 'all', 'cacheaware:workload': 'memory'}
+    specs = {'cacheaware:cache_share': 'all', 'cacheaware:workload': 'memory',
+             'cacheaware:cache_clean': 'required'}
     if with_placement:
         specs.update({'resources_CACHE:CUSTOM_CACHE_DOMAIN_VCPU': str(vcpus),
+                      'resources_CACHE:CUSTOM_CACHE_DOMAIN_MEMBOUND': '1',
                       'group_policy': 'none'})
     return specs
 
@@ -169,6 +171,7 @@ def _set_flavor_specs(cloud, flavor, vcpus, with_placement, notes):
             [tool, 'flavor', '--help'], capture_output=True).returncode == 0:
         subprocess.run([tool, 'flavor', 'set', flavor['id'],
                         '--cache-share', 'all', '--workload', 'memory',
+                        '--cache-clean', 'required',
                         '--os-cloud', 'devcloud'], check=True,
                        capture_output=True)
         return

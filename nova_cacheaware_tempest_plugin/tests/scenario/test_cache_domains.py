@@ -98,11 +98,22 @@ class CacheAwareScenarioTest(test.BaseTestCase):
         return flavor
 
     def allshare_specs(self):
-        """The specs of an All-share memory-bound flavor."""
+        """The specs of an All-share memory-bound flavor that needs Clean.
+
+        What ``nova-cacheaware flavor set --cache-share all --workload
+        memory --cache-clean required`` writes, less the agent-health
+        trait: the domain's vCPUs and its one memory-bound slot in one
+        granular group, so Placement itself keeps two such servers out of
+        one domain (with ``cache_clean=preferred`` that is only the
+        weigher's preference, which a test cannot rely on).
+        """
+        group = 'resources_CACHE:'
         return {'cacheaware:cache_share': 'all',
                 'cacheaware:workload': 'memory',
-                'resources_CACHE:%s' % CONF.cacheaware.domain_resource_class:
+                'cacheaware:cache_clean': 'required',
+                group + CONF.cacheaware.domain_resource_class:
                     str(CONF.cacheaware.flavor_vcpus),
+                group + CONF.cacheaware.domain_membound_class: '1',
                 'group_policy': 'none'}
 
     def boot(self, flavor, host=None):
