@@ -90,21 +90,28 @@ start_svc() {  # name command...
     echo $! > "$RUN/$name.pid"
 }
 
-stop_svc() {  # name: TERM the process group, KILL after 10 s
-    local name=$1 pid
-    [ -f "$RUN/$name.pid" ] || return 0
-    pid=$(cat "$RUN/$name.pid")
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
-        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL -- "-$pid" 2>/dev/null || true
-    fi
-    rm -f "$RUN/$name.pid"
+stop_many() {  # names...: TERM each process group, KILL what is left after 15 s
+    local name pid pids=()
+    for name in "$@"; do
+        [ -f "$RUN/$name.pid" ] || continue
+        pid=$(cat "$RUN/$name.pid")
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
+            pids+=("$pid")
+        fi
+        rm -f "$RUN/$name.pid"
+    done
+    for _ in $(seq 150); do
+        local left=0
+        for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left=1; done
+        [ $left = 0 ] && return 0
+        sleep 0.1
+    done
+    for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
 }
 
 wait_http() {  # name url [seconds]
-    local i
-    for i in $(seq $((${3:-90} * 5))); do
+    for _ in $(seq $((${3:-90} * 5))); do
         curl -s -o /dev/null "$2" && return 0
         if ! alive "$1"; then
             tail -n 30 "$LOGS/$1.log" >&2; die "$1 exited (log: $LOGS/$1.log)"
@@ -307,18 +314,20 @@ cmd_down() {
                 || virsh -c "$LIBVIRT_URI" undefine "$name" >/dev/null 2>&1
         done
     fi
-    for name in nova-api compute-devcloud-libvirt $(for t in $FAKE_COMPUTES; do echo "compute-devcloud-$t"; done) \
-            scheduler conductor placement keystone image libvirtd virtlogd; do
-        stop_svc "$name"
-    done
-    for f in "$RUN"/*.pid; do [ -e "$f" ] && stop_svc "$(basename "$f" .pid)"; done
+    # Nova services first (they talk to the rest while shutting down), all
+    # at once: nova-compute's graceful stop takes seconds each.
+    local first=(nova-api scheduler conductor compute-devcloud-libvirt)
+    for t in $FAKE_COMPUTES; do first+=("compute-devcloud-$t"); done
+    stop_many "${first[@]}"
+    stop_many placement keystone image libvirtd virtlogd
+    for f in "$RUN"/*.pid; do [ -e "$f" ] && stop_many "$(basename "$f" .pid)"; done
     if mysql_q "SELECT 1" >/dev/null 2>&1; then
         for db in $DATABASES; do mysql_q "DROP DATABASE IF EXISTS \`$DB_PREFIX$db\`"; done
     fi
     if rabbitmqctl -q list_vhosts 2>/dev/null | grep -qx "$RABBIT_VHOST"; then
         rabbitmqctl -q delete_vhost "$RABBIT_VHOST" >/dev/null 2>&1
     fi
-    rm -rf "$DC/nova" "$DC/keystone" "$DC/etc" "$LIBVIRT_DIR" "$RUN" "$DC/etc-plugins.out"
+    rm -rf "${DC:?}/nova" "${DC:?}/keystone" "${DC:?}/etc" "${LIBVIRT_DIR:?}" "${RUN:?}" "${DC:?}/etc-plugins.out"
     if [ "${1:-}" = "--purge" ]; then
         rm -rf "$DC"
     fi

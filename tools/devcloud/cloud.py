@@ -169,12 +169,16 @@ def _set_flavor_specs(cloud, flavor, vcpus, with_placement, notes):
     tool = os.path.join(os.path.dirname(sys.executable), 'nova-cacheaware')
     if with_placement and subprocess.run(
             [tool, 'flavor', '--help'], capture_output=True).returncode == 0:
-        subprocess.run([tool, 'flavor', 'set', flavor['id'],
-                        '--cache-share', 'all', '--workload', 'memory',
-                        '--cache-clean', 'required',
-                        '--os-cloud', 'devcloud'], check=True,
-                       capture_output=True)
-        return
+        done = subprocess.run([tool, 'flavor', 'set', flavor['id'],
+                               '--cache-share', 'all', '--workload', 'memory',
+                               '--cache-clean', 'required',
+                               '--os-cloud', 'devcloud'],
+                              capture_output=True, text=True)
+        if done.returncode == 0:
+            return
+        notes['flavor-tool'] = ('nova-cacheaware flavor set failed (%s): '
+                                'wrote the literal extra specs'
+                                % done.stderr.strip().splitlines()[-1:])
     if with_placement and 'flavor-tool' not in notes:
         notes['flavor-tool'] = ('nova-cacheaware flavor set not installed: '
                                 'wrote the literal extra specs')
@@ -235,9 +239,9 @@ def demo(cloud, keep=False):
         except RuntimeError as e:
             notes['boot-' + name] = str(e)
     servers = _wait_servers(cloud, ids)
-    print('%-13s %-8s %-24s %-44s %s' % ('SERVER', 'STATUS', 'HOST',
-                                          'ALLOCATION (provider: resources)',
-                                          'PINNING (libvirt)'))
+    print('%-13s %-8s %-24s %-44s %s' % (
+        'SERVER', 'STATUS', 'HOST', 'ALLOCATION (provider: resources)',
+        'PINNING (libvirt)'))
     names = {r['uuid']: r['name'] for r in cloud.placement(
         'GET', '/resource_providers')['resource_providers']}
     for s in servers:

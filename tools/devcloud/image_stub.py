@@ -91,8 +91,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = 'HTTP/1.1'
 
     def log_message(self, fmt, *args):
-        sys.stderr.write('%s %s %s\n' % (self.log_date_time_string(),
-                                           self.server.kind, fmt % args))
+        sys.stderr.write('%s %s %s\n' % (
+            self.log_date_time_string(), self.server.kind, fmt % args))
 
     def _json(self, code, body):
         data = json.dumps(body).encode()
@@ -168,9 +168,8 @@ def main():
         srv.kind, srv.images = kind, images
         servers.append(srv)
         threading.Thread(target=srv.serve_forever, daemon=True).start()
-    print('image stub on :%s, network stub on :%s' % (glance_port,
-                                                     neutron_port),
-          flush=True)
+    print('image stub on :%s, network stub on :%s'
+          % (glance_port, neutron_port), flush=True)
     threading.Event().wait()
 
 
