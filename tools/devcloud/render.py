@@ -36,7 +36,10 @@ def _classes(obj):
     """Classes named by a filter/weigher path: a class or a function."""
     if inspect.isclass(obj):
         return [obj]
-    return list(obj())
+    classes = list(obj())
+    if not all(inspect.isclass(c) for c in classes):
+        raise TypeError('it did not return a list of classes')
+    return classes
 
 
 def resolve_plugins(available, enabled, weighers):

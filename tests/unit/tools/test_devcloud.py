@@ -60,11 +60,14 @@ class ResolvePluginsTest(testtools.TestCase):
         self.assertIn('weigher path no_such_pkg.weights.all_weighers',
                       out['notes'][2])
 
-    def test_function_returning_classes(self):
+    def test_function_not_returning_classes_left_out(self):
         # A path to a function is called for its classes, like nova does.
-        out = render.resolve_plugins([], [], ['os.listdir'])
-        self.assertEqual(1, len(out['notes']))
-        self.assertIn('os.listdir left out', out['notes'][0])
+        out = render.resolve_plugins([], [], ['os.getcwd'])
+        self.assertEqual(['nova.scheduler.weights.all_weighers'],
+                         out['weight_classes'])
+        self.assertEqual(['weigher path os.getcwd left out: TypeError: '
+                          'it did not return a list of classes'],
+                         out['notes'])
 
 
 class ImageStubTest(testtools.TestCase):
