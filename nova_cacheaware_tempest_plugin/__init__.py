@@ -1,0 +1,1 @@
+"""Tempest plugin for nova-cacheaware: scenario tests against any cloud."""

@@ -1,0 +1,39 @@
+"""The ``[cacheaware]`` group of tempest.conf."""
+
+from oslo_config import cfg
+
+cacheaware_group = cfg.OptGroup(
+    name='cacheaware',
+    title='nova-cacheaware options',
+    help='Options of the nova-cacheaware tempest plugin.')
+
+CacheAwareGroup = [
+    cfg.StrOpt('image_ref',
+               help='Image to boot the test servers from. Empty: '
+                    '[compute] image_ref.'),
+    cfg.IntOpt('flavor_vcpus', default=2, min=1,
+               help='vCPUs of the cache-aware test flavors. Every cache '
+                    'domain under test must hold this many vCPUs.'),
+    cfg.IntOpt('flavor_ram_mb', default=256, min=64,
+               help='RAM of the test flavors, in MiB.'),
+    cfg.IntOpt('flavor_disk_gb', default=1, min=0,
+               help='Root disk of the test flavors, in GiB.'),
+    cfg.BoolOpt('api_validators', default=True,
+                help='Whether the cloud runs the nova-cacheaware flavor '
+                     'extra-spec validators in nova-api (the '
+                     'nova.api.extra_spec_validators entry point). False '
+                     'skips the "bad specs are refused" tests with that '
+                     'reason.'),
+    cfg.StrOpt('domain_trait', default='CUSTOM_CACHEAWARE_DOMAIN',
+               help='Trait that marks cache domain resource providers.'),
+    cfg.StrOpt('domain_resource_class', default='CUSTOM_CACHE_DOMAIN_VCPU',
+               help='Resource class of a cache domain\'s vCPUs.'),
+    cfg.StrOpt('domain_membound_class',
+               default='CUSTOM_CACHE_DOMAIN_MEMBOUND',
+               help='Resource class of a cache domain\'s memory-bound VM '
+                    'slots.'),
+    cfg.BoolOpt('networks_none', default=True,
+                help='Create test servers with "networks": "none" '
+                     '(compute API 2.37+): for clouds without Neutron '
+                     'networks, such as the devcloud.'),
+]

@@ -1,0 +1,252 @@
+"""Scenario tests: cache-aware flavors on a cloud with nova-cacheaware.
+
+What an operator checks after deploying the extension:
+
+* All-share memory-bound servers get distinct cache domain providers in
+  their Placement allocations (one domain each, never shared);
+* two such servers on one host land in different domains of that host;
+* bad ``cacheaware:`` extra specs are refused with HTTP 400;
+* servers without the specs are unaffected (no domain in the allocation).
+
+Tests that need admin skip when tempest has no admin credentials; tests that
+need the extension skip, with the reason, when the cloud lacks it (no
+provider with the domain trait, validators not deployed).
+"""
+
+import collections
+
+from tempest.common import credentials_factory
+from tempest.common import waiters
+from tempest import config
+from tempest.lib.common import api_microversion_fixture
+from tempest.lib.common.utils import data_utils
+from tempest.lib.common.utils import test_utils
+from tempest.lib import decorators
+from tempest.lib import exceptions as lib_exc
+from tempest import test
+
+CONF = config.CONF
+# 2.74: "host" in server create (admin); 2.86: Nova validates extra specs.
+COMPUTE_MICROVERSION = '2.86'
+PLACEMENT_MICROVERSION = '1.39'
+
+
+class CacheAwareScenarioTest(test.BaseTestCase):
+    """Shared setup: clients, flavors with cleanup, boot and allocation."""
+
+    credentials = ['primary', 'admin']
+
+    @classmethod
+    def skip_checks(cls):
+        super().skip_checks()
+        if not credentials_factory.is_admin_available(
+                identity_version=CONF.identity.auth_version):
+            raise cls.skipException(
+                'nova-cacheaware scenario tests need admin credentials '
+                '(flavor extra specs and Placement allocations are '
+                'admin-only)')
+
+    @classmethod
+    def setup_clients(cls):
+        super().setup_clients()
+        cls.servers_client = cls.os_primary.servers_client
+        cls.admin_servers_client = cls.os_admin.servers_client
+        cls.flavors_client = cls.os_admin.flavors_client
+        cls.placement_client = cls.os_admin.placement_client
+        cls.rp_client = cls.os_admin.resource_providers_client
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(api_microversion_fixture.APIMicroversionFixture(
+            compute_microversion=COMPUTE_MICROVERSION,
+            placement_microversion=PLACEMENT_MICROVERSION))
+
+    # -- helpers ---------------------------------------------------------
+    def domain_providers(self):
+        """``{rp uuid: provider}`` of every cache domain provider."""
+        try:
+            self.placement_client.show_trait(CONF.cacheaware.domain_trait)
+        except lib_exc.NotFound:
+            # Placement refuses to filter on a trait it does not know.
+            return {}
+        rps = self.rp_client.list_resource_providers(
+            required=CONF.cacheaware.domain_trait)['resource_providers']
+        return {rp['uuid']: rp for rp in rps}
+
+    def require_domains(self, minimum=1):
+        """Skip unless the cloud has ``minimum`` domain providers."""
+        domains = self.domain_providers()
+        if len(domains) < minimum:
+            raise self.skipException(
+                'the cloud has %d resource providers with trait %s (need '
+                '%d): nova-cacheaware domain providers are not deployed'
+                % (len(domains), CONF.cacheaware.domain_trait, minimum))
+        return domains
+
+    def create_flavor(self, extra_specs=None):
+        """An admin flavor of the configured size, deleted at cleanup."""
+        flavor = self.flavors_client.create_flavor(
+            name=data_utils.rand_name('cacheaware'),
+            vcpus=CONF.cacheaware.flavor_vcpus,
+            ram=CONF.cacheaware.flavor_ram_mb,
+            disk=CONF.cacheaware.flavor_disk_gb)['flavor']
+        self.addCleanup(test_utils.call_and_ignore_notfound_exc,
+                        self.flavors_client.delete_flavor, flavor['id'])
+        if extra_specs:
+            self.flavors_client.set_flavor_extra_spec(flavor['id'],
+                                                      **extra_specs)
+        return flavor
+
+    def allshare_specs(self):
+        """The specs of an All-share memory-bound flavor that needs Clean.
+
+        What ``nova-cacheaware flavor set --cache-share all --workload
+        memory --cache-clean required`` writes, less the agent-health
+        trait: the domain's vCPUs and its one memory-bound slot in one
+        granular group, so Placement itself keeps two such servers out of
+        one domain (with ``cache_clean=preferred`` that is only the
+        weigher's preference, which a test cannot rely on).
+        """
+        group = 'resources_CACHE:'
+        return {'cacheaware:cache_share': 'all',
+                'cacheaware:workload': 'memory',
+                'cacheaware:cache_clean': 'required',
+                group + CONF.cacheaware.domain_resource_class:
+                    str(CONF.cacheaware.flavor_vcpus),
+                group + CONF.cacheaware.domain_membound_class: '1',
+                'group_policy': 'none'}
+
+    def boot(self, flavor, host=None):
+        """Boot one server, wait for ACTIVE; delete it at cleanup."""
+        kwargs = {'name': data_utils.rand_name('cacheaware'),
+                  'imageRef': (CONF.cacheaware.image_ref
+                               or CONF.compute.image_ref),
+                  'flavorRef': flavor['id']}
+        if CONF.cacheaware.networks_none:
+            kwargs['networks'] = 'none'
+        client = self.servers_client
+        if host:
+            kwargs['host'] = host
+            client = self.admin_servers_client
+        server = client.create_server(**kwargs)['server']
+        self.addCleanup(waiters.wait_for_server_termination,
+                        client, server['id'])
+        self.addCleanup(test_utils.call_and_ignore_notfound_exc,
+                        client.delete_server, server['id'])
+        waiters.wait_for_server_status(client, server['id'], 'ACTIVE')
+        return self.admin_servers_client.show_server(server['id'])['server']
+
+    def allocation(self, server):
+        """``{rp uuid: resources}`` of a server's Placement allocation."""
+        allocs = self.placement_client.list_allocations(server['id'])
+        return {rp: a['resources']
+                for rp, a in allocs['allocations'].items()}
+
+    def domain_of(self, server, domains):
+        """The one domain provider in a server's allocation."""
+        used = [rp for rp in self.allocation(server) if rp in domains]
+        self.assertEqual(1, len(used),
+                         'server %s should hold exactly one cache domain, '
+                         'its allocation names %s' % (server['id'], used))
+        return used[0]
+
+
+class AllShareTest(CacheAwareScenarioTest):
+    """All-share memory-bound servers and their cache domains."""
+
+    @decorators.idempotent_id('0c7b8f0e-8f7a-4d8e-9a61-3c1f5b1f6a01')
+    def test_allshare_servers_get_distinct_domains(self):
+        """Two All-share memory-bound servers never share a domain."""
+        domains = self.require_domains(minimum=2)
+        flavor = self.create_flavor(self.allshare_specs())
+        first = self.boot(flavor)
+        second = self.boot(flavor)
+        d1 = self.domain_of(first, domains)
+        d2 = self.domain_of(second, domains)
+        self.assertNotEqual(d1, d2)
+        rc = CONF.cacheaware.domain_resource_class
+        self.assertEqual(CONF.cacheaware.flavor_vcpus,
+                         self.allocation(first)[d1][rc])
+
+    @decorators.idempotent_id('0c7b8f0e-8f7a-4d8e-9a61-3c1f5b1f6a02')
+    def test_two_servers_one_host_different_domains(self):
+        """On one host with two domains, two servers get one each."""
+        domains = self.require_domains(minimum=2)
+        per_root = collections.defaultdict(list)
+        for rp in domains.values():
+            per_root[rp['root_provider_uuid']].append(rp['uuid'])
+        roots = [r for r, ds in per_root.items() if len(ds) >= 2]
+        if not roots:
+            raise self.skipException('no compute node has two or more '
+                                     'cache domain providers')
+        hypervisors = self.os_admin.hypervisor_client.list_hypervisors(
+            detail=True)['hypervisors']
+        by_uuid = {h['id']: h for h in hypervisors}
+        host = None
+        for root in roots:
+            if root in by_uuid:
+                host = by_uuid[root]['service']['host']
+                break
+        if host is None:
+            raise self.skipException('no hypervisor matches the compute '
+                                     'providers that have domains')
+        flavor = self.create_flavor(self.allshare_specs())
+        first = self.boot(flavor, host=host)
+        second = self.boot(flavor, host=host)
+        self.assertEqual(host, first['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual(host, second['OS-EXT-SRV-ATTR:host'])
+        self.assertNotEqual(self.domain_of(first, domains),
+                            self.domain_of(second, domains))
+
+
+class ExtraSpecValidationTest(CacheAwareScenarioTest):
+    """Bad ``cacheaware:`` specs are refused by nova-api."""
+
+    @classmethod
+    def skip_checks(cls):
+        super().skip_checks()
+        if not CONF.cacheaware.api_validators:
+            raise cls.skipException(
+                'the nova-cacheaware extra-spec validators are not deployed '
+                '([cacheaware] api_validators = False)')
+
+    @decorators.idempotent_id('0c7b8f0e-8f7a-4d8e-9a61-3c1f5b1f6a03')
+    def test_bad_value_refused(self):
+        """An unknown value of a known key is HTTP 400."""
+        flavor = self.create_flavor()
+        self.assertRaises(lib_exc.BadRequest,
+                          self.flavors_client.set_flavor_extra_spec,
+                          flavor['id'],
+                          **{'cacheaware:cache_share': 'everything'})
+
+    @decorators.idempotent_id('0c7b8f0e-8f7a-4d8e-9a61-3c1f5b1f6a04')
+    def test_unknown_key_refused(self):
+        """An unknown key in the namespace is HTTP 400."""
+        flavor = self.create_flavor()
+        self.assertRaises(lib_exc.BadRequest,
+                          self.flavors_client.set_flavor_extra_spec,
+                          flavor['id'], **{'cacheaware:no_such_key': 'x'})
+
+    @decorators.idempotent_id('0c7b8f0e-8f7a-4d8e-9a61-3c1f5b1f6a05')
+    def test_good_specs_accepted(self):
+        """The documented keys and values are accepted."""
+        flavor = self.create_flavor()
+        body = self.flavors_client.set_flavor_extra_spec(
+            flavor['id'], **{'cacheaware:cache_share': 'all',
+                             'cacheaware:workload': 'memory'})
+        self.assertEqual('all', body['extra_specs']['cacheaware:cache_share'])
+
+
+class PlainServerTest(CacheAwareScenarioTest):
+    """Servers without cache-aware specs are unaffected."""
+
+    @decorators.idempotent_id('0c7b8f0e-8f7a-4d8e-9a61-3c1f5b1f6a06')
+    def test_plain_server_holds_no_domain(self):
+        """A plain flavor boots and its allocation names no domain."""
+        domains = self.domain_providers()
+        server = self.boot(self.create_flavor())
+        allocation = self.allocation(server)
+        self.assertTrue(allocation, 'server has no allocation')
+        self.assertEqual([], [rp for rp in allocation if rp in domains])
+        rc = CONF.cacheaware.domain_resource_class
+        self.assertFalse(any(rc in r for r in allocation.values()))

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Run the nova-cacheaware tempest plugin against the devcloud.
+#
+#   tools/devcloud-tempest.sh [extra `tempest run` arguments]
+#
+# Brings the devcloud up (idempotent; reinstalls this checkout into its venv
+# when setup.cfg changed, so the plugin's entry point is current), syncs the
+# cache domain providers when that code is installed, writes a tempest
+# workspace in .devcloud/tempest with a tempest.conf for the cloud, runs
+# `tempest run --regex nova_cacheaware_tempest_plugin`, prints the result
+# and the time, and on failure the tail of every service log.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+DC=${DEVCLOUD_DIR:-$ROOT/.devcloud}
+VENV=$DC/venv
+WS=$DC/tempest
+t0=$(date +%s)
+
+bash tools/devcloud.sh up || exit 1
+# shellcheck disable=SC1091
+. "$DC/secrets.env"
+export DEVCLOUD_DIR=$DC OS_CLIENT_CONFIG_FILE=$DC/clouds.yaml
+CLOUD="$VENV/bin/python tools/devcloud/cloud.py"
+$CLOUD sync-domains || exit 1
+flavor=$($CLOUD ensure-flavor devcloud.tempest 1 128 1) || exit 1
+validators=$("$VENV/bin/python" - <<'PY'
+from importlib import metadata
+eps = metadata.entry_points(group='nova.api.extra_spec_validators')
+print(any(ep.value.startswith('nova_cacheaware') for ep in eps))
+PY
+)
+image=$("$VENV/bin/python" -c 'import sys; sys.path.insert(0, "tools/devcloud"); import image_stub; print(image_stub.DISK_ID)')
+
+[ -d "$WS/etc" ] || "$VENV/bin/tempest" init "$WS" >/dev/null || exit 1
+cat > "$WS/etc/tempest.conf" <<EOC
+[DEFAULT]
+log_file = tempest.log
+[auth]
+admin_username = admin
+admin_password = $DEVCLOUD_ADMIN_PASSWORD
+admin_project_name = admin
+admin_domain_name = Default
+use_dynamic_credentials = True
+[identity]
+uri_v3 = http://127.0.0.1:${DEVCLOUD_KEYSTONE_PORT:-15000}/v3
+auth_version = v3
+region = RegionOne
+[identity-feature-enabled]
+api_v2 = False
+[compute]
+image_ref = $image
+flavor_ref = $flavor
+build_timeout = 300
+min_microversion = 2.1
+max_microversion = latest
+[compute-feature-enabled]
+console_output = False
+[service_available]
+nova = True
+glance = False
+neutron = False
+cinder = False
+swift = False
+[cacheaware]
+image_ref = $image
+api_validators = $validators
+networks_none = True
+EOC
+
+t1=$(date +%s)
+(cd "$WS" && "$VENV/bin/tempest" run --concurrency "${TEMPEST_CONCURRENCY:-1}" \
+    --regex nova_cacheaware_tempest_plugin "$@")
+rc=$?
+t2=$(date +%s)
+echo "devcloud-tempest: tempest run $((t2 - t1)) s, total with cloud up $((t2 - t0)) s, rc=$rc"
+if [ $rc -ne 0 ]; then
+    for f in "$DC"/logs/*.log "$WS/tempest.log"; do
+        [ -s "$f" ] || continue
+        echo "===== $f (last 40 lines)"
+        tail -n 40 "$f"
+    done
+fi
+exit $rc

@@ -1,0 +1,342 @@
+#!/usr/bin/env bash
+# The devcloud: a real, small OpenStack on loopback for the demo and tempest.
+#
+#   tools/devcloud.sh up       install (first time), configure, start; idempotent
+#   tools/devcloud.sh status   what runs, where, with which filters/weighers
+#   tools/devcloud.sh down     end the processes it started, drop its databases
+#   tools/devcloud.sh down --purge   ... and remove .devcloud (venv, image)
+#
+# Keystone, Placement, the Nova API (stdlib WSGI server each), nova-conductor,
+# nova-scheduler, one libvirt nova-compute on QEMU TCG (its own libvirtd in a
+# private mount namespace) and two fake-driver computes with NUMA topologies,
+# plus a read-only image/network stub. Uses this machine's MariaDB and
+# RabbitMQ. See doc/source/contributor/devcloud.rst.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+TOOLS=$ROOT/tools/devcloud
+DC=${DEVCLOUD_DIR:-$ROOT/.devcloud}
+VENV=$DC/venv
+PY=$VENV/bin/python
+RUN=$DC/run
+LOGS=$DC/logs
+
+KEYSTONE_PORT=${DEVCLOUD_KEYSTONE_PORT:-15000}
+PLACEMENT_PORT=${DEVCLOUD_PLACEMENT_PORT:-15778}
+NOVA_PORT=${DEVCLOUD_NOVA_PORT:-15774}
+IMAGE_PORT=${DEVCLOUD_IMAGE_PORT:-15292}
+NETWORK_PORT=${DEVCLOUD_NETWORK_PORT:-15696}
+DB_HOST=${DEVCLOUD_DB_HOST:-127.0.0.1}
+DB_USER=${DEVCLOUD_DB_USER:-root}
+DB_PREFIX=cacheaware_devcloud_
+DATABASES="keystone placement nova_api nova nova_cell0"
+RABBIT_VHOST=cacheaware_devcloud
+# Our scheduler plugins; a path that does not import is left out (status says).
+AVAILABLE_FILTERS=${DEVCLOUD_AVAILABLE_FILTERS:-nova_cacheaware.scheduler.filters.all_filters}
+ENABLED_FILTERS=${DEVCLOUD_ENABLED_FILTERS:-CacheDomainFilter}
+WEIGHERS=${DEVCLOUD_WEIGHERS:-nova_cacheaware.scheduler.weights.all_weighers}
+# DEVCLOUD_DEBUG=1 turns on debug logging in every service (at the next up).
+# DEVCLOUD_LIBVIRT=0 leaves out the libvirt compute (no root / no libvirtd).
+WITH_LIBVIRT=${DEVCLOUD_LIBVIRT:-1}
+LIBVIRT_DIR=$DC/libvirt
+LIBVIRT_URI="qemu+unix:///system?socket=$LIBVIRT_DIR/sock/libvirt-sock"
+FAKE_COMPUTES="fake-zen fake-ecluster"
+
+log() { printf 'devcloud: %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+mysql_q() { mysql -h "$DB_HOST" -u "$DB_USER" -N -B -e "$1"; }
+
+computes_json() {
+    local out="[" sep=""
+    if [ "$WITH_LIBVIRT" = 1 ]; then
+        out+='{"name": "devcloud-libvirt", "driver": "libvirt"}'; sep=", "
+    fi
+    for t in $FAKE_COMPUTES; do
+        out+="$sep{\"name\": \"devcloud-$t\", \"driver\": \"fake\", \"topology\": \"$t\"}"
+        sep=", "
+    done
+    echo "$out]"
+}
+
+export_env() {
+    # shellcheck disable=SC1091
+    . "$DC/secrets.env"
+    export DEVCLOUD_DIR=$DC DEVCLOUD_VENV=$VENV DEVCLOUD_TOOLS=$TOOLS \
+        DEVCLOUD_KEYSTONE_PORT=$KEYSTONE_PORT \
+        DEVCLOUD_PLACEMENT_PORT=$PLACEMENT_PORT \
+        DEVCLOUD_NOVA_PORT=$NOVA_PORT DEVCLOUD_IMAGE_PORT=$IMAGE_PORT \
+        DEVCLOUD_NETWORK_PORT=$NETWORK_PORT \
+        DEVCLOUD_DB_URL="mysql+pymysql://$DB_USER@$DB_HOST" \
+        DEVCLOUD_DB_PREFIX=$DB_PREFIX \
+        DEVCLOUD_TRANSPORT_URL="rabbit://guest:guest@127.0.0.1:5672/$RABBIT_VHOST" \
+        DEVCLOUD_ADMIN_PASSWORD DEVCLOUD_SERVICE_PASSWORD \
+        DEVCLOUD_LIBVIRT_URI=$LIBVIRT_URI \
+        DEVCLOUD_AVAILABLE_FILTERS=$AVAILABLE_FILTERS \
+        DEVCLOUD_ENABLED_FILTERS=$ENABLED_FILTERS \
+        DEVCLOUD_WEIGHERS=$WEIGHERS \
+        DEVCLOUD_COMPUTES
+    DEVCLOUD_COMPUTES=$(computes_json)
+    export OS_CLIENT_CONFIG_FILE=$DC/clouds.yaml
+}
+
+# --- processes: one PID file per service, each its own process group -------
+alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
+
+start_svc() {  # name command...
+    local name=$1; shift
+    if alive "$name"; then return 0; fi
+    setsid "$@" >> "$LOGS/$name.log" 2>&1 < /dev/null &
+    echo $! > "$RUN/$name.pid"
+}
+
+stop_many() {  # names...: TERM each process group, KILL what is left after 15 s
+    local name pid pids=()
+    for name in "$@"; do
+        [ -f "$RUN/$name.pid" ] || continue
+        pid=$(cat "$RUN/$name.pid")
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
+            pids+=("$pid")
+        fi
+        rm -f "$RUN/$name.pid"
+    done
+    for _ in $(seq 150); do
+        local left=0
+        for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left=1; done
+        [ $left = 0 ] && return 0
+        sleep 0.1
+    done
+    for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+}
+
+wait_http() {  # name url [seconds]
+    for _ in $(seq $((${3:-90} * 5))); do
+        curl -s -o /dev/null "$2" && return 0
+        if ! alive "$1"; then
+            tail -n 30 "$LOGS/$1.log" >&2; die "$1 exited (log: $LOGS/$1.log)"
+        fi
+        sleep 0.2
+    done
+    tail -n 30 "$LOGS/$1.log" >&2
+    die "$1 did not answer on $2 (log: $LOGS/$1.log)"
+}
+
+port_free_or_ours() {  # service port variable
+    if curl -s -o /dev/null "http://127.0.0.1:$2/" && ! alive "$1"; then
+        die "port $2 (for $1) is taken by a process the devcloud did not start; set $3"
+    fi
+}
+
+# --- install ---------------------------------------------------------------
+ensure_venv() {
+    local want
+    want=$(cat "$TOOLS/requirements.txt" setup.cfg requirements.txt | sha256sum | cut -d' ' -f1)
+    if [ -f "$VENV/.stamp" ] && [ "$(cat "$VENV/.stamp")" = "$want" ]; then return 0; fi
+    log "installing the devcloud venv ($VENV, a few minutes the first time)"
+    [ -x "$PY" ] || python3 -m venv "$VENV" || die "python3 -m venv failed"
+    "$VENV/bin/pip" install -q -r "$TOOLS/requirements.txt" || die "pip install failed"
+    "$VENV/bin/pip" install -q --no-deps -e . || die "pip install -e . failed"
+    echo "$want" > "$VENV/.stamp"
+}
+
+ensure_secrets() {
+    [ -f "$DC/secrets.env" ] && return 0
+    umask 077
+    {
+        echo "DEVCLOUD_ADMIN_PASSWORD=$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
+        echo "DEVCLOUD_SERVICE_PASSWORD=$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
+    } > "$DC/secrets.env"
+    umask 022
+}
+
+ensure_backends() {
+    mysql_q "SELECT 1" >/dev/null 2>&1 || die "MariaDB at $DB_HOST:3306 ($DB_USER, no password) is not reachable"
+    local db
+    for db in $DATABASES; do
+        mysql_q "CREATE DATABASE IF NOT EXISTS \`$DB_PREFIX$db\` CHARACTER SET utf8" || die "cannot create database $DB_PREFIX$db"
+    done
+    if ! rabbitmqctl -q list_vhosts 2>/dev/null | grep -qx "$RABBIT_VHOST"; then
+        rabbitmqctl -q add_vhost "$RABBIT_VHOST" >/dev/null \
+            || die "cannot create RabbitMQ vhost $RABBIT_VHOST (rabbitmqctl)"
+        rabbitmqctl -q set_permissions -p "$RABBIT_VHOST" guest '.*' '.*' '.*' >/dev/null
+    fi
+}
+
+# --- services ---------------------------------------------------------------
+keystone_up() {
+    local conf=$DC/etc/keystone/keystone.conf km
+    km="$VENV/bin/keystone-manage --config-file $conf"
+    mkdir -p "$DC/keystone"
+    if [ ! -f "$DC/keystone/.bootstrapped" ]; then
+        $km db_sync >> "$LOGS/keystone-manage.log" 2>&1 || die "keystone db_sync failed ($LOGS/keystone-manage.log)"
+        $km fernet_setup --keystone-user root --keystone-group root >> "$LOGS/keystone-manage.log" 2>&1
+        $km credential_setup --keystone-user root --keystone-group root >> "$LOGS/keystone-manage.log" 2>&1
+        $km bootstrap --bootstrap-password "$DEVCLOUD_ADMIN_PASSWORD" \
+            --bootstrap-region-id RegionOne \
+            --bootstrap-public-url "http://127.0.0.1:$KEYSTONE_PORT/v3" \
+            --bootstrap-internal-url "http://127.0.0.1:$KEYSTONE_PORT/v3" \
+            --bootstrap-admin-url "http://127.0.0.1:$KEYSTONE_PORT/v3" \
+            >> "$LOGS/keystone-manage.log" 2>&1 || die "keystone bootstrap failed ($LOGS/keystone-manage.log)"
+        touch "$DC/keystone/.bootstrapped"
+    fi
+    OS_KEYSTONE_CONFIG_FILES=$conf start_svc keystone \
+        "$PY" "$TOOLS/wsgi_serve.py" keystone.wsgi.api "$KEYSTONE_PORT"
+}
+
+nova_db() {
+    local nm="$VENV/bin/nova-manage --config-file $DC/etc/nova/nova.conf"
+    [ -f "$DC/nova/.db-synced" ] && return 0
+    $nm api_db sync >> "$LOGS/nova-manage.log" 2>&1 || die "nova-manage api_db sync failed ($LOGS/nova-manage.log)"
+    $nm cell_v2 list_cells 2>/dev/null | grep -q ' cell0 ' \
+        || $nm cell_v2 map_cell0 --database_connection \
+            "$DEVCLOUD_DB_URL/${DB_PREFIX}nova_cell0?charset=utf8" >> "$LOGS/nova-manage.log" 2>&1
+    $nm cell_v2 list_cells 2>/dev/null | grep -q ' cell1 ' \
+        || $nm cell_v2 create_cell --name cell1 >> "$LOGS/nova-manage.log" 2>&1
+    $nm db sync >> "$LOGS/nova-manage.log" 2>&1 || die "nova-manage db sync failed ($LOGS/nova-manage.log)"
+    touch "$DC/nova/.db-synced"
+}
+
+libvirt_up() {
+    [ "$WITH_LIBVIRT" = 1 ] || return 0
+    if alive libvirtd; then return 0; fi
+    [ "$(id -u)" = 0 ] || die "the libvirt compute needs root (or DEVCLOUD_LIBVIRT=0)"
+    command -v libvirtd >/dev/null || die "libvirtd is not installed (bash tools/setup.sh) or DEVCLOUD_LIBVIRT=0"
+    rm -f "$LIBVIRT_DIR/libvirtd.pid" "$LIBVIRT_DIR/virtlogd.pid"
+    unshare -m --propagation private bash "$TOOLS/libvirt_ns.sh" "$LIBVIRT_DIR" \
+        >> "$LOGS/libvirtd.log" 2>&1 || die "private libvirtd failed ($LOGS/libvirtd.log)"
+    local _
+    for _ in $(seq 100); do
+        [ -S "$LIBVIRT_DIR/sock/libvirt-sock" ] && [ -s "$LIBVIRT_DIR/libvirtd.pid" ] && break
+        sleep 0.1
+    done
+    cp "$LIBVIRT_DIR/libvirtd.pid" "$RUN/libvirtd.pid"
+    cp "$LIBVIRT_DIR/virtlogd.pid" "$RUN/virtlogd.pid"
+    virsh -c "$LIBVIRT_URI" version >/dev/null 2>&1 || die "private libvirtd does not answer ($LOGS/libvirtd.log)"
+}
+
+computes_up() {
+    local conf=$DC/etc/nova/nova.conf t
+    if [ "$WITH_LIBVIRT" = 1 ]; then
+        mkdir -p "$DC/nova/devcloud-libvirt/instances" "$DC/nova/devcloud-libvirt/lock"
+        start_svc compute-devcloud-libvirt "$VENV/bin/nova-compute" --config-file "$conf" \
+            --config-file "$DC/etc/nova/compute-devcloud-libvirt.conf"
+    fi
+    for t in $FAKE_COMPUTES; do
+        mkdir -p "$DC/nova/devcloud-$t/instances" "$DC/nova/devcloud-$t/lock"
+        DEVCLOUD_TOPOLOGY=$TOOLS/topologies/$t.json start_svc "compute-devcloud-$t" \
+            "$PY" "$TOOLS/run_compute.py" --config-file "$conf" \
+            --config-file "$DC/etc/nova/compute-devcloud-$t.conf"
+    done
+}
+
+cmd_up() {
+    local t0 n
+    t0=$(date +%s)
+    mkdir -p "$DC" "$RUN" "$LOGS" "$DC/image" "$DC/nova/state" "$DC/nova/lock" "$LIBVIRT_DIR"
+    ensure_venv
+    ensure_secrets
+    export_env
+    "$TOOLS/build_image.sh" "$DC/image" >> "$LOGS/build-image.log" 2>&1 \
+        || die "building the guest image failed ($LOGS/build-image.log)"
+    ensure_backends
+    port_free_or_ours keystone "$KEYSTONE_PORT" DEVCLOUD_KEYSTONE_PORT
+    port_free_or_ours placement "$PLACEMENT_PORT" DEVCLOUD_PLACEMENT_PORT
+    port_free_or_ours nova-api "$NOVA_PORT" DEVCLOUD_NOVA_PORT
+    port_free_or_ours image "$IMAGE_PORT" DEVCLOUD_IMAGE_PORT
+    "$PY" "$TOOLS/render.py" > "$DC/etc-plugins.out" || die "render.py failed"
+    log "configuration in $DC/etc"
+    cmd_plugins >&2
+
+    start_svc image "$PY" "$TOOLS/image_stub.py" "$DC/image" "$IMAGE_PORT" "$NETWORK_PORT"
+    keystone_up
+    if [ ! -f "$DC/nova/.placement-synced" ]; then
+        "$VENV/bin/placement-manage" --config-file "$DC/etc/placement/placement.conf" db sync \
+            >> "$LOGS/placement-manage.log" 2>&1 || die "placement db sync failed"
+        touch "$DC/nova/.placement-synced"
+    fi
+    OS_PLACEMENT_CONFIG_DIR=$DC/etc/placement start_svc placement \
+        "$PY" "$TOOLS/wsgi_serve.py" placement.wsgi.api "$PLACEMENT_PORT"
+    nova_db
+    wait_http keystone "http://127.0.0.1:$KEYSTONE_PORT/v3"
+    "$PY" "$TOOLS/keystone_setup.py" >> "$LOGS/keystone-setup.log" 2>&1 \
+        || { tail -n 20 "$LOGS/keystone-setup.log" >&2; die "keystone_setup.py failed"; }
+    start_svc conductor "$VENV/bin/nova-conductor" --config-file "$DC/etc/nova/nova.conf"
+    start_svc scheduler "$VENV/bin/nova-scheduler" --config-file "$DC/etc/nova/nova.conf"
+    OS_NOVA_CONFIG_DIR=$DC/etc/nova start_svc nova-api \
+        "$PY" "$TOOLS/wsgi_serve.py" nova.wsgi.osapi_compute "$NOVA_PORT"
+    libvirt_up
+    computes_up
+    wait_http placement "http://127.0.0.1:$PLACEMENT_PORT/"
+    wait_http nova-api "http://127.0.0.1:$NOVA_PORT/"
+    n=$(echo "$DEVCLOUD_COMPUTES" | grep -o '"name"' | wc -l)
+    "$PY" "$TOOLS/cloud.py" wait-computes "$n" --timeout 240 \
+        || { "$0" status; die "computes did not come up; see $LOGS"; }
+    log "up in $(( $(date +%s) - t0 )) s; credentials: $DC/clouds.yaml (cloud 'devcloud'), $DC/openrc"
+}
+
+cmd_plugins() {
+    [ -f "$DC/etc/plugins.json" ] || return 0
+    python3 - "$DC/etc/plugins.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print('enabled_filters: ' + ','.join(d['enabled_filters']))
+print('weight_classes: ' + ','.join(d['weight_classes']))
+for n in d['notes']:
+    print('note: ' + n)
+EOF
+}
+
+cmd_status() {
+    local name rc=0
+    printf '%-28s %-8s %s\n' SERVICE STATE PID
+    for f in "$RUN"/*.pid; do
+        [ -e "$f" ] || { echo "(nothing started)"; return 3; }
+        name=$(basename "$f" .pid)
+        if alive "$name"; then
+            printf '%-28s %-8s %s\n' "$name" up "$(cat "$f")"
+        else
+            printf '%-28s %-8s %s\n' "$name" DEAD "$(cat "$f")"; rc=1
+        fi
+    done
+    echo "endpoints: keystone :$KEYSTONE_PORT, nova :$NOVA_PORT, placement :$PLACEMENT_PORT, image stub :$IMAGE_PORT, network stub :$NETWORK_PORT (127.0.0.1)"
+    cmd_plugins
+    echo "logs: $LOGS"
+    return $rc
+}
+
+cmd_down() {
+    local name db
+    if [ -f "$RUN/libvirtd.pid" ] && alive libvirtd; then
+        for name in $(virsh -c "$LIBVIRT_URI" list --all --name 2>/dev/null); do
+            virsh -c "$LIBVIRT_URI" destroy "$name" >/dev/null 2>&1
+            virsh -c "$LIBVIRT_URI" undefine --nvram "$name" >/dev/null 2>&1 \
+                || virsh -c "$LIBVIRT_URI" undefine "$name" >/dev/null 2>&1
+        done
+    fi
+    # Nova services first (they talk to the rest while shutting down), all
+    # at once: nova-compute's graceful stop takes seconds each.
+    local first=(nova-api scheduler conductor compute-devcloud-libvirt)
+    for t in $FAKE_COMPUTES; do first+=("compute-devcloud-$t"); done
+    stop_many "${first[@]}"
+    stop_many placement keystone image libvirtd virtlogd
+    for f in "$RUN"/*.pid; do [ -e "$f" ] && stop_many "$(basename "$f" .pid)"; done
+    if mysql_q "SELECT 1" >/dev/null 2>&1; then
+        for db in $DATABASES; do mysql_q "DROP DATABASE IF EXISTS \`$DB_PREFIX$db\`"; done
+    fi
+    if rabbitmqctl -q list_vhosts 2>/dev/null | grep -qx "$RABBIT_VHOST"; then
+        rabbitmqctl -q delete_vhost "$RABBIT_VHOST" >/dev/null 2>&1
+    fi
+    rm -rf "${DC:?}/nova" "${DC:?}/keystone" "${DC:?}/etc" "${LIBVIRT_DIR:?}" "${RUN:?}" "${DC:?}/etc-plugins.out"
+    if [ "${1:-}" = "--purge" ]; then
+        rm -rf "$DC"
+    fi
+    log "down"
+}
+
+case "${1:-}" in
+up) cmd_up ;;
+down) shift; cmd_down "$@" ;;
+status) cmd_status ;;
+*) echo "usage: $0 up|down [--purge]|status" >&2; exit 2 ;;
+esac

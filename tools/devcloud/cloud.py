@@ -1,0 +1,335 @@
+"""Talk to the running devcloud: wait for computes, sync domains, the demo.
+
+Usage (devcloud venv's Python, ``OS_CLIENT_CONFIG_FILE`` = the devcloud's
+``clouds.yaml``, set by the shell scripts)::
+
+    cloud.py wait-computes N [--timeout S]
+    cloud.py sync-domains          # cache domain providers, when available
+    cloud.py demo [--keep]         # tools/devcloud-demo.sh
+
+Everything goes through Keystone-authenticated sessions (keystoneauth via
+openstacksdk's clouds.yaml loader), like any other client of the cloud.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import openstack.config
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOPOLOGIES = os.path.join(HERE, 'topologies')
+COMPUTE_VERSION = '2.95'
+PLACEMENT_VERSION = '1.39'
+DISK_IMAGE_ID = '5b0c2ea4-2a4b-4e57-9c43-6d3b8a1f0a03'  # image_stub.DISK_ID
+LIBVIRT_HOST = 'devcloud-libvirt'
+
+
+class Cloud(object):
+    """Compute and Placement calls with the devcloud's admin credentials."""
+
+    def __init__(self, cloud='devcloud'):
+        region = openstack.config.OpenStackConfig().get_one(cloud)
+        self.session = region.get_session()
+
+    def _call(self, service, version, method, path, body=None, ok=(200,)):
+        headers = {'OpenStack-API-Version': '%s %s' % (
+            'compute' if service == 'compute' else 'placement', version)}
+        if service == 'compute':
+            headers['X-OpenStack-Nova-API-Version'] = version
+        resp = self.session.request(
+            path, method, json=body, headers=headers, raise_exc=False,
+            endpoint_filter={'service_type': service, 'interface': 'public'})
+        if resp.status_code not in ok:
+            raise RuntimeError('%s %s %s -> %s %s' % (
+                service, method, path, resp.status_code, resp.text[:400]))
+        return resp.json() if resp.content else None
+
+    def nova(self, method, path, body=None, ok=(200, 201, 202, 204),
+             version=COMPUTE_VERSION):
+        """One compute API request at :data:`COMPUTE_VERSION`."""
+        return self._call('compute', version, method, path, body, ok)
+
+    def hypervisors(self):
+        """Hypervisors with their service host and provider uuid.
+
+        At 2.87: from 2.88 on, the detail view asks every compute for its
+        uptime over RPC, which the fake driver does not implement.
+        """
+        return self.nova('GET', '/os-hypervisors/detail',
+                         version='2.87')['hypervisors']
+
+    def placement(self, method, path, body=None, ok=(200, 201, 204)):
+        """One Placement request at :data:`PLACEMENT_VERSION`."""
+        return self._call('placement', PLACEMENT_VERSION, method, path, body,
+                          ok)
+
+
+def wait_computes(cloud, count, timeout):
+    """Wait until ``count`` computes are up in Nova and in Placement."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            hvs = cloud.hypervisors()
+            up = [h for h in hvs if h['state'] == 'up']
+            rps = cloud.placement('GET', '/resource_providers')
+            roots = [r for r in rps['resource_providers']
+                     if r['uuid'] == r['root_provider_uuid']]
+        except Exception as e:  # the API may still be starting
+            up, roots, last = [], [], e
+        else:
+            last = None
+        if len(up) >= count and len(roots) >= count:
+            print('computes up: %s' % ', '.join(
+                sorted(h['hypervisor_hostname'] for h in up)))
+            return 0
+        if time.time() > deadline:
+            print('only %d of %d computes up after %ds (%s)'
+                  % (len(up), count, timeout, last or ''), file=sys.stderr)
+            return 1
+        time.sleep(2)
+
+
+def _domain_set_for(host):
+    """The cache domains of a devcloud compute (None: unknown host)."""
+    from nova_cacheaware.topology import domains
+    from nova_cacheaware.topology import report
+    from nova_cacheaware.topology import sysfs
+    if host == LIBVIRT_HOST:
+        return domains.cache_domains(sysfs.read_topology())
+    name = host.replace('devcloud-', '', 1)
+    path = os.path.join(TOPOLOGIES, name + '.json')
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return domains.cache_domains(report.from_report(json.load(f)))
+
+
+def sync_domains(cloud):
+    """Create/refresh the cache domain providers of every devcloud compute.
+
+    :returns: a note when the provider-sync code is not installed (nothing
+        is written then), else None.
+    """
+    try:
+        from keystoneauth1 import adapter
+        from nova_cacheaware.placement import client as pclient
+        from nova_cacheaware.placement import provider_sync
+    except ImportError as e:
+        return ('cache domain providers not created: '
+                'nova_cacheaware.placement.provider_sync is not installed '
+                '(%s)' % e)
+    placement = pclient.PlacementClient(adapter.Adapter(
+        cloud.session, service_type='placement', interface='public'))
+    for hv in cloud.hypervisors():
+        # From 2.53 on the hypervisor id is the compute node's provider.
+        host = hv['service']['host']
+        domain_set = _domain_set_for(host)
+        if domain_set is None:
+            continue
+        provider_sync.sync_domain_providers(placement, hv['id'], domain_set)
+        print('domain providers synced for %s: %d domains (L%s)' % (
+            host, len(domain_set.domains), domain_set.level))
+    return None
+
+
+DEMO_FLAVORS = (
+    # name, vcpus, ram, cache-aware
+    ('devcloud.mem.2', 2, 256, True),
+    ('devcloud.mem.4', 4, 256, True),
+    ('devcloud.plain.2', 2, 256, False),
+)
+DEMO_SERVERS = (
+    # name, flavor, forced host (None: the scheduler decides)
+    ('demo-mem-lv', 'devcloud.mem.2', LIBVIRT_HOST),
+    ('demo-mem-1', 'devcloud.mem.4', None),
+    ('demo-mem-2', 'devcloud.mem.4', None),
+    ('demo-mem-3', 'devcloud.mem.2', None),
+    ('demo-mem-4', 'devcloud.mem.2', None),
+    ('demo-plain-1', 'devcloud.plain.2', None),
+)
+
+
+def _literal_specs(vcpus, with_placement):
+    specs = {'cacheaware:cache_share': 'all', 'cacheaware:workload': 'memory',
+             'cacheaware:cache_clean': 'required'}
+    if with_placement:
+        specs.update({'resources_CACHE:CUSTOM_CACHE_DOMAIN_VCPU': str(vcpus),
+                      'resources_CACHE:CUSTOM_CACHE_DOMAIN_MEMBOUND': '1',
+                      'group_policy': 'none'})
+    return specs
+
+
+def _set_flavor_specs(cloud, flavor, vcpus, with_placement, notes):
+    """``nova-cacheaware flavor set`` when installed, else literal keys."""
+    tool = os.path.join(os.path.dirname(sys.executable), 'nova-cacheaware')
+    if with_placement and subprocess.run(
+            [tool, 'flavor', '--help'], capture_output=True).returncode == 0:
+        done = subprocess.run([tool, 'flavor', 'set', flavor['id'],
+                               '--cache-share', 'all', '--workload', 'memory',
+                               '--cache-clean', 'required',
+                               '--os-cloud', 'devcloud'],
+                              capture_output=True, text=True)
+        if done.returncode == 0:
+            return
+        notes['flavor-tool'] = ('nova-cacheaware flavor set failed (%s): '
+                                'wrote the literal extra specs'
+                                % done.stderr.strip().splitlines()[-1:])
+    if with_placement and 'flavor-tool' not in notes:
+        notes['flavor-tool'] = ('nova-cacheaware flavor set not installed: '
+                                'wrote the literal extra specs')
+    cloud.nova('POST', '/flavors/%s/os-extra_specs' % flavor['id'],
+               {'extra_specs': _literal_specs(vcpus, with_placement)})
+
+
+def _wait_servers(cloud, ids, timeout=240):
+    deadline = time.time() + timeout
+    while True:
+        servers = [cloud.nova('GET', '/servers/' + i)['server'] for i in ids]
+        if all(s['status'] in ('ACTIVE', 'ERROR') for s in servers):
+            return servers
+        if time.time() > deadline:
+            return servers
+        time.sleep(1)
+
+
+def _pinning(server):
+    """``virsh vcpupin`` of a server on the libvirt compute, as text."""
+    uri = ('qemu+unix:///system?socket=%s/libvirt/sock/libvirt-sock'
+           % os.environ['DEVCLOUD_DIR'])
+    out = subprocess.run(['virsh', '-c', uri, 'vcpupin',
+                          server['OS-EXT-SRV-ATTR:instance_name']],
+                         capture_output=True, text=True)
+    rows = re.findall(r'^\s*(\d+)\s+(\S+)\s*$', out.stdout, re.M)
+    return ' '.join('%s->%s' % r for r in rows) or out.stderr.strip()
+
+
+def demo(cloud, keep=False):
+    """Cache-aware flavors, a set of servers, where each landed; teardown."""
+    notes = {}
+    t0 = time.time()
+    note = sync_domains(cloud)
+    have_domains = note is None
+    if note:
+        notes['domains'] = note
+    flavors = {}
+    existing = {f['name']: f for f in
+                cloud.nova('GET', '/flavors?is_public=None')['flavors']}
+    for name, vcpus, ram, aware in DEMO_FLAVORS:
+        if name in existing:
+            cloud.nova('DELETE', '/flavors/' + existing[name]['id'])
+        flavor = cloud.nova('POST', '/flavors', {'flavor': {
+            'name': name, 'vcpus': vcpus, 'ram': ram, 'disk': 1}})['flavor']
+        if aware:
+            _set_flavor_specs(cloud, flavor, vcpus, have_domains, notes)
+        flavors[name] = flavor
+    ids = []
+    for name, flavor, host in DEMO_SERVERS:
+        body = {'name': name, 'imageRef': DISK_IMAGE_ID,
+                'flavorRef': flavors[flavor]['id'], 'networks': 'none'}
+        if host:
+            body['host'] = host
+        try:
+            ids.append(cloud.nova('POST', '/servers', {'server': body})
+                       ['server']['id'])
+        except RuntimeError as e:
+            notes['boot-' + name] = str(e)
+    servers = _wait_servers(cloud, ids)
+    print('%-13s %-8s %-24s %-44s %s' % (
+        'SERVER', 'STATUS', 'HOST', 'ALLOCATION (provider: resources)',
+        'PINNING (libvirt)'))
+    names = {r['uuid']: r['name'] for r in cloud.placement(
+        'GET', '/resource_providers')['resource_providers']}
+    for s in servers:
+        allocs = cloud.placement('GET', '/allocations/' + s['id'])[
+            'allocations']
+        parts = []
+        for rp, a in sorted(allocs.items(), key=lambda x: names.get(x[0], '')):
+            label = names.get(rp, rp)
+            if ':cacheaware:' in label:
+                label = 'domain ' + label.split(':cacheaware:', 1)[1]
+            else:
+                label = 'root'
+            parts.append('%s: %s' % (label, ','.join(
+                '%s=%s' % (k.replace('CUSTOM_CACHE_DOMAIN_', 'D_'), v)
+                for k, v in sorted(a['resources'].items()))))
+        host = s.get('OS-EXT-SRV-ATTR:host') or '-'
+        pin = _pinning(s) if (host == LIBVIRT_HOST
+                              and s['status'] == 'ACTIVE') else ''
+        print('%-13s %-8s %-24s %-44s %s' % (
+            s['name'], s['status'], host, '; '.join(parts) or '-', pin))
+        if s['status'] == 'ERROR':
+            print('    fault: %s' % (s.get('fault') or {}).get('message'))
+    notes['agent'] = ("the agent's view is not shown: nova-cacheaware-agent "
+                      'is not part of the devcloud yet')
+    for key in sorted(notes):
+        print('note: ' + notes[key])
+    print('booted %d servers in %.1f s' % (len(servers), time.time() - t0))
+    if keep:
+        return 0
+    for i in ids:
+        cloud.nova('DELETE', '/servers/' + i, ok=(204, 404))
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        left = [i for i in ids if cloud.nova(
+            'GET', '/servers/' + i, ok=(200, 404)) is not None and
+            cloud.nova('GET', '/servers/' + i, ok=(200, 404)).get('server')]
+        if not left:
+            break
+        time.sleep(1)
+    for flavor in flavors.values():
+        cloud.nova('DELETE', '/flavors/' + flavor['id'], ok=(202, 404))
+    print('torn down: servers and demo flavors deleted')
+    failed = [s for s in servers if s['status'] != 'ACTIVE']
+    return 1 if failed else 0
+
+
+def ensure_flavor(cloud, name, vcpus, ram, disk):
+    """A plain public flavor ``name`` (created once); print its id."""
+    for flavor in cloud.nova('GET', '/flavors?is_public=None')['flavors']:
+        if flavor['name'] == name:
+            print(flavor['id'])
+            return 0
+    flavor = cloud.nova('POST', '/flavors', {'flavor': {
+        'name': name, 'vcpus': vcpus, 'ram': ram, 'disk': disk}})['flavor']
+    print(flavor['id'])
+    return 0
+
+
+def main(argv=None):
+    """Parse the subcommand and run it."""
+    parser = argparse.ArgumentParser(prog='cloud.py')
+    sub = parser.add_subparsers(dest='cmd', required=True)
+    wait = sub.add_parser('wait-computes')
+    wait.add_argument('count', type=int)
+    wait.add_argument('--timeout', type=int, default=180)
+    sub.add_parser('sync-domains')
+    fl = sub.add_parser('ensure-flavor')
+    fl.add_argument('name')
+    fl.add_argument('vcpus', type=int)
+    fl.add_argument('ram', type=int)
+    fl.add_argument('disk', type=int)
+    d = sub.add_parser('demo')
+    d.add_argument('--keep', action='store_true',
+                   help='leave the servers and flavors in place')
+    args = parser.parse_args(argv)
+    cloud = Cloud()
+    if args.cmd == 'wait-computes':
+        return wait_computes(cloud, args.count, args.timeout)
+    if args.cmd == 'sync-domains':
+        note = sync_domains(cloud)
+        if note:
+            print('note: ' + note)
+        return 0
+    if args.cmd == 'ensure-flavor':
+        return ensure_flavor(cloud, args.name, args.vcpus, args.ram,
+                             args.disk)
+    return demo(cloud, args.keep)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Start the devcloud's own virtlogd + libvirtd inside a private mount
+# namespace (run as: unshare -m --propagation private libvirt_ns.sh DIR).
+#
+# Why: other tests on this machine define and destroy domains on the shared
+# qemu:///system daemon, and nova-compute refuses to start next to domains it
+# does not know. Bind-mounting private directories over libvirt's fixed state
+# and config paths gives this daemon its own domains, logs and sockets; its
+# client socket lives in DIR/sock, reachable from outside the namespace as
+# qemu+unix:///system?socket=DIR/sock/libvirt-sock. The daemons write their
+# PIDs to DIR/libvirtd.pid and DIR/virtlogd.pid.
+set -euo pipefail
+dir=$1
+for d in run etc-qemu lib-qemu log-qemu cache-qemu sock; do mkdir -p "$dir/$d"; done
+mount --make-rprivate /
+mount --bind "$dir/run" /run/libvirt
+mount --bind "$dir/etc-qemu" /etc/libvirt/qemu
+mount --bind "$dir/lib-qemu" /var/lib/libvirt/qemu
+mount --bind "$dir/log-qemu" /var/log/libvirt/qemu
+# Hide /dev/kvm from this daemon: the devcloud runs TCG guests only, and on
+# machines where KVM is emulated (kvm_pvm) libvirt re-probes QEMU with KVM
+# for tens of seconds before every guest start.
+if [ -e /dev/kvm ]; then
+    mount --bind /dev/null /dev/kvm
+fi
+if [ -d /var/cache/libvirt/qemu ]; then
+    mount --bind "$dir/cache-qemu" /var/cache/libvirt/qemu
+fi
+cat > "$dir/libvirtd.conf" <<EOC
+unix_sock_dir = "$dir/sock"
+unix_sock_group = "root"
+unix_sock_ro_perms = "0700"
+unix_sock_rw_perms = "0700"
+auth_unix_ro = "none"
+auth_unix_rw = "none"
+log_outputs = "3:stderr"
+EOC
+virtlogd -d -p "$dir/virtlogd.pid"
+libvirtd -d --config "$dir/libvirtd.conf" -p "$dir/libvirtd.pid"
