@@ -6,8 +6,12 @@ Each module defines one option group with ``register_opts(conf)`` and
 
 from oslo_config import cfg
 
+from nova_cacheaware.conf import agent
+from nova_cacheaware.conf import nova
 from nova_cacheaware.conf import topology
 
 CONF = cfg.CONF
 
+agent.register_opts(CONF)
+nova.register_opts(CONF)
 topology.register_opts(CONF)
