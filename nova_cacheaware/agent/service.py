@@ -32,6 +32,7 @@ class Snapshot:
     spec_errors: ty.Dict[str, str]
     stats: ty.Dict[str, dict]
     counters: ty.Dict[str, dict]
+    host_cpus: ty.Tuple[int, ...] = ()
 
 
 @dataclasses.dataclass
@@ -96,7 +97,13 @@ class Agent:
             stats = {}
         return Snapshot(instances=instances, specs=specs, spec_errors=errors,
                         stats=stats, counters=self._sample_counters(
-                            instances))
+                            instances),
+                        host_cpus=tuple(self.hypervisor.host_cpus()))
+
+    def _usable(self, snapshot):
+        # Never plan on a CPU the hypervisor does not have online now.
+        host = set(snapshot.host_cpus)
+        return tuple(c for c in self.usable_cpus if c in host)
 
     def _sample_counters(self, instances):
         if isinstance(self.counter_source, counters_mod.NoCounterSource):
@@ -125,7 +132,7 @@ class Agent:
     def decide(self, snapshot):
         """Plan input, planner output and per-instance decisions."""
         plan_input, why = decide.build_plan_input(
-            self.domain_set, self.usable_cpus, snapshot.instances,
+            self.domain_set, self._usable(snapshot), snapshot.instances,
             snapshot.specs, self.max_vcpus_per_cpu)
         plan_output = self.planner(plan_input)
         decisions = decide.decisions_from_plan(
@@ -163,12 +170,13 @@ class Agent:
         the extra section).
         """
         snapshot = snapshot or self.observe()
+        usable = self._usable(snapshot)
         plan_input, why = decide.build_plan_input(
-            self.domain_set, self.usable_cpus, snapshot.instances,
+            self.domain_set, usable, snapshot.instances,
             snapshot.specs, self.max_vcpus_per_cpu)
         doc = dict(plan_input)
         doc['agent'] = {
-            'usable_cpus': list(self.usable_cpus),
+            'usable_cpus': list(usable),
             'cache_level': self.domain_set.level,
             'instances': {
                 i.uuid: {

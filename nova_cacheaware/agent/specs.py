@@ -47,10 +47,13 @@ class NullSpecSource(SpecSource):
 
 
 class StaticSpecSource(SpecSource):
-    """Specs from a dict ``{uuid: {key: value}}`` (replays, tests)."""
+    """Specs from a mapping ``{uuid: {key: value}}`` (replays, tests).
+
+    The mapping is read at each lookup, so its owner may add instances.
+    """
 
     def __init__(self, specs):
-        self.specs = dict(specs)
+        self.specs = specs
 
     def extra_specs(self, uuid):
         """The dict given for ``uuid``, or ``{}``."""
