@@ -10,7 +10,9 @@ its domain XML shows Nova's dedicated pinning.
 """
 
 import abc
+import json
 import logging
+import os
 import threading
 
 from nova_cacheaware import exception
@@ -58,6 +60,33 @@ class StaticSpecSource(SpecSource):
     def extra_specs(self, uuid):
         """The dict given for ``uuid``, or ``{}``."""
         return dict(self.specs.get(uuid, {}))
+
+
+class FileSpecSource(SpecSource):
+    """Specs from a JSON file ``{uuid: {key: value}}``, re-read on change.
+
+    For hosts without a reachable Nova API, and for replays.
+    """
+
+    def __init__(self, path):
+        self.path = path
+        self._mtime = None
+        self._specs = {}
+
+    def extra_specs(self, uuid):
+        """The specs the file gives for ``uuid`` (``{}`` if none)."""
+        try:
+            mtime = os.stat(self.path).st_mtime_ns
+            if mtime != self._mtime:
+                with open(self.path) as f:
+                    doc = json.load(f)
+                if not isinstance(doc, dict):
+                    raise ValueError('expected {uuid: {key: value}}')
+                self._specs, self._mtime = doc, mtime
+        except (OSError, ValueError) as e:
+            raise SpecLookupFailed(uuid=uuid, reason='%s: %s'
+                                   % (self.path, e)) from None
+        return dict(self._specs.get(uuid) or {})
 
 
 def specs_from_server(server):

@@ -84,9 +84,14 @@ def build_agent(conf, planner=None, hv=None):
     act = actuator.Actuator(
         hv, actuator.RateLimiter(conf.agent.max_repins_per_period,
                                  conf.agent.period_s), dry_run=dry_run)
-    spec_source = (specs.NovaSpecSource(specs.client_from_conf(conf))
-                   if conf.agent.spec_source == 'nova'
-                   else specs.NullSpecSource())
+    spec_source = specs.NullSpecSource()
+    if conf.agent.spec_source == 'nova':
+        spec_source = specs.NovaSpecSource(specs.client_from_conf(conf))
+    elif conf.agent.spec_source == 'file':
+        if not conf.agent.spec_file:
+            raise exception.InvalidInput(
+                reason='[agent] spec_source = file needs spec_file')
+        spec_source = specs.FileSpecSource(conf.agent.spec_file)
     counter_source = (counters.PerfCounterSource() if conf.agent.counters
                       else counters.NoCounterSource())
     return service.Agent(

@@ -79,9 +79,19 @@ which libvirt records as a "custom-monitor" taint on the domain.
                default='none',
                choices=[('none', 'no Nova API: every instance is "auto"'),
                         ('nova', 'read flavor extra specs from the Nova API '
-                                 'with the [nova] credentials')],
+                                 'with the [nova] credentials'),
+                        ('file', 'read them from spec_file')],
                help='Where declared workloads (cacheaware:workload) and '
                     'hw:cpu_policy come from.'),
+    cfg.StrOpt('spec_file',
+               help="""
+JSON file ``{"<instance uuid>": {"<extra spec>": "<value>"}}``, re-read when
+it changes.
+
+Related options:
+
+* spec_source: must be ``file``
+"""),
 ]
 
 

@@ -1,5 +1,7 @@
 """Flavor extra specs from the Nova API (parsing, caching, client set-up)."""
 
+import os
+
 import fixtures
 from novaclient.v2 import servers
 from oslo_config import cfg
@@ -101,3 +103,32 @@ class NovaSpecSourceTest(testtools.TestCase):
         self.assertEqual('2.47', client.api_version.get_string())
         self.assertEqual('RegionTwo', client.client.region_name)
         self.assertEqual('internal', client.client.interface)
+
+
+class FileSpecSourceTest(testtools.TestCase):
+
+    def test_reads_and_rereads_on_change(self):
+        path = self.useFixture(fixtures.TempDir()).join('specs.json')
+        with open(path, 'w') as f:
+            f.write('{"%s": {"cacheaware:workload": "memory"}}' % UUID)
+        source = specs.FileSpecSource(path)
+        self.assertEqual({'cacheaware:workload': 'memory'},
+                         source.extra_specs(UUID))
+        self.assertEqual({}, source.extra_specs('other'))
+        with open(path, 'w') as f:
+            f.write('{"%s": {"cacheaware:workload": "cpu"}}' % UUID)
+        os.utime(path, ns=(1, 10 ** 18))
+        self.assertEqual('cpu', source.extra_specs(UUID)[
+            'cacheaware:workload'])
+
+    def test_errors_name_the_file(self):
+        path = self.useFixture(fixtures.TempDir()).join('specs.json')
+        source = specs.FileSpecSource(path)
+        e = self.assertRaises(specs.SpecLookupFailed, source.extra_specs,
+                              UUID)
+        self.assertIn(path, str(e))
+        with open(path, 'w') as f:
+            f.write('[1]')
+        e = self.assertRaises(specs.SpecLookupFailed, source.extra_specs,
+                              UUID)
+        self.assertIn('expected {uuid: {key: value}}', str(e))
