@@ -151,4 +151,3 @@ class Actuator:
         if result.deferred:
             LOG.warning('rate limit reached: %d vCPU pins deferred to the '
                         'next reconcile', len(result.deferred))
-

@@ -1,4 +1,4 @@
-"""Read what Nova wrote into a libvirt domain XML (pure: strings in, values out).
+"""Read what Nova wrote into a libvirt domain XML (pure: strings in/out).
 
 Nova describes the instance in ``<metadata><nova:instance>`` (name, flavor)
 and decides which host CPUs the guest may use:

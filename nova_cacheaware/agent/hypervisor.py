@@ -1,4 +1,4 @@
-"""The agent's view of the hypervisor: a narrow interface and its libvirt adapter.
+"""The agent's view of the hypervisor: a narrow interface, libvirt adapter.
 
 :class:`Hypervisor` is all the agent needs from the hypervisor. The one real
 implementation, :class:`LibvirtHypervisor`, is tested against libvirt's
@@ -13,8 +13,8 @@ import logging
 import threading
 import typing as ty
 
-from nova_cacheaware import exception
 from nova_cacheaware.agent import domain_xml
+from nova_cacheaware import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ class Hypervisor(abc.ABC):
 
     @abc.abstractmethod
     def vcpu_stats(self):
-        """``{uuid: {vcpu: {'time': ns, 'delay': ns}}}`` for running domains."""
+        """``{uuid: {vcpu: {'time': ns, 'delay': ns}}}`` of running domains."""
 
     @abc.abstractmethod
     def vcpu_threads(self, uuid):

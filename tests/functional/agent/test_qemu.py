@@ -168,4 +168,3 @@ class QemuAgentTest(base.AgentTestCase):
                                check=True)
                 done += 1
         return done
-

@@ -11,8 +11,10 @@ ALL = (0, 1, 2, 3)
 
 
 class RecordingHypervisor(hv.Hypervisor):
-    """Unit-test double of the narrow Hypervisor interface (not libvirt):
-    records calls; uuids in ``gone`` behave like a destroyed domain."""
+    """Unit-test double of the narrow Hypervisor interface (not libvirt).
+
+    Records calls; uuids in ``gone`` behave like a destroyed domain.
+    """
 
     def __init__(self, gone=(), broken=()):
         self.pins = []

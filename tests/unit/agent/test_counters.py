@@ -111,8 +111,11 @@ class PerfCounterSourceTest(testtools.TestCase):
 
 
 class RealSyscallTest(testtools.TestCase):
-    """The real perf_event_open path with a software event (works without
-    a PMU) and the real hardware events (counted, or reported missing)."""
+    """The real perf_event_open path.
+
+    A software event works without a PMU; the hardware events are counted
+    or reported missing.
+    """
 
     def test_task_clock_of_this_thread(self):
         tid = threading.get_native_id()

@@ -108,8 +108,10 @@ class StripAgentPinsTest(testtools.TestCase):
 
 
 class HookScriptTest(testtools.TestCase):
-    """The script as libvirt runs it (a separate process, no imports of
-    the project)."""
+    """The script as libvirt runs it.
+
+    A separate process that imports nothing of the project.
+    """
 
     def run_hook(self, args, stdin):
         env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin')}

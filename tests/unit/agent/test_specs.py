@@ -22,8 +22,10 @@ SERVER_247 = {
 
 
 class StubServers:
-    """Stands in for the HTTP call only: returns novaclient's own
-    ``Server`` resource built from a 2.47 body."""
+    """Stands in for the HTTP call only.
+
+    Returns novaclient's own ``Server`` resource built from a 2.47 body.
+    """
 
     def __init__(self, body):
         self.body = body
