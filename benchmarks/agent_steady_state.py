@@ -5,7 +5,7 @@
    to converge, then ``--passes`` steady reconciles (zero repins expected).
    Reports CPU time per reconcile, the extrapolated CPU share of one core at
    a 10 s period, and RSS. Named baseline, same run: a bare libvirt read of
-   the same facts (list + live/inactive XML + vcpuPinInfo per domain, no
+   the same facts (list + persistent XML + vcpuPinInfo per domain, no
    parsing, no planning), i.e. the least any libvirt-observing agent does.
 2. Repin latency on a real libvirtd + QEMU (TCG) guest (``--qemu``): pin one
    vCPU back and forth between CPUs 0 and 1, through the agent's adapter and
@@ -90,7 +90,6 @@ def steady_state(n_domains, passes, planner):
         t0 = time.process_time()
         for dom in conn.listAllDomains(
                 libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
-            dom.XMLDesc(0)
             dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
             dom.vcpuPinInfo(0)
         base_cpu.append(time.process_time() - t0)

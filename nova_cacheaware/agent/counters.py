@@ -18,6 +18,7 @@ import logging
 import os
 import platform
 import struct
+import threading
 
 LOG = logging.getLogger(__name__)
 
@@ -128,12 +129,20 @@ class CounterSource(abc.ABC):
     def sample(self, threads):
         """Read the counters of every thread; missing threads are skipped."""
 
+    def available(self):
+        """False when this source can never count anything here."""
+        return True
+
     def close(self):
         """Release resources (default: none)."""
 
 
 class NoCounterSource(CounterSource):
     """Counters switched off."""
+
+    def available(self):
+        """Never."""
+        return False
 
     def sample(self, threads):
         """Always ``{}``."""
@@ -155,6 +164,19 @@ class PerfCounterSource(CounterSource):
         self._read = reader
         self._fds = {}          # (tid, event) -> fd
         self.unsupported = None  # the reason, once known
+        self._probed = False
+
+    def available(self):
+        """Probe once on the calling thread: can the host count at all?
+
+        Lets the agent skip reading vCPU thread ids (a QEMU monitor
+        command) on hosts without a PMU.
+        """
+        if self.unsupported is None and not self._probed:
+            self._probed = True
+            self.sample({'probe': threading.get_native_id()})
+            self.close()
+        return not self.unsupported
 
     def sample(self, threads):
         """Counts per key; ``{}`` once the host is known to lack the PMU."""

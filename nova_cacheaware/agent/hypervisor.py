@@ -143,6 +143,7 @@ class LibvirtHypervisor(Hypervisor):
         self._lock = threading.RLock()
         self._on_event = None
         self._callback_ids = []
+        self._parsed = {}  # uuid -> ((inactive XML, host CPUs), NovaDomain)
 
     # -- connection ---------------------------------------------------------
 
@@ -241,13 +242,18 @@ class LibvirtHypervisor(Hypervisor):
 
         def collect(conn):
             result = []
+            seen = set()
+            pin_flags = (0 if _is_test_driver(conn)
+                         else libvirt.VIR_DOMAIN_AFFECT_LIVE)
             flags = libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE
             for dom in conn.listAllDomains(flags):
+                uuid = dom.UUIDString()
                 if (self.domain_filter is not None
-                        and not self.domain_filter(dom.UUIDString())):
+                        and not self.domain_filter(uuid)):
                     continue
+                seen.add(uuid)
                 try:
-                    instance = self._instance(dom, host)
+                    instance = self._instance(dom, uuid, host, pin_flags)
                 except libvirt.libvirtError as e:
                     if e.get_error_code() != libvirt.VIR_ERR_NO_DOMAIN:
                         raise
@@ -255,28 +261,36 @@ class LibvirtHypervisor(Hypervisor):
                     LOG.info('domain vanished while listing: %s', e)
                     continue
                 except exception.InvalidInput as e:
-                    LOG.warning('skipping domain %s: %s', dom.UUIDString(), e)
+                    LOG.warning('skipping domain %s: %s', uuid, e)
                     continue
                 if instance is not None:
                     result.append(instance)
+            for gone in set(self._parsed) - seen:
+                del self._parsed[gone]
             return result
 
         return self._call(collect)
 
-    def _instance(self, dom, host):
+    def _instance(self, dom, uuid, host, pin_flags):
         libvirt = _libvirt()
-        live_xml = dom.XMLDesc(0)
-        if '/xmlns/libvirt/nova/' not in live_xml:
-            return None
+        # Nova's definition is the persistent (inactive) XML: our pins are
+        # live-only, so it still holds Nova's allowed CPUs, and it carries
+        # the same metadata. It is parsed again only when it changes.
         inactive = dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
-        nova = domain_xml.parse_nova_domain(live_xml, inactive, host)
+        if '/xmlns/libvirt/nova/' not in inactive:
+            return None
+        cached = self._parsed.get(uuid)
+        if cached is not None and cached[0] == (inactive, host):
+            nova = cached[1]
+        else:
+            nova = domain_xml.parse_nova_domain(inactive, inactive, host)
+            self._parsed[uuid] = ((inactive, host), nova)
         if nova is None:
             return None
-        pininfo = dom.vcpuPinInfo(libvirt.VIR_DOMAIN_AFFECT_LIVE
-                                  if self._live_flag_supported(dom)
-                                  else 0)
+        pininfo = dom.vcpuPinInfo(pin_flags)
         live = {vcpu: tuple(i for i, on in enumerate(cpumap) if on)
-                for vcpu, cpumap in enumerate(pininfo)}
+                for vcpu, cpumap in enumerate(pininfo)
+                if vcpu in nova.allowed}
         return Instance(nova=nova, live=live)
 
     def vcpu_stats(self):

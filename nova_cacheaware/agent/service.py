@@ -106,9 +106,7 @@ class Agent:
         return tuple(c for c in self.usable_cpus if c in host)
 
     def _sample_counters(self, instances):
-        if isinstance(self.counter_source, counters_mod.NoCounterSource):
-            return {}
-        if getattr(self.counter_source, 'unsupported', None):
+        if not self.counter_source.available():
             return {}
         threads = {}
         for instance in instances:

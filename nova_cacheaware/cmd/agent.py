@@ -54,6 +54,9 @@ def make_conf(argv):
     nova_conf.register_opts(conf)
     topology_conf.register_opts(conf)
     logging.register_options(conf)
+    # Logs go to stderr (the journal under systemd); stdout carries only
+    # the --once table and --dump-state -.
+    conf.set_default('use_stderr', True)
     conf.register_cli_opts(cli_opts)
     conf(argv, project='nova-cacheaware', prog='nova-cacheaware-agent',
          version=version.version_string())

@@ -78,6 +78,18 @@ class PerfCounterSourceTest(testtools.TestCase):
         self.assertEqual(3, self.log.output.count(
             'hardware counters are not available on this host'))
 
+    def test_available_probes_once(self):
+        opener = FakeOpener(counters.PerfUnsupported(errno.ENOENT, 'x'))
+        source = counters.PerfCounterSource(opener=opener)
+        self.assertFalse(source.available())
+        self.assertFalse(source.available())
+        self.assertEqual(1, opener.calls)
+        ok = counters.PerfCounterSource(opener=FakeOpener(),
+                                        reader=lambda fd: 0)
+        self.assertTrue(ok.available())
+        self.assertEqual({}, ok._fds)  # the probe's counters are closed
+        self.assertFalse(counters.NoCounterSource().available())
+
     def test_other_errors_skip_the_thread_only(self):
         opener = FakeOpener(OSError(errno.ESRCH, 'No such process'))
         source = counters.PerfCounterSource(opener=opener)
