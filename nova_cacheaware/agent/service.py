@@ -71,6 +71,7 @@ class Agent:
                             else tuple(sorted(c for d in domain_set.domains
                                               for c in d.cpus)))
         self.max_vcpus_per_cpu = max_vcpus_per_cpu
+        self._synced = False
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._last_counts = {}
@@ -153,8 +154,24 @@ class Agent:
                     plan_output=plan_output, decisions=decisions,
                     result=result, problems=problems)
 
+    def sync_placement(self):
+        """Sync the domain providers once; retried each pass until it works.
+
+        Placement being down never stops pinning.
+        """
+        if self._synced:
+            return True
+        try:
+            self.placement.sync_domains(self.domain_set, self.usable_cpus)
+        except Exception as e:
+            LOG.warning('Placement sync failed (%s); retrying next pass', e)
+            return False
+        self._synced = True
+        return True
+
     def _report(self, plan_output, decisions):
         # Reporting never stops pinning: log and go on.
+        self.sync_placement()
         try:
             self.publisher.publish(reporting.host_state(plan_output,
                                                         decisions))
@@ -205,7 +222,7 @@ class Agent:
 
     def run(self, period_s):
         """Reconcile at start, on events and every ``period_s`` seconds."""
-        self.placement.sync_domains(self.domain_set, self.usable_cpus)
+        self.sync_placement()
         self.hypervisor.start(self.on_event)
         try:
             while not self._stop.is_set():

@@ -5,6 +5,7 @@ import time
 
 from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import domain_xml
+from nova_cacheaware.agent import reporting
 from tests.functional.agent import base
 
 ALL = tuple(range(8))
@@ -157,3 +158,40 @@ class EventsTest(base.AgentTestCase):
             time.sleep(0.05)
         self.assertEqual(1, len(set(pins.values())))
         self.assertEqual(2, len(pins[0]))
+
+
+class BrokenPlacement(reporting.PlacementReporter):
+    """Placement that is down until ``up`` is set."""
+
+    def __init__(self):
+        self.up = False
+        self.synced = 0
+
+    def sync_domains(self, domain_set, usable_cpus):
+        if not self.up:
+            raise ConnectionRefusedError('placement is down')
+        self.synced += 1
+
+    def set_membound_reserved(self, reserved_by_domain):
+        pass
+
+
+class BrokenBus(reporting.StatePublisher):
+    def publish(self, state):
+        raise ConnectionRefusedError('rabbitmq is down')
+
+
+class ReportersDownTest(base.AgentTestCase):
+
+    def test_pinning_goes_on_and_placement_sync_is_retried(self):
+        uuid = self.define(2, cpuset='0-7', workload='memory')
+        placement = BrokenPlacement()
+        agent = self.agent(FOUR)
+        agent.placement, agent.publisher = placement, BrokenBus()
+        self.assertEqual(2, agent.reconcile().result.repins)
+        self.assertEqual(1, len(set(self.live_pins(uuid).values())))
+        self.assertEqual(0, placement.synced)
+        placement.up = True
+        agent.reconcile()
+        agent.reconcile()
+        self.assertEqual(1, placement.synced)
