@@ -52,17 +52,25 @@ def default_planner():
     """The real planner: ``nova_cacheaware.policy.cachedomain``.
 
     This is the single place where the agent is wired to the pure policy.
-    It returns a callable taking the ``plan`` input document and returning the
-    ``plan`` output document.
+    It returns a callable taking the ``plan`` input document and returning
+    the ``plan`` output document, exactly what ``nova-cacheaware plan`` does
+    (``input_from_dict`` -> ``plan`` -> ``plan_to_dict``).
     """
     try:
         from nova_cacheaware.policy import cachedomain
     except ImportError as e:
         raise PlannerUnavailable(reason=str(e)) from None
-    plan_document = getattr(cachedomain, 'plan_document', None)
-    if plan_document is None:
+    needed = ('input_from_dict', 'plan', 'plan_to_dict')
+    missing = [n for n in needed if not hasattr(cachedomain, n)]
+    if missing:
         raise PlannerUnavailable(
-            reason='nova_cacheaware.policy.cachedomain has no plan_document()')
+            reason='nova_cacheaware.policy.cachedomain lacks %s'
+                   % ', '.join(missing))
+
+    def plan_document(doc):
+        return cachedomain.plan_to_dict(
+            cachedomain.plan(cachedomain.input_from_dict(doc)))
+
     return plan_document
 
 
@@ -134,9 +142,34 @@ def movability(instance, specs, domain_cpus):
     return True, 'floating'
 
 
+def _plan_current(live, domain_cpus, movable):
+    """``current`` as the planner may see it, or None to leave the VM out.
+
+    The ``plan`` contract only knows CPUs of the domains. An unmovable VM
+    with a CPU outside them lies inside no domain, so it cannot count
+    against any domain's capacity: it is left out of the plan. A movable
+    VM's CPUs are cut to the domains; if a vCPU has none left, ``current``
+    is omitted (the planner then assumes all CPUs).
+    """
+    if not movable:
+        if all(set(cpus) <= domain_cpus for cpus in live.values()):
+            return {str(v): list(cpus) for v, cpus in sorted(live.items())}
+        return None
+    cut = {str(v): sorted(set(cpus) & domain_cpus)
+           for v, cpus in sorted(live.items())}
+    if not all(cut.values()):
+        return {}
+    return cut
+
+
 def build_plan_input(domain_set, usable_cpus, instances, specs_by_uuid,
                      max_vcpus_per_cpu=1.0):
-    """The ``plan`` input document, plus ``{uuid: (movable, reason)}``."""
+    """The ``plan`` input document, plus ``{uuid: (movable, reason)}``.
+
+    Unmovable instances outside the domains (dedicated ones on
+    ``cpu_dedicated_set``, for instance) are not in the document; their
+    entry in the second value says why they stay.
+    """
     domains = usable_domains(domain_set, usable_cpus)
     domain_cpus = {c for d in domains for c in d['cpus']}
     vms = []
@@ -145,14 +178,14 @@ def build_plan_input(domain_set, usable_cpus, instances, specs_by_uuid,
         specs = specs_by_uuid.get(instance.uuid, {})
         movable, reason = movability(instance, specs, domain_cpus)
         why[instance.uuid] = (movable, reason)
-        vms.append({
-            'id': instance.uuid,
-            'vcpus': len(instance.nova.allowed),
-            'workload': workload_of(specs),
-            'current': {str(v): list(cpus)
-                        for v, cpus in sorted(instance.live.items())},
-            'movable': movable,
-        })
+        current = _plan_current(instance.live, domain_cpus, movable)
+        if current is None:
+            continue
+        vm = {'id': instance.uuid, 'vcpus': len(instance.nova.allowed),
+              'workload': workload_of(specs), 'movable': movable}
+        if current:
+            vm['current'] = current
+        vms.append(vm)
     doc = {'domains': domains, 'max_vcpus_per_cpu': float(max_vcpus_per_cpu),
            'vms': vms}
     return doc, why
@@ -185,8 +218,9 @@ def decisions_from_plan(plan_input, result, instances, why):
     by_uuid = {vm['id']: vm for vm in plan_input['vms']}
     out = []
     for instance in sorted(instances, key=lambda i: i.uuid):
-        vm = by_uuid[instance.uuid]
         movable, reason = why[instance.uuid]
+        vm = by_uuid.get(instance.uuid, {'workload': 'unknown',
+                                         'vcpus': len(instance.nova.allowed)})
         allowed = dict(instance.nova.allowed)
         current = dict(instance.live)
         planned = result['vms'].get(instance.uuid, {})

@@ -133,7 +133,14 @@ class Agent:
         plan_input, why = decide.build_plan_input(
             self.domain_set, self._usable(snapshot), snapshot.instances,
             snapshot.specs, self.max_vcpus_per_cpu)
-        plan_output = self.planner(plan_input)
+        if plan_input['domains']:
+            plan_output = self.planner(plan_input)
+        else:
+            # No usable CPU in any domain: nothing can be planned or moved.
+            LOG.warning('no usable cache domain (check [agent] '
+                        'cpu_shared_set); nothing is moved')
+            plan_output = {'vms': {}, 'domains': {}, 'unplaced': []}
+            why = {u: (False, 'no usable cache domain') for u in why}
         decisions = decide.decisions_from_plan(
             plan_input, plan_output, snapshot.instances, why)
         return plan_input, plan_output, decisions

@@ -195,3 +195,27 @@ class ReportersDownTest(base.AgentTestCase):
         agent.reconcile()
         agent.reconcile()
         self.assertEqual(1, placement.synced)
+
+
+class RealPlannerTest(base.AgentTestCase):
+    """The agent with the real planner, once the policy module is there."""
+
+    def test_reconcile_with_the_real_planner(self):
+        try:
+            planner = decide.default_planner()
+        except decide.PlannerUnavailable as e:
+            self.skipTest(str(e))
+        m = [self.define(2, cpuset='0-7', workload='memory')
+             for _ in range(3)]
+        self.define(1, pins={0: '7'}, extra={'hw:cpu_policy': 'dedicated'})
+        self.define(2, cpuset='0-7', workload='io')
+        agent = self.agent(FOUR)
+        agent.planner = planner
+        one = agent.reconcile()
+        self.assertEqual([], one.result.failed)
+        placed = [self.live_pins(u)[0] for u in m]
+        self.assertEqual(3, len(set(placed)))  # three Clean domains
+        for u, cpus in zip(m, placed):
+            self.assertEqual({0: cpus, 1: cpus}, self.live_pins(u))
+            self.assertIn(cpus, [(0, 1), (2, 3), (4, 5), (6, 7)])
+        self.assertEqual(0, agent.reconcile().result.repins)

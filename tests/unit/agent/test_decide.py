@@ -106,6 +106,32 @@ class BuildPlanInputTest(testtools.TestCase):
             ]}, doc)
         self.assertEqual(False, why['c'][0])
 
+    def test_cpus_outside_the_domains(self):
+        # cpu_shared_set 0-5: a dedicated VM on 7 is left out of the plan
+        # (it is in no domain), a movable VM allowed 0-7 is cut to 0-5, a
+        # vCPU with nothing left drops "current" (planner: all CPUs).
+        insts = [instance('ded', 1, per_vcpu={0: (7,)}, dedicated=True),
+                 instance('mov', 2),
+                 instance('far', 1, live={0: (6, 7)})]
+        doc, why = decide.build_plan_input(DOMAINS, range(6), insts,
+                                           {'mov': MEM})
+        self.assertEqual(
+            [{'id': 'far', 'vcpus': 1, 'workload': 'unknown',
+              'movable': True},
+             {'id': 'mov', 'vcpus': 2, 'workload': 'memory',
+              'movable': True, 'current': {'0': [0, 1, 2, 3, 4, 5],
+                                           '1': [0, 1, 2, 3, 4, 5]}}],
+            doc['vms'])
+        self.assertEqual(False, why['ded'][0])
+        result = planner_double.plan(doc)
+        got = {d.uuid: d for d in decide.decisions_from_plan(
+            doc, result, insts, why)}
+        self.assertEqual(decide.AUDIT, got['ded'].action)
+        self.assertEqual({}, got['ded'].changes())
+        self.assertEqual(decide.REPIN, got['mov'].action)
+        self.assertEqual(decide.RESTORE, got['far'].action)
+        self.assertEqual({0: ALL}, got['far'].changes())
+
 
 class DecisionsTest(testtools.TestCase):
 
