@@ -129,6 +129,7 @@ class Actuator:
             LOG.info('%s; skipping it', e)
             result.failed.append((decision.uuid, None, str(e)))
             return
+        final = dict(decision.current)
         for vcpu, cpus in changes.items():
             if not self.rate_limiter.allow():
                 result.deferred.append((decision.uuid, vcpu, cpus))
@@ -148,6 +149,18 @@ class Actuator:
             LOG.info('pinned %s vCPU %d to %s (%s)', decision.uuid, vcpu,
                      cpulist.format_cpulist(cpus), decision.reason)
             result.succeeded.append((decision.uuid, vcpu, cpus))
+            final[vcpu] = tuple(cpus)
+        after = {v for v, cpus in final.items()
+                 if tuple(cpus) != tuple(decision.allowed.get(v, ()))}
+        if after != ours:
+            # Restored vCPUs are ours no more: forget them, so a later pin
+            # by someone else is never taken for ours.
+            try:
+                self.hypervisor.record_pins(
+                    decision.uuid, domain_xml.agent_pins_metadata(
+                        decision.allowed, decision.nova_pinned, after))
+            except hv.DomainGone as e:
+                LOG.info('%s', e)
         if result.deferred:
             LOG.warning('rate limit reached: %d vCPU pins deferred to the '
                         'next reconcile', len(result.deferred))

@@ -207,9 +207,10 @@ def decisions_from_plan(plan_input, result, instances, why):
     * unmovable: keep (dedicated ones: audit, never touched);
     * movable memory-bound and placed: repin to the planner's pinning;
     * movable memory-bound but unplaced: keep;
-    * movable and not memory-bound: restore Nova's allowed CPUs, which
-      undoes any earlier pin of ours (a VM declared memory-bound may change
-      flavor, a classifier may change its mind).
+    * movable and not memory-bound: restore Nova's allowed CPUs on the
+      vCPUs the agent pinned earlier (a VM declared memory-bound may change
+      flavor, a classifier may change its mind); pins made by anyone else
+      are kept.
     """
     if not isinstance(result, dict) or not isinstance(
             result.get('vms'), dict):
@@ -233,8 +234,15 @@ def decisions_from_plan(plan_input, result, instances, why):
             action, reason = REPIN, 'memory-bound: All-share'
             desired = _pinning(result, instance.uuid, vm['vcpus'])
         else:
+            # Undo only pins the agent made; pins set by someone else
+            # (an operator, another tool) are left alone.
+            desired = {v: allowed[v] if v in instance.ours else cpus
+                       for v, cpus in current.items()}
             action, reason = RESTORE, '%s: Nova\'s CPUs' % vm['workload']
-            desired = allowed
+            if any(cpus != allowed.get(v) for v, cpus in desired.items()):
+                action = KEEP
+                reason = ('%s: pins not made by the agent, left alone'
+                          % vm['workload'])
         out.append(Decision(
             uuid=instance.uuid, name=instance.nova.instance_name
             or instance.nova.name, workload=vm['workload'], movable=movable,

@@ -151,6 +151,19 @@ def parse_nova_domain(live_xml, inactive_xml, host_cpus):
         dedicated=dedicated)
 
 
+def parse_agent_pins(xml):
+    """vCPU ids listed in the agent's metadata element (a frozenset).
+
+    ``xml`` is the element as ``virDomainGetMetadata`` returns it.
+    """
+    root = _parse(xml, 'agent metadata')
+    ids = set()
+    for vcpu in root:
+        if _local(vcpu.tag) == 'vcpu' and (vcpu.get('id') or '').isdigit():
+            ids.add(int(vcpu.get('id')))
+    return frozenset(ids)
+
+
 def agent_pins_metadata(allowed, nova_pinned, pinned_vcpus):
     """The agent's metadata element recording which vCPUs it repinned.
 

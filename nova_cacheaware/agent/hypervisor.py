@@ -40,10 +40,15 @@ class HypervisorUnavailable(exception.CacheAwareError):
 
 @dataclasses.dataclass(frozen=True)
 class Instance:
-    """A running Nova instance: Nova's view plus its live pinning."""
+    """A running Nova instance: Nova's view plus its live pinning.
+
+    ``ours`` are the vCPUs the agent's metadata says it pinned (read only
+    when some live pin differs from Nova's).
+    """
 
     nova: domain_xml.NovaDomain
     live: ty.Dict[int, ty.Tuple[int, ...]]
+    ours: ty.FrozenSet[int] = frozenset()
 
     @property
     def uuid(self):
@@ -291,7 +296,26 @@ class LibvirtHypervisor(Hypervisor):
         live = {vcpu: tuple(i for i, on in enumerate(cpumap) if on)
                 for vcpu, cpumap in enumerate(pininfo)
                 if vcpu in nova.allowed}
-        return Instance(nova=nova, live=live)
+        ours = frozenset()
+        if any(cpus != nova.allowed[v] for v, cpus in live.items()):
+            ours = self._agent_pins(dom, pin_flags)
+        return Instance(nova=nova, live=live, ours=ours)
+
+    def _agent_pins(self, dom, flags):
+        libvirt = _libvirt()
+        try:
+            xml = dom.metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT,
+                               domain_xml.AGENT_NS, flags)
+        except libvirt.libvirtError as e:
+            if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN_METADATA:
+                return frozenset()
+            raise
+        try:
+            return domain_xml.parse_agent_pins(xml)
+        except exception.InvalidInput as e:
+            LOG.warning('ignoring unreadable agent metadata on %s: %s',
+                        dom.UUIDString(), e)
+            return frozenset()
 
     def vcpu_stats(self):
         """``vcpu.N.time`` / ``vcpu.N.delay`` from getAllDomainStats."""

@@ -75,6 +75,12 @@ class AgentTestCase(base.FunctionalTestCase):
         except libvirt.libvirtError:
             pass
 
+    def pin_as_agent(self, uuid, vcpu, cpus):
+        """Pin as an earlier agent pass did: metadata first, then the pin."""
+        self.hv.record_pins(uuid, '<pins><vcpu id="%d" nova_cpuset=""/>'
+                                  '</pins>' % vcpu)
+        self.hv.pin_vcpu(uuid, vcpu, cpus)
+
     def dom(self, uuid):
         return self.hv.connection().lookupByUUIDString(uuid)
 

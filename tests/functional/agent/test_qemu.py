@@ -51,7 +51,7 @@ class QemuAgentTest(base.AgentTestCase):
         b = self.define(1, cpuset='0-1', workload='memory')
         c = self.define(1, cpuset='0-1', workload='cpu')
         # c carries an old pin of ours; it is not memory-bound any more.
-        self.hv.pin_vcpu(c, 0, (1,))
+        self.pin_as_agent(c, 0, (1,))
         self.assertEqual('1', allowed_list(self.threads(c)[0]))
 
         one = self.agent(TWO).reconcile()

@@ -21,7 +21,10 @@ class ReconcileTest(base.AgentTestCase):
              for _ in range(3)]
         # A cpu-bound VM we had pinned before: its pins go back to Nova's.
         cpu = self.define(1, cpuset='0-7', workload='cpu')
-        self.dom(cpu).pinVcpuFlags(0, tuple(i == 5 for i in range(8)), 0)
+        self.pin_as_agent(cpu, 0, (5,))
+        # Pinned by an operator: never undone.
+        hand = self.define(1, cpuset='0-7', workload='io')
+        self.dom(hand).pinVcpuFlags(0, tuple(i == 4 for i in range(8)), 0)
         narrow = self.define(2, cpuset='0-5', workload='memory')
         narrow_before = self.live_pins(narrow)
         dedicated = self.define(2, pins={0: '6', 1: '7'},
@@ -42,6 +45,8 @@ class ReconcileTest(base.AgentTestCase):
         self.assertTrue(all(len(c) == 2 for c in placed.values()))
         self.assertEqual({0: ALL}, self.live_pins(cpu))
         self.assertEqual(decide.RESTORE, got[cpu].action)
+        self.assertEqual({0: (4,)}, self.live_pins(hand))
+        self.assertEqual(decide.KEEP, got[hand].action)
         # (the test driver reports every CPU for a <vcpu cpuset> guest)
         self.assertEqual(narrow_before, self.live_pins(narrow))
         self.assertEqual(decide.KEEP, got[narrow].action)

@@ -100,7 +100,9 @@ class ActuatorTest(testtools.TestCase):
         actuator.Actuator(h).apply([decision(
             'a', {0: (0, 1)}, {0: ALL}, action=decide.RESTORE)])
         self.assertEqual([('a', 0, ALL)], h.pins)
-        self.assertIn('<vcpu id="0" nova_cpuset=""/>', h.records[0][1])
+        self.assertEqual(
+            [('a', '<pins><vcpu id="0" nova_cpuset=""/></pins>'),
+             ('a', '<pins></pins>')], h.records)
 
     def test_refuses_outside_nova_allowed(self):
         h = RecordingHypervisor()

@@ -19,14 +19,15 @@ DOMAINS = domains.DomainSet(level=2, fallback=False, domains=(
 
 
 def instance(uuid, vcpus, allowed=ALL, live=None, per_vcpu=None,
-             dedicated=False, nova_pinned=False):
+             dedicated=False, nova_pinned=False, ours=()):
     allowed_map = per_vcpu or {v: tuple(allowed) for v in range(vcpus)}
     nova = domain_xml.NovaDomain(
         uuid=uuid, name='instance-' + uuid, instance_name='vm-' + uuid,
         flavor='m1', vcpus=vcpus, allowed=allowed_map,
         nova_pinned=nova_pinned or dedicated or per_vcpu is not None,
         dedicated=dedicated)
-    return hv.Instance(nova=nova, live=live or dict(allowed_map))
+    return hv.Instance(nova=nova, live=live or dict(allowed_map),
+                       ours=frozenset(ours))
 
 
 MEM = {decide.WORKLOAD_SPEC: 'memory'}
@@ -112,7 +113,7 @@ class BuildPlanInputTest(testtools.TestCase):
         # vCPU with nothing left drops "current" (planner: all CPUs).
         insts = [instance('ded', 1, per_vcpu={0: (7,)}, dedicated=True),
                  instance('mov', 2),
-                 instance('far', 1, live={0: (6, 7)})]
+                 instance('far', 1, live={0: (6, 7)}, ours={0})]
         doc, why = decide.build_plan_input(DOMAINS, range(6), insts,
                                            {'mov': MEM})
         self.assertEqual(
@@ -145,7 +146,8 @@ class DecisionsTest(testtools.TestCase):
         insts = [instance('m1', 2), instance('m2', 2),
                  instance('m3', 4),  # no room left after m1, m2 + m4
                  instance('m4', 4),
-                 instance('cpu', 1, live={0: (0, 1, 2, 3)}),
+                 instance('cpu', 1, live={0: (0, 1, 2, 3)}, ours={0}),
+                 instance('ext', 1, live={0: (5,)}),
                  instance('ded', 1, per_vcpu={0: (7,)}, dedicated=True),
                  instance('nar', 1, allowed=(0, 1))]
         specs = {u: MEM for u in ('m1', 'm2', 'm3', 'm4', 'nar')}
@@ -169,6 +171,11 @@ class DecisionsTest(testtools.TestCase):
         # Nova's CPUs.
         self.assertEqual(decide.RESTORE, got['cpu'].action)
         self.assertEqual({0: ALL}, got['cpu'].changes())
+        # Pinned by someone else: left alone.
+        self.assertEqual(decide.KEEP, got['ext'].action)
+        self.assertEqual('unknown: pins not made by the agent, left alone',
+                         got['ext'].reason)
+        self.assertEqual({}, got['ext'].changes())
         self.assertEqual(decide.AUDIT, got['ded'].action)
         self.assertEqual({}, got['ded'].changes())
         self.assertEqual(decide.KEEP, got['nar'].action)

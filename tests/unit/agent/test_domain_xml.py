@@ -82,6 +82,15 @@ class ParseNovaDomainTest(testtools.TestCase):
 
 class AgentMetadataTest(testtools.TestCase):
 
+    def test_parse_agent_pins(self):
+        self.assertEqual(frozenset({0, 3}), domain_xml.parse_agent_pins(
+            '<pins>\n  <vcpu id="0" nova_cpuset=""/>\n'
+            '  <vcpu id="3" nova_cpuset="0-3"/>\n</pins>'))
+        self.assertEqual(frozenset(), domain_xml.parse_agent_pins(
+            '<pins/>'))
+        self.assertRaises(exception.InvalidInput,
+                          domain_xml.parse_agent_pins, '<pins>')
+
     def test_records_nova_cpuset_only_for_nova_pins(self):
         allowed = {0: (0, 1, 2, 3), 1: (4, 5)}
         self.assertEqual(
