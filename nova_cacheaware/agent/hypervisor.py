@@ -435,7 +435,12 @@ class LibvirtHypervisor(Hypervisor):
             self._on_event = on_event
             # Connections opened before the loop existed deliver no events.
             self._drop()
-        self.connection()
+        try:
+            self.connection()
+        except HypervisorUnavailable as e:
+            # libvirtd not up yet: the first call that reaches it connects
+            # and subscribes.
+            LOG.warning('%s; will retry', e)
 
     def stop(self):
         """Unsubscribe and close the connection."""

@@ -5,6 +5,7 @@ import time
 
 from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import domain_xml
+from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import reporting
 from tests.functional.agent import base
 
@@ -224,3 +225,16 @@ class RealPlannerTest(base.AgentTestCase):
             self.assertEqual({0: cpus, 1: cpus}, self.live_pins(u))
             self.assertIn(cpus, [(0, 1), (2, 3), (4, 5), (6, 7)])
         self.assertEqual(0, agent.reconcile().result.repins)
+
+
+class HypervisorDownTest(base.AgentTestCase):
+
+    def test_agent_starts_and_passes_fail_softly_without_libvirtd(self):
+        down = hypervisor.LibvirtHypervisor(
+            'qemu+unix:///system?socket=/nonexistent/libvirt-sock')
+        self.addCleanup(down.stop)
+        down.start(lambda uuid, reason: None)  # does not raise
+        self.assertRaises(hypervisor.HypervisorUnavailable,
+                          down.list_instances)
+        agent = self.agent(FOUR, hv=down)
+        self.assertIsNone(agent.reconcile_safely())
