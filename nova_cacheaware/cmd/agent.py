@@ -1,19 +1,150 @@
-"""``nova-cacheaware-agent``: the per-compute-node daemon (skeleton)."""
+"""``nova-cacheaware-agent``: the per-compute-node daemon.
 
-import argparse
+``nova-cacheaware-agent [--config-file F] [--once] [--dry-run]
+[--dump-state FILE]``. Without ``--once`` or ``--dump-state`` it runs until
+SIGTERM/SIGINT. ``--once`` reconciles once and prints the decisions as a
+table; ``--dump-state FILE`` writes the ``plan`` input document (plus an
+``"agent"`` section) that ``nova-cacheaware plan --input FILE`` replays.
+"""
+
+import json
+import signal
 import sys
 
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from nova_cacheaware.agent import actuator
+from nova_cacheaware.agent import counters
+from nova_cacheaware.agent import decide
+from nova_cacheaware.agent import hypervisor
+from nova_cacheaware.agent import service
+from nova_cacheaware.agent import specs
+from nova_cacheaware.conf import agent as agent_conf
+from nova_cacheaware.conf import nova as nova_conf
+from nova_cacheaware.conf import topology as topology_conf
+from nova_cacheaware import exception
+from nova_cacheaware.topology import cpulist
+from nova_cacheaware.topology import domains
+from nova_cacheaware.topology import libvirt_caps
+from nova_cacheaware.topology import sysfs
 from nova_cacheaware import version
 
+LOG = logging.getLogger(__name__)
+EXIT_ERROR = 2
 
-def main(argv=None):
-    """Print the version; the observe/decide/act loop arrives later."""
-    parser = argparse.ArgumentParser(prog='nova-cacheaware-agent')
-    parser.add_argument('--version', action='version',
-                        version=version.version_string())
-    parser.parse_args(argv)
-    print('nova-cacheaware-agent %s' % version.version_string())
-    return 0
+cli_opts = [
+    cfg.BoolOpt('once', default=False,
+                help='Reconcile once, print the decisions as a table and '
+                     'exit.'),
+    cfg.BoolOpt('dry-run', default=False, dest='cli_dry_run',
+                help='Decide and report, never change a pin (same as '
+                     '[agent] dry_run).'),
+    cfg.StrOpt('dump-state', metavar='FILE', dest='dump_state',
+               help='Write the observed state as a "plan" input document '
+                    '(with an "agent" section) to FILE ("-": stdout) and '
+                    'exit, unless --once is given too.'),
+]
+
+
+def make_conf(argv):
+    """A parsed, private ConfigOpts (tests call :func:`main` repeatedly)."""
+    conf = cfg.ConfigOpts()
+    agent_conf.register_opts(conf)
+    nova_conf.register_opts(conf)
+    topology_conf.register_opts(conf)
+    logging.register_options(conf)
+    # Logs go to stderr (the journal under systemd); stdout carries only
+    # the --once table and --dump-state -.
+    conf.set_default('use_stderr', True)
+    conf.register_cli_opts(cli_opts)
+    conf(argv, project='nova-cacheaware', prog='nova-cacheaware-agent',
+         version=version.version_string())
+    return conf
+
+
+def read_topology(conf):
+    """The host topology from ``[topology]``."""
+    source = conf.topology.source
+    if source == 'libvirt':
+        return libvirt_caps.read_topology(conf.topology.libvirt_uri)
+    try:
+        return sysfs.read_topology(conf.topology.sysfs_root)
+    except exception.TopologyError:
+        if source == 'sysfs':
+            raise
+        return libvirt_caps.read_topology(conf.topology.libvirt_uri)
+
+
+def build_agent(conf, planner=None, hv=None):
+    """Wire an :class:`~nova_cacheaware.agent.service.Agent` from ``conf``."""
+    topology = read_topology(conf)
+    domain_set = domains.cache_domains(topology, conf.topology.cache_level)
+    usable = (cpulist.parse_cpulist(conf.agent.cpu_shared_set)
+              if conf.agent.cpu_shared_set else topology.online_cpus())
+    hv = hv or hypervisor.LibvirtHypervisor(conf.agent.libvirt_uri)
+    dry_run = conf.agent.dry_run or conf.cli_dry_run
+    act = actuator.Actuator(
+        hv, actuator.RateLimiter(conf.agent.max_repins_per_period,
+                                 conf.agent.period_s), dry_run=dry_run)
+    spec_source = specs.NullSpecSource()
+    if conf.agent.spec_source == 'nova':
+        spec_source = specs.NovaSpecSource(specs.client_from_conf(conf))
+    elif conf.agent.spec_source == 'file':
+        if not conf.agent.spec_file:
+            raise exception.InvalidInput(
+                reason='[agent] spec_source = file needs spec_file')
+        spec_source = specs.FileSpecSource(conf.agent.spec_file)
+    counter_source = (counters.PerfCounterSource() if conf.agent.counters
+                      else counters.NoCounterSource())
+    return service.Agent(
+        hv, domain_set, planner, act, spec_source=spec_source,
+        counter_source=counter_source, usable_cpus=usable,
+        max_vcpus_per_cpu=conf.agent.max_vcpus_per_cpu)
+
+
+def _write_state(path, doc):
+    text = json.dumps(doc, indent=2, sort_keys=True) + '\n'
+    if path == '-':
+        sys.stdout.write(text)
+    else:
+        with open(path, 'w') as f:
+            f.write(text)
+
+
+def main(argv=None, planner=None, hv=None):
+    """Entry point; ``planner``/``hv`` are injected by tests only."""
+    argv = sys.argv[1:] if argv is None else argv
+    conf = make_conf(argv)
+    logging.setup(conf, 'nova-cacheaware-agent')
+    try:
+        needs_planner = conf.once or not conf.dump_state
+        if needs_planner and planner is None:
+            planner = decide.default_planner()
+        agent = build_agent(conf, planner=planner, hv=hv)
+        if conf.dump_state and not conf.once:
+            _write_state(conf.dump_state, agent.dump_state())
+            return 0
+        if conf.once:
+            one = agent.reconcile()
+            if conf.dump_state:
+                _write_state(conf.dump_state, agent.dump_state(one.snapshot))
+            print(service.format_decisions(one.decisions, one.result))
+            for problem in one.problems:
+                print('problem: %s' % problem)
+            return 1 if one.result.failed else 0
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: agent.stop())
+        LOG.info('nova-cacheaware-agent %s starting on %s (period %.0fs%s)',
+                 version.version_string(), conf.agent.libvirt_uri,
+                 conf.agent.period_s,
+                 ', dry run' if conf.agent.dry_run or conf.cli_dry_run
+                 else '')
+        agent.run(conf.agent.period_s)
+        return 0
+    except exception.CacheAwareError as e:
+        sys.stderr.write('nova-cacheaware-agent: error: %s\n' % e)
+        return EXIT_ERROR
 
 
 if __name__ == '__main__':

@@ -6,16 +6,30 @@ Add a module's name to ``_MODULES`` when it defines ``list_opts()``.
 import importlib
 
 _MODULES = (
+    'agent',
+    'nova',
     'placement',
     'scheduler',
     'topology',
 )
 
+# The groups in the agent's own configuration file.
+_AGENT_MODULES = ('agent', 'nova', 'topology')
+
 
 def list_opts():
     """Return ``[(group, [opts]), ...]`` for oslo-config-generator."""
+    return _gather(_MODULES)
+
+
+def list_agent_opts():
+    """The options of ``nova-cacheaware-agent``'s configuration file."""
+    return _gather(_AGENT_MODULES)
+
+
+def _gather(modules):
     result = []
-    for name in _MODULES:
+    for name in modules:
         module = importlib.import_module('nova_cacheaware.conf.' + name)
         for group, opts in module.list_opts().items():
             result.append((group, opts))

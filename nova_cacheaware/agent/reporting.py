@@ -1,0 +1,77 @@
+"""Where the agent reports: Placement and the scheduler's live state.
+
+Narrow injected interfaces with logging defaults, so the agent runs (and
+pins) without Placement or a message bus:
+
+* :class:`PlacementReporter`: ``sync_domains`` at start and on topology
+  change (the provider tree of cache domains), ``set_membound_reserved``
+  when an undeclared VM is found memory-bound in a domain. The real one wraps
+  ``nova_cacheaware.placement`` (``provider_sync.sync_domain_providers``).
+* :class:`StatePublisher`: ``publish(doc)`` of the ``cacheaware.host.state``
+  payload. The real one emits an oslo.messaging notification.
+"""
+
+import abc
+import logging
+
+LOG = logging.getLogger(__name__)
+
+
+class PlacementReporter(abc.ABC):
+    """Keeps Placement's cache-domain providers in line with the host."""
+
+    @abc.abstractmethod
+    def sync_domains(self, domain_set, usable_cpus):
+        """Create/update the domain child providers and their inventory."""
+
+    @abc.abstractmethod
+    def set_membound_reserved(self, reserved_by_domain):
+        """``{domain id: reserved}`` on ``CUSTOM_CACHE_DOMAIN_MEMBOUND``."""
+
+
+class StatePublisher(abc.ABC):
+    """Publishes the host's live cache state for the scheduler."""
+
+    @abc.abstractmethod
+    def publish(self, state):
+        """Send one ``cacheaware.host.state`` payload (a dict)."""
+
+
+class LoggingPlacementReporter(PlacementReporter):
+    """No Placement configured: log what would be reported."""
+
+    def sync_domains(self, domain_set, usable_cpus):
+        """Log the domains once per call."""
+        LOG.info('Placement reporting is off: %d cache domains not synced',
+                 len(domain_set.domains))
+
+    def set_membound_reserved(self, reserved_by_domain):
+        """Log the reserved values."""
+        LOG.debug('Placement reporting is off: membound reserved %s',
+                  reserved_by_domain)
+
+
+class LoggingStatePublisher(StatePublisher):
+    """No message bus configured: log the payload at debug level."""
+
+    def publish(self, state):
+        """Log the payload."""
+        LOG.debug('cacheaware.host.state (not sent): %s', state)
+
+
+def host_state(plan_output, decisions, health='ok'):
+    """The ``cacheaware.host.state`` payload body (version 1.0 draft).
+
+    Domains with their state and memory-bound VMs, the class of each VM,
+    and the agent's health; the scheduler side defines the versioned object.
+    """
+    return {
+        'version': '1.0',
+        'health': health,
+        'domains': {d: {'state': v.get('state'),
+                        'memory_vms': list(v.get('memory_vms', ()))}
+                    for d, v in sorted(plan_output.get('domains',
+                                                       {}).items())},
+        'vms': {d.uuid: {'workload': d.workload, 'movable': d.movable,
+                         'domains': list(d.domains)} for d in decisions},
+    }

@@ -1,0 +1,286 @@
+"""The agent: observe -> decide -> act, on lifecycle events and a period.
+
+:class:`Agent` wires the injected pieces together; :meth:`Agent.reconcile`
+is one full pass and is what ``--once`` runs. :meth:`Agent.run` is the daemon
+loop: a pass at start, then one whenever libvirt reports a lifecycle change
+(started, resumed, migrated, rebooted: Nova rebuilt the domain and our live
+pins are gone) and at least every ``period_s`` seconds.
+"""
+
+import dataclasses
+import logging
+import threading
+import typing as ty
+
+from nova_cacheaware.agent import actuator as actuator_mod
+from nova_cacheaware.agent import counters as counters_mod
+from nova_cacheaware.agent import decide
+from nova_cacheaware.agent import hypervisor as hv
+from nova_cacheaware.agent import reporting
+from nova_cacheaware.agent import specs as specs_mod
+from nova_cacheaware.topology import cpulist
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class Snapshot:
+    """Everything one pass observed."""
+
+    instances: ty.List[hv.Instance]
+    specs: ty.Dict[str, dict]
+    spec_errors: ty.Dict[str, str]
+    stats: ty.Dict[str, dict]
+    counters: ty.Dict[str, dict]
+    host_cpus: ty.Tuple[int, ...] = ()
+
+
+@dataclasses.dataclass
+class Pass:
+    """One reconcile: the snapshot, the plan in and out, the decisions."""
+
+    snapshot: Snapshot
+    plan_input: dict
+    plan_output: dict
+    decisions: ty.List[decide.Decision]
+    result: actuator_mod.ApplyResult
+    problems: ty.List[str]
+
+
+class Agent:
+    """Observe, decide, act. Every dependency is injected.
+
+    ``domain_set`` is the host's :class:`~nova_cacheaware.topology.domains.
+    DomainSet`; ``usable_cpus`` the CPUs floating guests may use (None: every
+    CPU of the domains).
+    """
+
+    def __init__(self, hypervisor, domain_set, planner, actuator,
+                 spec_source=None, counter_source=None, placement=None,
+                 publisher=None, usable_cpus=None, max_vcpus_per_cpu=1.0):
+        self.hypervisor = hypervisor
+        self.domain_set = domain_set
+        self.planner = planner
+        self.actuator = actuator
+        self.spec_source = spec_source or specs_mod.NullSpecSource()
+        self.counter_source = (counter_source
+                               or counters_mod.NoCounterSource())
+        self.placement = placement or reporting.LoggingPlacementReporter()
+        self.publisher = publisher or reporting.LoggingStatePublisher()
+        self.usable_cpus = (tuple(sorted(usable_cpus)) if usable_cpus
+                            else tuple(sorted(c for d in domain_set.domains
+                                              for c in d.cpus)))
+        self.max_vcpus_per_cpu = max_vcpus_per_cpu
+        self._synced = False
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._last_counts = {}
+
+    # -- observe ------------------------------------------------------------
+
+    def observe(self):
+        """Read instances, their specs, vCPU stats and counters."""
+        instances = self.hypervisor.list_instances()
+        specs, errors = {}, {}
+        for instance in instances:
+            try:
+                specs[instance.uuid] = self.spec_source.extra_specs(
+                    instance.uuid)
+            except specs_mod.SpecLookupFailed as e:
+                # Unknown specs: treated as 'auto' (never moved as
+                # memory-bound), retried next pass.
+                errors[instance.uuid] = str(e)
+                LOG.warning('%s', e)
+        try:
+            stats = self.hypervisor.vcpu_stats()
+        except Exception as e:  # stats are optional context
+            LOG.debug('no vCPU stats: %s', e)
+            stats = {}
+        return Snapshot(instances=instances, specs=specs, spec_errors=errors,
+                        stats=stats, counters=self._sample_counters(
+                            instances),
+                        host_cpus=tuple(self.hypervisor.host_cpus()))
+
+    def _usable(self, snapshot):
+        # Never plan on a CPU the hypervisor does not have online now.
+        host = set(snapshot.host_cpus)
+        return tuple(c for c in self.usable_cpus if c in host)
+
+    def _sample_counters(self, instances):
+        if not self.counter_source.available():
+            return {}
+        threads = {}
+        for instance in instances:
+            try:
+                for vcpu, tid in self.hypervisor.vcpu_threads(
+                        instance.uuid).items():
+                    threads['%s/%d' % (instance.uuid, vcpu)] = tid
+            except hv.DomainGone:
+                continue
+        counts = self.counter_source.sample(threads)
+        out = {}
+        for key, now in counts.items():
+            before = self._last_counts.get(key)
+            if before:
+                out[key] = counters_mod.derived(before, now)
+        self._last_counts = counts
+        return out
+
+    # -- decide -------------------------------------------------------------
+
+    def decide(self, snapshot):
+        """Plan input, planner output and per-instance decisions."""
+        plan_input, why = decide.build_plan_input(
+            self.domain_set, self._usable(snapshot), snapshot.instances,
+            snapshot.specs, self.max_vcpus_per_cpu)
+        if plan_input['domains']:
+            plan_output = self.planner(plan_input)
+        else:
+            # No usable CPU in any domain: nothing can be planned or moved.
+            LOG.warning('no usable cache domain (check [agent] '
+                        'cpu_shared_set); nothing is moved')
+            plan_output = {'vms': {}, 'domains': {}, 'unplaced': []}
+            why = {u: (False, 'no usable cache domain') for u in why}
+        decisions = decide.decisions_from_plan(
+            plan_input, plan_output, snapshot.instances, why)
+        return plan_input, plan_output, decisions
+
+    # -- one pass -----------------------------------------------------------
+
+    def reconcile(self):
+        """Observe, decide and act once; return the :class:`Pass`."""
+        snapshot = self.observe()
+        plan_input, plan_output, decisions = self.decide(snapshot)
+        problems = [p for p in (decide.audit_dedicated(d) for d in decisions
+                                if d.action == decide.AUDIT) if p]
+        for problem in problems:
+            LOG.warning('%s', problem)
+        result = self.actuator.apply(decisions)
+        self._report(plan_output, decisions)
+        return Pass(snapshot=snapshot, plan_input=plan_input,
+                    plan_output=plan_output, decisions=decisions,
+                    result=result, problems=problems)
+
+    def sync_placement(self):
+        """Sync the domain providers once; retried each pass until it works.
+
+        Placement being down never stops pinning.
+        """
+        if self._synced:
+            return True
+        try:
+            self.placement.sync_domains(self.domain_set, self.usable_cpus)
+        except Exception as e:
+            LOG.warning('Placement sync failed (%s); retrying next pass', e)
+            return False
+        self._synced = True
+        return True
+
+    def _report(self, plan_output, decisions):
+        # Reporting never stops pinning: log and go on.
+        self.sync_placement()
+        try:
+            self.publisher.publish(reporting.host_state(plan_output,
+                                                        decisions))
+        except Exception as e:
+            LOG.warning('publishing the host state failed: %s', e)
+
+    def dump_state(self, snapshot=None):
+        """The ``plan`` input document plus an ``"agent"`` context section.
+
+        ``nova-cacheaware plan --input FILE`` replays it (the planner ignores
+        the extra section).
+        """
+        snapshot = snapshot or self.observe()
+        usable = self._usable(snapshot)
+        plan_input, why = decide.build_plan_input(
+            self.domain_set, usable, snapshot.instances,
+            snapshot.specs, self.max_vcpus_per_cpu)
+        doc = dict(plan_input)
+        doc['agent'] = {
+            'usable_cpus': list(usable),
+            'cache_level': self.domain_set.level,
+            'instances': {
+                i.uuid: {
+                    'name': i.nova.instance_name or i.nova.name,
+                    'flavor': i.nova.flavor,
+                    'allowed': {str(v): list(c)
+                                for v, c in sorted(i.nova.allowed.items())},
+                    'nova_pinned': i.nova.nova_pinned,
+                    'dedicated': i.nova.dedicated,
+                    'movable_reason': why[i.uuid][1],
+                    'extra_specs': snapshot.specs.get(i.uuid, {}),
+                    'spec_error': snapshot.spec_errors.get(i.uuid),
+                    'vcpu_stats': {str(v): s for v, s in sorted(
+                        snapshot.stats.get(i.uuid, {}).items())},
+                } for i in snapshot.instances},
+            'counters': snapshot.counters,
+        }
+        return doc
+
+    # -- daemon loop ----------------------------------------------------------
+
+    def on_event(self, uuid, reason):
+        """Lifecycle callback (libvirt event thread): wake the loop."""
+        LOG.debug('lifecycle event %s for %s', reason, uuid)
+        if uuid and reason == hv.STOPPED:
+            self.spec_source.forget(uuid)
+        self._wake.set()
+
+    def run(self, period_s):
+        """Reconcile at start, on events and every ``period_s`` seconds."""
+        self.sync_placement()
+        self.hypervisor.start(self.on_event)
+        try:
+            while not self._stop.is_set():
+                self._wake.clear()
+                self.reconcile_safely()
+                self._wake.wait(period_s)
+        finally:
+            self.hypervisor.stop()
+            self.counter_source.close()
+
+    def reconcile_safely(self):
+        """:meth:`reconcile`, logging instead of raising."""
+        try:
+            return self.reconcile()
+        except hv.HypervisorUnavailable as e:
+            LOG.warning('%s; retrying at the next period or event', e)
+        except decide.PlannerError as e:
+            LOG.error('%s; nothing changed', e)
+        except Exception:
+            LOG.exception('reconcile failed; nothing more changed')
+        return None
+
+    def stop(self):
+        """Ask :meth:`run` to return after the current pass."""
+        self._stop.set()
+        self._wake.set()
+
+
+def format_decisions(decisions, result=None):
+    """The decisions as a table for a person (``--once``)."""
+    rows = [('INSTANCE', 'NAME', 'WORKLOAD', 'ACTION', 'CURRENT', 'DESIRED',
+             'DOMAINS', 'REASON')]
+
+    def pins(m):
+        groups = {}
+        for v, cpus in sorted(m.items()):
+            groups.setdefault(cpulist.format_cpulist(cpus), []).append(v)
+        return ' '.join('%s:%s' % (cpulist.format_cpulist(vs), cpus)
+                        for cpus, vs in groups.items()) or '-'
+
+    for d in decisions:
+        action = d.action if d.changes() or d.action == decide.AUDIT \
+            else decide.KEEP
+        rows.append((d.uuid[:8], d.name[:16] or '-', d.workload, action,
+                     pins(d.current), pins(d.desired),
+                     ','.join(d.domains) or '-', d.reason))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ['  '.join(c.ljust(w) for c, w in zip(r, widths)) + '  ' + r[-1]
+             for r in rows]
+    if result is not None:
+        lines.append('repins: %d ok, %d failed, %d deferred, %d dry-run'
+                     % (len(result.succeeded), len(result.failed),
+                        len(result.deferred), len(result.dry_run)))
+    return '\n'.join(lines)

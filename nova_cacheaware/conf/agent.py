@@ -1,0 +1,106 @@
+"""``[agent]``: the per-compute-node daemon ``nova-cacheaware-agent``."""
+
+from oslo_config import cfg
+
+agent_group = cfg.OptGroup(
+    'agent',
+    title='nova-cacheaware-agent',
+    help='The compute-node agent that keeps memory-bound instances inside '
+         'one cache domain by live-repinning floating vCPUs.')
+
+agent_opts = [
+    cfg.StrOpt('libvirt_uri',
+               default='qemu:///system',
+               help="""
+libvirt connection URI of the hypervisor whose domains the agent manages.
+
+Possible values:
+
+* qemu:///system on a Nova libvirt compute node (the default)
+* test:///default for a dry run against libvirt's test driver
+"""),
+    cfg.FloatOpt('period_s',
+                 default=10.0,
+                 min=1.0,
+                 help="""
+Seconds between two periodic reconciles.
+
+The agent also reconciles right after every libvirt lifecycle event (start,
+resume, migration, reboot), so the period only bounds how long an external
+change (a pin changed by hand, a lost event) can last.
+"""),
+    cfg.IntOpt('max_repins_per_period',
+               default=64,
+               min=1,
+               help="""
+Most vCPU repins the agent sends in any window of ``period_s`` seconds.
+
+Changes above the limit are deferred to the next reconcile, so a large
+re-plan is spread over several periods instead of disturbing every guest at
+once.
+
+Related options:
+
+* period_s
+"""),
+    cfg.BoolOpt('dry_run',
+                default=False,
+                help='Decide and log, but never change a pin. The command '
+                     'line flag --dry-run sets this too.'),
+    cfg.StrOpt('cpu_shared_set',
+               help="""
+CPUs that floating (``hw:cpu_policy=shared``) guests may use, as a cpulist.
+
+Cache domains are cut to these CPUs before planning. Leave unset to use
+every online CPU; set it to the same value as Nova's ``[compute]
+cpu_shared_set`` on hosts that also run dedicated guests.
+
+Possible values:
+
+* unset (the default): every online CPU
+* a cpulist such as ``2-15,18-31``
+"""),
+    cfg.FloatOpt('max_vcpus_per_cpu',
+                 default=1.0,
+                 min=0.0,
+                 help='Memory-bound vCPUs per CPU a cache domain may take '
+                      '(the planner caps it at one vCPU per CPU).'),
+    cfg.BoolOpt('counters',
+                default=True,
+                help="""
+Read hardware counters (cycles, instructions, LLC misses) of each vCPU thread
+with perf_event_open.
+
+On hosts without a hardware PMU the agent says so once and goes on with the
+declared workloads. Reading vCPU thread ids uses a QEMU monitor command,
+which libvirt records as a "custom-monitor" taint on the domain.
+"""),
+    cfg.StrOpt('spec_source',
+               default='none',
+               choices=[('none', 'no Nova API: every instance is "auto"'),
+                        ('nova', 'read flavor extra specs from the Nova API '
+                                 'with the [nova] credentials'),
+                        ('file', 'read them from spec_file')],
+               help='Where declared workloads (cacheaware:workload) and '
+                    'hw:cpu_policy come from.'),
+    cfg.StrOpt('spec_file',
+               help="""
+JSON file ``{"<instance uuid>": {"<extra spec>": "<value>"}}``, re-read when
+it changes.
+
+Related options:
+
+* spec_source: must be ``file``
+"""),
+]
+
+
+def register_opts(conf):
+    """Register the ``[agent]`` options on ``conf``."""
+    conf.register_group(agent_group)
+    conf.register_opts(agent_opts, group=agent_group)
+
+
+def list_opts():
+    """Options for oslo-config-generator."""
+    return {agent_group: agent_opts}

@@ -1,0 +1,101 @@
+"""Agent functional tests: real libvirt (test:/// driver or libvirtd+QEMU)."""
+
+import uuid as uuid_mod
+
+from nova_cacheaware.agent import actuator
+from nova_cacheaware.agent import hypervisor
+from nova_cacheaware.agent import service
+from nova_cacheaware.agent import specs
+from nova_cacheaware.topology import domains
+from tests.fixtures import nova_domains
+from tests.fixtures import planner_double
+from tests.functional import base
+
+MEMORY = {'cacheaware:workload': 'memory'}
+CPU = {'cacheaware:workload': 'cpu'}
+
+
+def domain_set(*groups):
+    """A DomainSet of L2 clusters over the given CPU groups."""
+    return domains.DomainSet(level=2, fallback=False, domains=tuple(
+        domains.CacheDomain('L2-%d' % i, 2, tuple(cpus), 2048, (0,))
+        for i, cpus in enumerate(groups)))
+
+
+class AgentTestCase(base.FunctionalTestCase):
+    """Defines Nova-like domains; the agent sees only this test's ones."""
+
+    uri = 'test:///default'
+    kind = 'test'
+
+    def setUp(self):
+        super().setUp()
+        self.mine = set()
+        self.specs = {}
+        self.hv = self.make_hypervisor()
+
+    def make_hypervisor(self):
+        h = hypervisor.LibvirtHypervisor(self.uri,
+                                         domain_filter=self.mine.__contains__)
+        self.addCleanup(h.stop)
+        return h
+
+    def define(self, vcpus, cpuset=None, pins=None, workload=None,
+               extra=None, start=True):
+        """Define (and start) a domain; returns its uuid."""
+        uuid = str(uuid_mod.uuid4())
+        name = 'nca-%s' % uuid[:8]
+        xml = nova_domains.domain_xml(name, vcpus, cpuset=cpuset, pins=pins,
+                                      uuid=uuid, kind=self.kind)
+        conn = self.hv.connection()
+        dom = conn.defineXML(xml)
+        self.addCleanup(self._remove, uuid)
+        spec = dict(extra or {})
+        if workload:
+            spec['cacheaware:workload'] = workload
+        self.specs[uuid] = spec
+        self.mine.add(uuid)
+        if start:
+            dom.create()
+        return uuid
+
+    def _remove(self, uuid):
+        import libvirt
+        try:
+            dom = self.hv.connection().lookupByUUIDString(uuid)
+        except libvirt.libvirtError:
+            return
+        try:
+            if dom.isActive():
+                dom.destroy()
+        except libvirt.libvirtError:
+            pass
+        try:
+            dom.undefine()
+        except libvirt.libvirtError:
+            pass
+
+    def pin_as_agent(self, uuid, vcpu, cpus):
+        """Pin as an earlier agent pass did: metadata first, then the pin."""
+        self.hv.record_pins(uuid, '<pins><vcpu id="%d" nova_cpuset=""/>'
+                                  '</pins>' % vcpu)
+        self.hv.pin_vcpu(uuid, vcpu, cpus)
+
+    def dom(self, uuid):
+        return self.hv.connection().lookupByUUIDString(uuid)
+
+    def live_pins(self, uuid):
+        """``{vcpu: cpus}`` as libvirt reports the live pinning."""
+        import libvirt
+        dom = self.dom(uuid)
+        flags = 0 if self.kind == 'test' else libvirt.VIR_DOMAIN_AFFECT_LIVE
+        return {v: tuple(i for i, on in enumerate(m) if on)
+                for v, m in enumerate(dom.vcpuPinInfo(flags))}
+
+    def agent(self, dset, hv=None, limit=None, dry_run=False, usable=None):
+        hv = hv or self.hv
+        act = actuator.Actuator(hv, actuator.RateLimiter(limit, 60.0),
+                                dry_run=dry_run)
+        return service.Agent(hv, dset, planner_double.plan, act,
+                             spec_source=specs.StaticSpecSource(self.specs),
+                             usable_cpus=usable)

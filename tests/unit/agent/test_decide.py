@@ -1,0 +1,220 @@
+"""Decide: the plan input the agent builds and the safety rules."""
+
+import importlib.util
+
+import testtools
+
+from nova_cacheaware.agent import decide
+from nova_cacheaware.agent import domain_xml
+from nova_cacheaware.agent import hypervisor as hv
+from nova_cacheaware.topology import domains
+from tests.fixtures import planner_double
+
+ALL = tuple(range(8))
+# Two L2 clusters of four CPUs, like a small E-core part.
+DOMAINS = domains.DomainSet(level=2, fallback=False, domains=(
+    domains.CacheDomain('L2-0', 2, (0, 1, 2, 3), 2048, (0,)),
+    domains.CacheDomain('L2-1', 2, (4, 5, 6, 7), 2048, (0,)),
+))
+
+
+def instance(uuid, vcpus, allowed=ALL, live=None, per_vcpu=None,
+             dedicated=False, nova_pinned=False, ours=()):
+    allowed_map = per_vcpu or {v: tuple(allowed) for v in range(vcpus)}
+    nova = domain_xml.NovaDomain(
+        uuid=uuid, name='instance-' + uuid, instance_name='vm-' + uuid,
+        flavor='m1', vcpus=vcpus, allowed=allowed_map,
+        nova_pinned=nova_pinned or dedicated or per_vcpu is not None,
+        dedicated=dedicated)
+    return hv.Instance(nova=nova, live=live or dict(allowed_map),
+                       ours=frozenset(ours))
+
+
+MEM = {decide.WORKLOAD_SPEC: 'memory'}
+
+
+class WorkloadAndMovabilityTest(testtools.TestCase):
+
+    def test_workload_of(self):
+        for specs, expected in [({}, 'unknown'), (None, 'unknown'),
+                                ({decide.WORKLOAD_SPEC: 'auto'}, 'unknown'),
+                                ({decide.WORKLOAD_SPEC: 'bogus'}, 'unknown'),
+                                (MEM, 'memory'),
+                                ({decide.WORKLOAD_SPEC: 'cpu'}, 'cpu'),
+                                ({decide.WORKLOAD_SPEC: 'io'}, 'io')]:
+            self.assertEqual(expected, decide.workload_of(specs), specs)
+
+    def test_movability_table(self):
+        domain_cpus = set(ALL)
+        cases = [
+            (instance('a', 2), {}, True, 'floating'),
+            (instance('b', 2), {'hw:cpu_policy': 'shared'}, True,
+             'floating'),
+            (instance('c', 2), {'hw:cpu_policy': 'dedicated'}, False,
+             'dedicated: Nova pinned each vCPU to one CPU'),
+            (instance('d', 2), {'hw:cpu_policy': 'mixed'}, False,
+             'dedicated: Nova pinned each vCPU to one CPU'),
+            (instance('e', 2, per_vcpu={0: (4,), 1: (5,)}, dedicated=True),
+             {}, False, 'dedicated: Nova pinned each vCPU to one CPU'),
+            (instance('f', 2, allowed=(0, 1, 2, 3, 4, 5)), {}, False,
+             'Nova does not allow CPUs 6-7'),
+            (instance('g', 2, per_vcpu={0: (0, 1, 2, 3), 1: (4, 5, 6, 7)}),
+             {}, False, 'Nova does not allow CPUs 0-7'),
+        ]
+        for inst, specs, movable, reason in cases:
+            self.assertEqual((movable, reason),
+                             decide.movability(inst, specs, domain_cpus),
+                             inst.uuid)
+
+    def test_domains_cut_to_usable_cpus(self):
+        self.assertEqual([{'id': 'L2-0', 'cpus': [2, 3]}],
+                         decide.usable_domains(DOMAINS, (2, 3)))
+        self.assertEqual([{'id': 'L2-0', 'cpus': [0, 1, 2, 3]},
+                          {'id': 'L2-1', 'cpus': [4, 5, 6, 7]}],
+                         decide.usable_domains(DOMAINS, ALL))
+
+    def test_restricted_usable_set_makes_restricted_vms_movable(self):
+        # cpu_shared_set = 0-5: a VM allowed 0-5 can now move.
+        inst = instance('f', 1, allowed=(0, 1, 2, 3, 4, 5))
+        doc, why = decide.build_plan_input(DOMAINS, range(6), [inst],
+                                           {'f': MEM})
+        self.assertEqual((True, 'floating'), why['f'])
+        self.assertEqual([{'id': 'L2-0', 'cpus': [0, 1, 2, 3]},
+                          {'id': 'L2-1', 'cpus': [4, 5]}], doc['domains'])
+
+
+class BuildPlanInputTest(testtools.TestCase):
+
+    def test_exact_document(self):
+        insts = [instance('b', 1, live={0: (4, 5, 6, 7)}),
+                 instance('a', 2),
+                 instance('c', 1, per_vcpu={0: (7,)}, dedicated=True)]
+        doc, why = decide.build_plan_input(
+            DOMAINS, ALL, insts, {'a': MEM, 'b': {decide.WORKLOAD_SPEC:
+                                                  'cpu'}}, 2)
+        self.assertEqual({
+            'domains': [{'id': 'L2-0', 'cpus': [0, 1, 2, 3]},
+                        {'id': 'L2-1', 'cpus': [4, 5, 6, 7]}],
+            'max_vcpus_per_cpu': 2.0,
+            'vms': [
+                {'id': 'a', 'vcpus': 2, 'workload': 'memory',
+                 'current': {'0': list(ALL), '1': list(ALL)},
+                 'movable': True},
+                {'id': 'b', 'vcpus': 1, 'workload': 'cpu',
+                 'current': {'0': [4, 5, 6, 7]}, 'movable': True},
+                {'id': 'c', 'vcpus': 1, 'workload': 'unknown',
+                 'current': {'0': [7]}, 'movable': False},
+            ]}, doc)
+        self.assertEqual(False, why['c'][0])
+
+    def test_cpus_outside_the_domains(self):
+        # cpu_shared_set 0-5: a dedicated VM on 7 is left out of the plan
+        # (it is in no domain), a movable VM allowed 0-7 is cut to 0-5, a
+        # vCPU with nothing left drops "current" (planner: all CPUs).
+        insts = [instance('ded', 1, per_vcpu={0: (7,)}, dedicated=True),
+                 instance('mov', 2),
+                 instance('far', 1, live={0: (6, 7)}, ours={0})]
+        doc, why = decide.build_plan_input(DOMAINS, range(6), insts,
+                                           {'mov': MEM})
+        self.assertEqual(
+            [{'id': 'far', 'vcpus': 1, 'workload': 'unknown',
+              'movable': True},
+             {'id': 'mov', 'vcpus': 2, 'workload': 'memory',
+              'movable': True, 'current': {'0': [0, 1, 2, 3, 4, 5],
+                                           '1': [0, 1, 2, 3, 4, 5]}}],
+            doc['vms'])
+        self.assertEqual(False, why['ded'][0])
+        result = planner_double.plan(doc)
+        got = {d.uuid: d for d in decide.decisions_from_plan(
+            doc, result, insts, why)}
+        self.assertEqual(decide.AUDIT, got['ded'].action)
+        self.assertEqual({}, got['ded'].changes())
+        self.assertEqual(decide.REPIN, got['mov'].action)
+        self.assertEqual(decide.RESTORE, got['far'].action)
+        self.assertEqual({0: ALL}, got['far'].changes())
+
+
+class DecisionsTest(testtools.TestCase):
+
+    def decide_all(self, insts, specs):
+        doc, why = decide.build_plan_input(DOMAINS, ALL, insts, specs)
+        result = planner_double.plan(doc)
+        return {d.uuid: d for d in decide.decisions_from_plan(
+            doc, result, insts, why)}
+
+    def test_actions(self):
+        insts = [instance('m1', 2), instance('m2', 2),
+                 instance('m3', 4),  # no room left after m1, m2 + m4
+                 instance('m4', 4),
+                 instance('cpu', 1, live={0: (0, 1, 2, 3)}, ours={0}),
+                 instance('ext', 1, live={0: (5,)}),
+                 instance('ded', 1, per_vcpu={0: (7,)}, dedicated=True),
+                 instance('nar', 1, allowed=(0, 1))]
+        specs = {u: MEM for u in ('m1', 'm2', 'm3', 'm4', 'nar')}
+        specs['cpu'] = {decide.WORKLOAD_SPEC: 'cpu'}
+        got = self.decide_all(insts, specs)
+        self.assertEqual(decide.REPIN, got['m1'].action)
+        # 'nar' (unmovable, memory-bound, inside L2-0) holds one slot of
+        # L2-0, so the double sends m1 to the empty L2-1 first.
+        self.assertEqual({0: (4, 5, 6, 7), 1: (4, 5, 6, 7)},
+                         got['m1'].desired)
+        self.assertEqual(('L2-1',), got['m1'].domains)
+        self.assertEqual('all', got['m1'].share)
+        self.assertEqual({0: (0, 1, 2, 3), 1: (0, 1, 2, 3)},
+                         got['m2'].desired)
+        self.assertEqual(decide.KEEP, got['m3'].action)
+        self.assertEqual('memory-bound, no domain has room',
+                         got['m3'].reason)
+        self.assertEqual({}, got['m3'].changes())
+        self.assertEqual(decide.KEEP, got['m4'].action)
+        # A VM we pinned earlier that is not memory-bound goes back to
+        # Nova's CPUs.
+        self.assertEqual(decide.RESTORE, got['cpu'].action)
+        self.assertEqual({0: ALL}, got['cpu'].changes())
+        # Pinned by someone else: left alone.
+        self.assertEqual(decide.KEEP, got['ext'].action)
+        self.assertEqual('unknown: pins not made by the agent, left alone',
+                         got['ext'].reason)
+        self.assertEqual({}, got['ext'].changes())
+        self.assertEqual(decide.AUDIT, got['ded'].action)
+        self.assertEqual({}, got['ded'].changes())
+        self.assertEqual(decide.KEEP, got['nar'].action)
+        self.assertEqual('Nova does not allow CPUs 2-7', got['nar'].reason)
+
+    def test_changes_are_only_the_difference(self):
+        inst = instance('m', 2, live={0: (0, 1, 2, 3), 1: ALL})
+        got = self.decide_all([inst], {'m': MEM})
+        self.assertEqual({1: (0, 1, 2, 3)}, got['m'].changes())
+
+    def test_planner_output_without_pinning_is_an_error(self):
+        inst = instance('m', 1)
+        doc, why = decide.build_plan_input(DOMAINS, ALL, [inst], {'m': MEM})
+        for bad in ({}, [], {'vms': {'m': {'domains': []}}},
+                    {'vms': {'m': {'pinning': {'0': ['x']}}}}):
+            self.assertRaises(decide.PlannerError,
+                              decide.decisions_from_plan, doc, bad, [inst],
+                              why)
+
+    def test_audit_reports_drift_of_dedicated_pins(self):
+        inst = instance('d', 1, per_vcpu={0: (7,)}, dedicated=True,
+                        live={0: (6, 7)})
+        got = self.decide_all([inst], {})
+        problem = decide.audit_dedicated(got['d'])
+        self.assertIn('live pins {0: \'6-7\'} differ from Nova\'s '
+                      '{0: \'7\'}', problem)
+        clean = self.decide_all([instance('e', 1, per_vcpu={0: (7,)},
+                                          dedicated=True)], {})
+        self.assertEqual('', decide.audit_dedicated(clean['e']))
+
+
+class DefaultPlannerTest(testtools.TestCase):
+
+    def test_wired_to_the_policy_module_or_a_clear_error(self):
+        present = importlib.util.find_spec(
+            'nova_cacheaware.policy.cachedomain') is not None
+        if present:
+            self.assertTrue(callable(decide.default_planner()))
+        else:
+            e = self.assertRaises(decide.PlannerUnavailable,
+                                  decide.default_planner)
+            self.assertIn('nova_cacheaware.policy.cachedomain', str(e))

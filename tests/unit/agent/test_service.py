@@ -1,0 +1,58 @@
+"""Lifecycle mapping and the --once table."""
+
+import libvirt
+import testtools
+
+from nova_cacheaware.agent import actuator
+from nova_cacheaware.agent import decide
+from nova_cacheaware.agent import hypervisor as hv
+from nova_cacheaware.agent import service
+
+
+class LifecycleReasonTest(testtools.TestCase):
+
+    def test_table(self):
+        L = libvirt
+        for event, detail, reason in [
+                (L.VIR_DOMAIN_EVENT_STARTED, L.VIR_DOMAIN_EVENT_STARTED_BOOTED,
+                 hv.STARTED),
+                (L.VIR_DOMAIN_EVENT_STARTED,
+                 L.VIR_DOMAIN_EVENT_STARTED_MIGRATED, hv.MIGRATED),
+                (L.VIR_DOMAIN_EVENT_STARTED,
+                 L.VIR_DOMAIN_EVENT_STARTED_RESTORED, hv.STARTED),
+                (L.VIR_DOMAIN_EVENT_RESUMED,
+                 L.VIR_DOMAIN_EVENT_RESUMED_UNPAUSED, hv.RESUMED),
+                (L.VIR_DOMAIN_EVENT_RESUMED,
+                 L.VIR_DOMAIN_EVENT_RESUMED_MIGRATED, hv.MIGRATED),
+                (L.VIR_DOMAIN_EVENT_STOPPED,
+                 L.VIR_DOMAIN_EVENT_STOPPED_DESTROYED, hv.STOPPED),
+                (L.VIR_DOMAIN_EVENT_UNDEFINED, 0, hv.STOPPED),
+                (L.VIR_DOMAIN_EVENT_DEFINED, 0, None),
+                (L.VIR_DOMAIN_EVENT_SUSPENDED, 0, None)]:
+            self.assertEqual(reason, hv.lifecycle_reason(event, detail),
+                             (event, detail))
+
+    def test_constructor_does_no_io(self):
+        h = hv.LibvirtHypervisor('qemu+unix:///system?socket=/nonexistent')
+        self.assertIsNone(h._conn)
+        self.assertRaises(hv.HypervisorUnavailable, h.list_instances)
+
+
+class FormatDecisionsTest(testtools.TestCase):
+
+    def test_table(self):
+        d = decide.Decision(
+            uuid='0123456789abcdef', name='web-1', workload='memory',
+            movable=True, reason='memory-bound: All-share',
+            action=decide.REPIN, current={0: (0, 1, 2, 3), 1: (0, 1, 2, 3)},
+            desired={0: (2, 3), 1: (2, 3)},
+            allowed={0: (0, 1, 2, 3), 1: (0, 1, 2, 3)}, domains=('L2-1',),
+            share='all')
+        result = actuator.ApplyResult(succeeded=[('x', 0, (2, 3))] * 2)
+        self.assertEqual(
+            'INSTANCE  NAME   WORKLOAD  ACTION  CURRENT  DESIRED  '
+            'DOMAINS  REASON\n'
+            '01234567  web-1  memory    repin   0-1:0-3  0-1:2-3  '
+            'L2-1     memory-bound: All-share\n'
+            'repins: 2 ok, 0 failed, 0 deferred, 0 dry-run',
+            service.format_decisions([d], result))
