@@ -32,7 +32,17 @@ PY
 )
 image=$("$VENV/bin/python" -c 'import sys; sys.path.insert(0, "tools/devcloud"); import image_stub; print(image_stub.DISK_ID)')
 
-[ -d "$WS/etc" ] || "$VENV/bin/tempest" init "$WS" >/dev/null || exit 1
+# The workspace registry stays inside .devcloud: tempest's default one
+# (~/.tempest/workspace.yaml) is per user and refuses a second workspace of
+# the same name, e.g. from another checkout on the same machine.
+if [ ! -d "$WS/etc" ]; then
+    "$VENV/bin/tempest" init --workspace-path "$DC/tempest-workspaces.yaml" \
+        --name "cacheaware-devcloud-$$" "$WS" > "$DC/tempest-init.log" 2>&1 || {
+        echo "devcloud-tempest: tempest init failed:" >&2
+        cat "$DC/tempest-init.log" >&2
+        exit 1
+    }
+fi
 cat > "$WS/etc/tempest.conf" <<EOC
 [DEFAULT]
 log_file = tempest.log
