@@ -96,8 +96,17 @@ def retired_inventories(current):
             for rc, inv in current.items()}
 
 
-def domain_traits(level):
-    """Traits of a domain provider at cache ``level`` (None: packages)."""
+def domain_traits(level, child_traits=True):
+    """Traits of a domain provider at cache ``level`` (None: packages).
+
+    ``child_traits=False``: none. No request needs them (the resource
+    classes alone select the domain providers), and every
+    ``GET /allocation_candidates`` reads the traits of every provider of
+    every candidate tree, twice for a request with the cache group (see
+    doc/source/evaluation/placement.rst).
+    """
+    if not child_traits:
+        return set()
     traits = {names.TRAIT_DOMAIN}
     if level is not None:
         traits.add(names.cache_level_trait(level))
@@ -291,7 +300,7 @@ def _our_children(tree, root_uuid, prefix):
 def sync_domain_providers(client, compute_rp_uuid, domain_set, *,
                           cpu_allocation_ratio=1.0, membound_total=1,
                           membound_reserved=None, agent_healthy=True,
-                          usable_cpus=None):
+                          usable_cpus=None, child_traits=True):
     """Make Placement's domain providers under ``compute_rp_uuid`` match.
 
     :param client: a :class:`~nova_cacheaware.placement.client.\
@@ -309,6 +318,9 @@ DomainSet`.
     :param usable_cpus: CPU ids guests may use (Nova's shared CPU set); a
         domain's total counts only these, and a domain with none gets no
         provider. None: every CPU of the domain.
+    :param child_traits: put ``CUSTOM_CACHEAWARE_DOMAIN`` and
+        ``CUSTOM_CACHE_L<level>`` on the domain providers (True) or keep
+        them off, removing ours if present (False).
     :returns: :class:`SyncResult`.
     :raises InvalidInput: bad arguments (nothing was written).
     :raises ResourceProviderNotFound: no provider ``compute_rp_uuid``.
@@ -334,7 +346,7 @@ DomainSet`.
                 desired_inventories(len(cpus), cpu_allocation_ratio,
                                     membound_total,
                                     membound_reserved.get(domain.id, 0)),
-                domain_traits(domain.level))
+                domain_traits(domain.level, child_traits))
 
     all_traits = {names.TRAIT_AGENT}
     for _inv, traits in wanted.values():
