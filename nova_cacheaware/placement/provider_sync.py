@@ -7,7 +7,9 @@ The model (DESIGN "Placement model", doc/source/admin/placement.rst):
   of the domain, max_unit = total, allocation_ratio = the host's CPU ratio)
   and ``CUSTOM_CACHE_DOMAIN_MEMBOUND`` (``membound_total`` slots, ``reserved``
   raised by the agent for undeclared memory-bound VMs), and the traits
-  ``CUSTOM_CACHEAWARE_DOMAIN`` + ``CUSTOM_CACHE_L<level>``;
+  ``CUSTOM_CACHEAWARE_DOMAIN`` + ``CUSTOM_CACHE_L<level>`` (none with
+  ``child_traits=False``, the lean model: no request needs them and they
+  cost every ``GET /allocation_candidates``);
 * ``CUSTOM_CACHEAWARE_AGENT`` on the root while the agent is healthy.
 
 :func:`sync_domain_providers` is a reconcile loop in one call: read what
@@ -267,9 +269,10 @@ class _Syncer(object):
             doc = self.client.put_inventories(
                 rp_uuid, provider['generation'], inventories)
             self.result.writes += 1
-            self.client.put_traits(
-                rp_uuid, doc['resource_provider_generation'], traits)
-            self.result.writes += 1
+            if traits:  # a new provider has none: nothing to write
+                self.client.put_traits(
+                    rp_uuid, doc['resource_provider_generation'], traits)
+                self.result.writes += 1
         except errors.ConcurrentUpdate:
             self.result.conflicts_retried += 1
             self.set_inventories(rp_uuid, inventories)

@@ -44,6 +44,8 @@ class TestDesiredState(testtools.TestCase):
         self.assertEqual({'CUSTOM_CACHEAWARE_DOMAIN', 'CUSTOM_CACHE_L3'},
                          ps.domain_traits(3))
         self.assertEqual({'CUSTOM_CACHEAWARE_DOMAIN'}, ps.domain_traits(None))
+        self.assertEqual(set(), ps.domain_traits(3, child_traits=False))
+        self.assertEqual(set(), ps.domain_traits(None, child_traits=False))
 
     def test_managed_child_traits(self):
         self.assertTrue(ps._is_managed_child_trait('CUSTOM_CACHE_L2'))
