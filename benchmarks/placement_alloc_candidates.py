@@ -15,25 +15,33 @@ Requests are the query strings Nova 34 sends (``limit=1000``,
 * ``baseline``: no cache keys;
 * ``all_share``: + ``resources_CACHE=CUSTOM_CACHE_DOMAIN_VCPU:4`` and
   ``group_policy=none``; ``all_share_agent``: + ``required=
-  CUSTOM_CACHEAWARE_AGENT``; ``all_share_membound``: +
-  ``CUSTOM_CACHE_DOMAIN_MEMBOUND:1`` in the group;
+  CUSTOM_CACHEAWARE_AGENT`` (what ``flavor set --cache-share all`` writes);
+  ``all_share_membound``: + ``CUSTOM_CACHE_DOMAIN_MEMBOUND:1`` in the group;
 * ``all_share_clean``: both (what ``flavor set --cache-share all --workload
-  memory --cache-clean required`` writes), also without ``limit``;
+  memory --cache-clean required`` writes), also without ``limit``
+  (``_nolimit``) and with ``group_policy=isolate`` (``_isolate``);
+* ``all_share_unsuffixed``: the domain vCPUs in the unsuffixed group, no
+  granular group (an alternative shape);
 * ``plain_baseline``: the baseline on a second database with the same roots
   and no domain providers (the region before nova-cacheaware);
 * ``tuned_*``: on a service with Placement's ``max_allocation_candidates``
   and ``breadth-first`` (same database);
-* with ``--drop-child-traits``, ``notraits_*``: after deleting the traits
-  of the domain providers in SQL (an experiment).
+* ``lean_*`` and ``lean_tuned_*``: on a third database synced with
+  ``child_traits=False`` (domain providers without traits); ``--no-lean``
+  skips them.
+
+``--queries`` picks the variants (default: baseline, all_share_agent,
+all_share_unsuffixed, all_share_clean).
 
 Rounds interleave the variants, so machine noise hits them alike. Reported
 per variant: fastest and median wall time, median CPU time of the Placement
 process, and ratios to the baseline of the same service and to the plain
 region. Prints a JSON document (``--output`` writes it to a file too);
-``--profile N`` profiles each request in-process instead.
+``--profile N`` profiles each request in-process instead (``--lean``: on
+the lean model).
 
 Run: ``python benchmarks/placement_alloc_candidates.py`` (needs MariaDB at
-127.0.0.1:3306, root without password; about 3 minutes on 2 cores).
+127.0.0.1:3306, root without password; about 4 minutes on 2 cores).
 """
 
 import argparse
