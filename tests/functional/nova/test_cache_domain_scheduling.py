@@ -77,7 +77,7 @@ class CacheDomainSchedulingTest(base.CacheAwareTestBase):
                          self.allocations(preferred)[preferred_domain])
 
         # Deleting a server frees its domain for the next Clean request
-        # (the preferred server, in any of the three domains, stays).
+        # (the preferred server may share that domain: Dirty is allowed).
         self._delete_server(servers[0])
         self.assertEqual(
             {names.RC_DOMAIN_VCPU: 2 if preferred_domain == used[0] else 0,
