@@ -15,25 +15,33 @@ Requests are the query strings Nova 34 sends (``limit=1000``,
 * ``baseline``: no cache keys;
 * ``all_share``: + ``resources_CACHE=CUSTOM_CACHE_DOMAIN_VCPU:4`` and
   ``group_policy=none``; ``all_share_agent``: + ``required=
-  CUSTOM_CACHEAWARE_AGENT``; ``all_share_membound``: +
-  ``CUSTOM_CACHE_DOMAIN_MEMBOUND:1`` in the group;
+  CUSTOM_CACHEAWARE_AGENT`` (what ``flavor set --cache-share all`` writes);
+  ``all_share_membound``: + ``CUSTOM_CACHE_DOMAIN_MEMBOUND:1`` in the group;
 * ``all_share_clean``: both (what ``flavor set --cache-share all --workload
-  memory --cache-clean required`` writes), also without ``limit``;
+  memory --cache-clean required`` writes), also without ``limit``
+  (``_nolimit``) and with ``group_policy=isolate`` (``_isolate``);
+* ``all_share_unsuffixed``: the domain vCPUs in the unsuffixed group, no
+  granular group (an alternative shape);
 * ``plain_baseline``: the baseline on a second database with the same roots
   and no domain providers (the region before nova-cacheaware);
 * ``tuned_*``: on a service with Placement's ``max_allocation_candidates``
   and ``breadth-first`` (same database);
-* with ``--drop-child-traits``, ``notraits_*``: after deleting the traits
-  of the domain providers in SQL (an experiment).
+* ``lean_*`` and ``lean_tuned_*``: on a third database synced with
+  ``child_traits=False`` (domain providers without traits); ``--no-lean``
+  skips them.
+
+``--queries`` picks the variants (default: baseline, all_share_agent,
+all_share_unsuffixed, all_share_clean).
 
 Rounds interleave the variants, so machine noise hits them alike. Reported
 per variant: fastest and median wall time, median CPU time of the Placement
 process, and ratios to the baseline of the same service and to the plain
 region. Prints a JSON document (``--output`` writes it to a file too);
-``--profile N`` profiles each request in-process instead.
+``--profile N`` profiles each request in-process instead (``--lean``: on
+the lean model).
 
 Run: ``python benchmarks/placement_alloc_candidates.py`` (needs MariaDB at
-127.0.0.1:3306, root without password; about 3 minutes on 2 cores).
+127.0.0.1:3306, root without password; about 4 minutes on 2 cores).
 """
 
 import argparse
@@ -155,6 +163,12 @@ def queries(vcpus, ram_mb):
     agent = '&required=%s' % names.TRAIT_AGENT
     membound = ',%s:1' % names.RC_DOMAIN_MEMBOUND
     policy = '&group_policy=none'
+    # All-share without a granular group: the domain vCPUs in the
+    # unsuffixed group (one resource class always comes whole from one
+    # provider, so still one domain).
+    unsuffixed = base.replace(
+        'MEMORY_MB:%d' % ram_mb,
+        'MEMORY_MB:%d,%s:%d' % (ram_mb, names.RC_DOMAIN_VCPU, vcpus))
     return {
         'baseline': base,
         'all_share': base + cache + policy,
@@ -163,7 +177,25 @@ def queries(vcpus, ram_mb):
         'all_share_clean': base + agent + cache + membound + policy,
         'all_share_clean_nolimit': (base.replace('limit=1000&', '') + agent
                                     + cache + membound + policy),
+        'all_share_unsuffixed': unsuffixed + agent,
+        'all_share_clean_isolate': (base + agent + cache + membound
+                                    + '&group_policy=isolate'),
     }
+
+
+#: Queries measured by default on every database and service.
+MEASURED = ('baseline', 'all_share_agent', 'all_share_unsuffixed',
+            'all_share_clean')
+
+
+#: Placement functions whose cumulative time the profile lists too.
+PROFILE_KEYS = ('(_build_provider_summaries|get_traits_by_provider_tree|'
+                'get_usages_by_provider_trees|get_providers_with_resource|'
+                '_alloc_candidates_single_provider|_merge_candidates|'
+                '_alloc_candidates_multiple_providers|get_trees_matching_all|'
+                '_transform_provider_summaries|_transform_allocation_requests|'
+                '_provider_ids_from_root_ids|list_allocation_candidates|'
+                'limit_results|iterencode|_get_trees_with_traits)')
 
 
 def process_cpu_seconds(pid):
@@ -229,6 +261,8 @@ def profile_in_process(service, qs, top, sort='cumulative'):
         out = io.StringIO()
         stats = pstats.Stats(prof, stream=out)
         stats.sort_stats(sort).print_stats(top)
+        if PROFILE_KEYS:
+            stats.sort_stats('cumulative').print_stats(PROFILE_KEYS)
         report[name] = 'status %s, %d bytes\n%s' % (
             resp.status, len(resp.body), out.getvalue())
     return report
@@ -260,89 +294,94 @@ def main(argv=None):
     parser.add_argument('--profile', type=int, metavar='N', default=0,
                         help='instead of timing, profile each query once '
                              'in-process and print the top N functions')
-    parser.add_argument('--drop-child-traits', action='store_true',
-                        help='then delete the traits of the domain '
-                             'providers in SQL and measure again '
-                             '(an experiment; not a supported mode)')
+    parser.add_argument('--queries', nargs='+', default=list(MEASURED),
+                        help='query variants to measure (default: %s; '
+                             'also: all_share, all_share_membound, '
+                             'all_share_clean_nolimit, '
+                             'all_share_clean_isolate)' % ' '.join(MEASURED))
+    parser.add_argument('--lean', action='store_true',
+                        help='with --profile: the lean model')
+    parser.add_argument('--no-lean', action='store_true',
+                        help='skip the lean model (domain providers '
+                             'without traits, child_traits=False)')
     parser.add_argument('--profile-sort', default='cumulative',
                         choices=['cumulative', 'tottime'])
     args = parser.parse_args(argv)
 
     t_start = time.time()
-    service = placement_fixtures.PlacementService()
-    service.setUp()
-    try:
-        client = service.client
-        cpus = args.domains * args.cpus_per_domain
-        first = make_compute(client, 0, cpus)
-        sync = provider_sync.sync_domain_providers(
-            client, first, domain_set(args.domains, args.cpus_per_domain),
-            cpu_allocation_ratio=4.0)
-        conn = service.connect_db()
+    cpus = args.domains * args.cpus_per_domain
+    dset = domain_set(args.domains, args.cpus_per_domain)
+    services = []
+
+    def start(**kwargs):
+        svc = placement_fixtures.PlacementService(**kwargs)
+        svc.setUp()
+        services.append(svc)
+        return svc
+
+    def seed(svc, domains, child_traits=True):
+        """The region on ``svc``'s database; returns the first sync."""
+        first = make_compute(svc.client, 0, cpus)
+        sync = None
+        if domains:
+            sync = provider_sync.sync_domain_providers(
+                svc.client, first, dset, cpu_allocation_ratio=4.0,
+                child_traits=child_traits)
+        conn = svc.connect_db()
         roots = [first] + clone_trees(conn, first, args.computes - 1, 1)
         conn.close()
-        check = provider_sync.sync_domain_providers(
-            client, roots[-1], domain_set(args.domains,
-                                          args.cpus_per_domain),
-            cpu_allocation_ratio=4.0)
-        if check.writes or len(check.unchanged) != args.domains:
-            raise RuntimeError('cloned tree differs from a synced one: %s'
-                               % check.to_dict())
-        total = len(client.get('/resource_providers')['resource_providers'])
+        if domains:
+            check = provider_sync.sync_domain_providers(
+                svc.client, roots[-1], dset, cpu_allocation_ratio=4.0,
+                child_traits=child_traits)
+            if check.writes or len(check.unchanged) != args.domains:
+                raise RuntimeError('cloned tree differs from a synced '
+                                   'one: %s' % check.to_dict())
+        return sync
+
+    tuned_opts = {'max_allocation_candidates': 1000,
+                  'allocation_candidates_generation_strategy':
+                      'breadth-first'}
+    try:
+        service = start()
+        sync = seed(service, True, child_traits=not args.lean)
+        total = len(service.client.get(
+            '/resource_providers')['resource_providers'])
         seeded_s = time.time() - t_start
+        qs = queries(4, 4096)
         if args.profile:
-            report = profile_in_process(service, queries(4, 4096),
-                                        args.profile, args.profile_sort)
+            report = profile_in_process(
+                service, {k: qs[k] for k in args.queries},
+                args.profile, args.profile_sort)
             for name, text in report.items():
                 print('=== %s\n%s' % (name, text))
             return 0
-
         # The same region before nova-cacheaware: roots only.
-        plain = placement_fixtures.PlacementService()
-        plain.setUp()
-        tuned = placement_fixtures.PlacementService(
-            database=service.database, placement_opts={
-                'max_allocation_candidates': 1000,
-                'allocation_candidates_generation_strategy':
-                    'breadth-first'})
-        tuned.setUp()
-        try:
-            plain_first = make_compute(plain.client, 0, cpus)
-            conn = plain.connect_db()
-            clone_trees(conn, plain_first, args.computes - 1, 1)
-            conn.close()
-            qs = queries(4, 4096)
-            variants = {'plain_baseline': (plain, qs['baseline'])}
-            for name, query in qs.items():
-                variants[name] = (service, query)
-            for name in ('baseline', 'all_share_clean'):
-                variants['tuned_' + name] = (tuned, qs[name])
-            # Warm every service (first requests load caches).
-            measure(variants, 1)
-            results = measure(variants, args.rounds)
-            if args.drop_child_traits:
-                # Experiment: what the two traits on each child cost.
-                conn = service.connect_db()
-                conn.cursor().execute(
-                    'DELETE rpt FROM resource_provider_traits rpt JOIN '
-                    'resource_providers rp ON rp.id = '
-                    'rpt.resource_provider_id WHERE '
-                    'rp.parent_provider_id IS NOT NULL')
-                conn.close()
-                bare = {'notraits_' + name: (service, qs[name]) for name in
-                        ('baseline', 'all_share', 'all_share_clean')}
-                measure(bare, 1)
-                results.update(measure(bare, args.rounds))
-        finally:
-            tuned.cleanUp()
-            plain.cleanUp()
+        plain = start()
+        seed(plain, False)
+        # The same region with the lean model: no traits on the children.
+        lean = start()
+        seed(lean, True, child_traits=False)
+        setups = {'': service, 'tuned_': start(
+            database=service.database, placement_opts=tuned_opts)}
+        if not args.no_lean:
+            setups['lean_'] = lean
+            setups['lean_tuned_'] = start(database=lean.database,
+                                          placement_opts=tuned_opts)
+        variants = {'plain_baseline': (plain, qs['baseline'])}
+        for prefix, svc in setups.items():
+            for name in args.queries:
+                variants[prefix + name] = (svc, qs[name])
+        # Warm every service (first requests load caches).
+        measure(variants, 1)
+        results = measure(variants, args.rounds)
     finally:
-        service.cleanUp()
+        for svc in reversed(services):
+            svc.cleanUp()
+    prefixes = sorted(setups, key=len, reverse=True)
     for key, value in results.items():
-        prefix = key.split('_', 1)[0] + '_'
-        base = results[prefix + 'baseline' if prefix in ('tuned_',
-                                                         'notraits_')
-                       else 'baseline']
+        prefix = next((p for p in prefixes if key.startswith(p)), '')
+        base = results.get(prefix + 'baseline', results['plain_baseline'])
         plain_base = results['plain_baseline']
         for metric in ('median_ms', 'min_ms', 'placement_cpu_ms'):
             value['%s_ratio' % metric[:-3]] = round(
@@ -357,6 +396,7 @@ def main(argv=None):
         'computes': args.computes, 'domains_per_compute': args.domains,
         'providers': total, 'rounds': args.rounds,
         'first_sync': {'writes': sync.writes, 'created': len(sync.created)},
+        'services': sorted(setups),
         'seed_seconds': round(seeded_s, 1),
         'queries': qs,
         'results': results,

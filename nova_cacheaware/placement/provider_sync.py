@@ -7,7 +7,9 @@ The model (DESIGN "Placement model", doc/source/admin/placement.rst):
   of the domain, max_unit = total, allocation_ratio = the host's CPU ratio)
   and ``CUSTOM_CACHE_DOMAIN_MEMBOUND`` (``membound_total`` slots, ``reserved``
   raised by the agent for undeclared memory-bound VMs), and the traits
-  ``CUSTOM_CACHEAWARE_DOMAIN`` + ``CUSTOM_CACHE_L<level>``;
+  ``CUSTOM_CACHEAWARE_DOMAIN`` + ``CUSTOM_CACHE_L<level>`` (none with
+  ``child_traits=False``, the lean model: no request needs them and they
+  cost every ``GET /allocation_candidates``);
 * ``CUSTOM_CACHEAWARE_AGENT`` on the root while the agent is healthy.
 
 :func:`sync_domain_providers` is a reconcile loop in one call: read what
@@ -96,8 +98,17 @@ def retired_inventories(current):
             for rc, inv in current.items()}
 
 
-def domain_traits(level):
-    """Traits of a domain provider at cache ``level`` (None: packages)."""
+def domain_traits(level, child_traits=True):
+    """Traits of a domain provider at cache ``level`` (None: packages).
+
+    ``child_traits=False``: none. No request needs them (the resource
+    classes alone select the domain providers), and every
+    ``GET /allocation_candidates`` reads the traits of every provider of
+    every candidate tree, twice for a request with the cache group (see
+    doc/source/evaluation/placement.rst).
+    """
+    if not child_traits:
+        return set()
     traits = {names.TRAIT_DOMAIN}
     if level is not None:
         traits.add(names.cache_level_trait(level))
@@ -258,9 +269,10 @@ class _Syncer(object):
             doc = self.client.put_inventories(
                 rp_uuid, provider['generation'], inventories)
             self.result.writes += 1
-            self.client.put_traits(
-                rp_uuid, doc['resource_provider_generation'], traits)
-            self.result.writes += 1
+            if traits:  # a new provider has none: nothing to write
+                self.client.put_traits(
+                    rp_uuid, doc['resource_provider_generation'], traits)
+                self.result.writes += 1
         except errors.ConcurrentUpdate:
             self.result.conflicts_retried += 1
             self.set_inventories(rp_uuid, inventories)
@@ -291,7 +303,7 @@ def _our_children(tree, root_uuid, prefix):
 def sync_domain_providers(client, compute_rp_uuid, domain_set, *,
                           cpu_allocation_ratio=1.0, membound_total=1,
                           membound_reserved=None, agent_healthy=True,
-                          usable_cpus=None):
+                          usable_cpus=None, child_traits=True):
     """Make Placement's domain providers under ``compute_rp_uuid`` match.
 
     :param client: a :class:`~nova_cacheaware.placement.client.\
@@ -309,6 +321,9 @@ DomainSet`.
     :param usable_cpus: CPU ids guests may use (Nova's shared CPU set); a
         domain's total counts only these, and a domain with none gets no
         provider. None: every CPU of the domain.
+    :param child_traits: put ``CUSTOM_CACHEAWARE_DOMAIN`` and
+        ``CUSTOM_CACHE_L<level>`` on the domain providers (True) or keep
+        them off, removing ours if present (False).
     :returns: :class:`SyncResult`.
     :raises InvalidInput: bad arguments (nothing was written).
     :raises ResourceProviderNotFound: no provider ``compute_rp_uuid``.
@@ -334,7 +349,7 @@ DomainSet`.
                 desired_inventories(len(cpus), cpu_allocation_ratio,
                                     membound_total,
                                     membound_reserved.get(domain.id, 0)),
-                domain_traits(domain.level))
+                domain_traits(domain.level, child_traits))
 
     all_traits = {names.TRAIT_AGENT}
     for _inv, traits in wanted.values():

@@ -156,6 +156,49 @@ class _ProviderSyncScenarios(object):
         self.assertFalse(second.root_traits_changed)
         self.assertEqual(first.providers, second.providers)
 
+    def test_lean_model_has_no_child_traits(self):
+        root, _ = self.make_compute_node()
+        first = provider_sync.sync_domain_providers(
+            self.client, root, ZEN_2CCX, child_traits=False)
+        # 2 children x (POST, inventories) + the agent trait: a new
+        # provider has no traits, so none are written.
+        self.assertEqual(5 + len(first.created_names), first.writes)
+        for kid in self.children(root).values():
+            self.assertEqual(
+                [], self.client.get_traits(kid['uuid'])['traits'])
+        self.assert_root_untouched(root, {'CUSTOM_CACHEAWARE_AGENT'})
+        again = provider_sync.sync_domain_providers(
+            self.client, root, ZEN_2CCX, child_traits=False)
+        self.assertEqual(0, again.writes)
+        self.assertEqual(['L3-0', 'L3-1'], again.unchanged)
+
+    def test_switching_to_lean_removes_only_our_child_traits(self):
+        root, _ = self.make_compute_node()
+        full = provider_sync.sync_domain_providers(self.client, root,
+                                                   ZEN_2CCX)
+        tagged = full.providers['L3-0']
+        now = self.client.get_traits(tagged)
+        self.client.put_traits(tagged, now['resource_provider_generation'],
+                               set(now['traits']) | {'CUSTOM_OPERATOR_TAG'})
+        lean = provider_sync.sync_domain_providers(
+            self.client, root, ZEN_2CCX, child_traits=False)
+        self.assertEqual(2, lean.writes)
+        self.assertEqual(['L3-0', 'L3-1'], lean.updated)
+        self.assertEqual(['CUSTOM_OPERATOR_TAG'],
+                         self.client.get_traits(tagged)['traits'])
+        self.assertEqual([], self.client.get_traits(
+            lean.providers['L3-1'])['traits'])
+        self.assertEqual(0, provider_sync.sync_domain_providers(
+            self.client, root, ZEN_2CCX, child_traits=False).writes)
+        # And back: the contract traits return, the operator's stays.
+        back = provider_sync.sync_domain_providers(self.client, root,
+                                                   ZEN_2CCX)
+        self.assertEqual(2, back.writes)
+        self.assertEqual(
+            {'CUSTOM_OPERATOR_TAG', 'CUSTOM_CACHEAWARE_DOMAIN',
+             'CUSTOM_CACHE_L3'},
+            set(self.client.get_traits(tagged)['traits']))
+
     def test_fractional_ratio_is_idempotent(self):
         root, _ = self.make_compute_node()
         provider_sync.sync_domain_providers(

@@ -3,8 +3,10 @@
 import json
 import uuid
 
+from oslo_config import cfg
 import testtools
 
+from nova_cacheaware.conf import placement as placement_conf
 from nova_cacheaware.placement import errors
 from nova_cacheaware.placement import provider_sync as ps
 
@@ -44,6 +46,8 @@ class TestDesiredState(testtools.TestCase):
         self.assertEqual({'CUSTOM_CACHEAWARE_DOMAIN', 'CUSTOM_CACHE_L3'},
                          ps.domain_traits(3))
         self.assertEqual({'CUSTOM_CACHEAWARE_DOMAIN'}, ps.domain_traits(None))
+        self.assertEqual(set(), ps.domain_traits(3, child_traits=False))
+        self.assertEqual(set(), ps.domain_traits(None, child_traits=False))
 
     def test_managed_child_traits(self):
         self.assertTrue(ps._is_managed_child_trait('CUSTOM_CACHE_L2'))
@@ -109,3 +113,17 @@ class TestErrorMapping(testtools.TestCase):
                                  _Response(500, '<html>oops</html>'))
         self.assertIs(errors.PlacementAPIError, type(e))
         self.assertIn('oops', str(e))
+
+
+class TestDomainTraitsOption(testtools.TestCase):
+
+    def test_default_keeps_the_contract_traits(self):
+        conf = cfg.ConfigOpts()
+        placement_conf.register_opts(conf)
+        conf([], project='nova-cacheaware-test')
+        self.assertTrue(conf.placement.domain_traits)
+        conf.set_override('domain_traits', False, group='placement')
+        self.assertFalse(conf.placement.domain_traits)
+        listed = [opt.dest for opt in
+                  placement_conf.list_opts()[placement_conf.placement_group]]
+        self.assertIn('domain_traits', listed)

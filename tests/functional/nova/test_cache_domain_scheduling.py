@@ -87,6 +87,26 @@ class CacheDomainSchedulingTest(base.CacheAwareTestBase):
         again = self._boot(required, vcpu=2)
         self.assertEqual(used[0], self._domain_of(again, providers))
 
+    def test_lean_model_without_child_traits_schedules_the_same(self):
+        self.start_host('compute1', cores=4, threads=2, domain_cpus=4)
+        # The agent switched to [placement] domain_traits = False.
+        providers = self.sync_domains('compute1', base.split_domains(8, 4),
+                                      child_traits=False)
+        self.assertEqual(2, len(providers))
+        for rp_uuid in providers.values():
+            self.assertEqual([], self.placement.get(
+                '/resource_providers/%s/traits' % rp_uuid,
+                version='1.6').body['traits'])
+        required = all_share_specs(2, clean='required')
+        servers = [self._boot(required, vcpu=2) for _ in range(2)]
+        used = [self._domain_of(s, providers) for s in servers]
+        self.assertEqual(sorted(providers.values()), sorted(used))
+        self.assertEqual(
+            {names.RC_DOMAIN_VCPU: 2, names.RC_DOMAIN_MEMBOUND: 1},
+            self.allocations(servers[0])[used[0]])
+        refused = self._boot(required, vcpu=2, state='ERROR')
+        self.assertIn('No valid host was found', refused['fault']['message'])
+
     def test_more_vcpus_than_any_domain_gets_novalidhost(self):
         self.start_host('compute1', cores=4, threads=2, domain_cpus=4)
         server = self._boot(all_share_specs(6), vcpu=6, state='ERROR')
