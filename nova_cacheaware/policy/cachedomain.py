@@ -178,7 +178,12 @@ def input_from_dict(doc):
     """
     if not isinstance(doc, dict):
         raise _bad('the input must be a JSON object')
-    _check_keys(doc, ('domains', 'vms', 'max_vcpus_per_cpu'), 'input')
+    # "agent": context the agent's --dump-state adds (names, classes,
+    # counters); it does not change the plan, so a dump replays as is.
+    _check_keys(doc, ('domains', 'vms', 'max_vcpus_per_cpu', 'agent'),
+                'input')
+    if not isinstance(doc.get('agent', {}), dict):
+        raise _bad('"agent" must be an object')
     for key in ('domains', 'vms'):
         if not isinstance(doc.get(key), list):
             raise _bad('"%s" must be a list' % key)

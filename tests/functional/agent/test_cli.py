@@ -9,6 +9,7 @@ import sys
 import fixtures
 
 from nova_cacheaware.cmd import agent as agent_cmd
+from nova_cacheaware.cmd import cli
 from tests.fixtures import planner_double
 from tests.functional.agent import base
 
@@ -81,10 +82,14 @@ class AgentCliTest(base.AgentTestCase):
                            'movable': True}], doc['vms'])
         self.assertEqual('nca-' + m[:8],
                          doc['agent']['instances'][m]['name'])
-        # The snapshot replays to the same plan through the same planner.
-        replay = planner_double.plan({k: v for k, v in doc.items()
-                                      if k != 'agent'})
+        # The snapshot replays as is with the real CLI and planner.
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertEqual(0, cli.main(['plan', '--input', state]))
+        replay = json.loads(out.getvalue())
         self.assertEqual(['pkg-0'], replay['vms'][m]['domains'])
+        self.assertEqual({'0': list(range(8)), '1': list(range(8))},
+                         replay['vms'][m]['pinning'])
 
     def test_dump_state_alone_needs_no_planner(self):
         self.define(1, cpuset='0-7')

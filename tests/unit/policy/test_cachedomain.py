@@ -231,6 +231,16 @@ class InputErrorTest(testtools.TestCase):
         doc['vms'].append(dict(doc['vms'][0]))
         self._bad(doc, 'duplicate VM id')
 
+    def test_agent_context_is_accepted_and_ignored(self):
+        # nova-cacheaware-agent --dump-state adds an "agent" section.
+        doc = self._doc()
+        plain = cachedomain.plan(cachedomain.input_from_dict(doc))
+        doc['agent'] = {'host': 'cn1', 'instances': {'v': {'name': 'x'}}}
+        self.assertEqual(plain, cachedomain.plan(
+            cachedomain.input_from_dict(doc)))
+        doc['agent'] = []
+        self._bad(doc, '"agent" must be an object')
+
     def test_json_round_trip(self):
         doc = {'domains': topo.UNEVEN, 'max_vcpus_per_cpu': 1.5,
                'vms': [mem('a', 2, {0: [0, 1]}), mem('b', 1, movable=False),
