@@ -31,6 +31,11 @@ mkdir -p .test-state
 rm -f .test-state/*.subunit
 bash tools/test-services.sh start || exit 1
 export NOVA_CACHEAWARE_CI_SERVICES=1
+# The real-guest tests' kernel + initramfs (with the QEMU guest agent),
+# built once from Debian packages; the tests would build it themselves.
+bash tools/devcloud/build_image.sh .test-state/guest-image \
+    > .test-state/guest-image.log 2>&1 \
+    || { echo "run-tests: building the guest image failed:"; cat .test-state/guest-image.log; exit 1; }
 
 rc=0
 for suite in unit functional; do

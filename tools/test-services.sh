@@ -46,13 +46,21 @@ start)
         mkdir -p /run/libvirt
         start_daemon virtlogd /run/virtlogd.pid virtlogd -d || exit 1
         # The tests run TCG guests only. Where /dev/kvm is emulated
-        # (kvm_pvm), libvirt re-probes QEMU with KVM for tens of seconds
-        # before guest starts: hide /dev/kvm from this daemon in a private
+        # (kvm_pvm), libvirt re-probes QEMU with KVM for seconds before
+        # every guest start: hide /dev/kvm from this daemon in a private
         # mount namespace (its sockets under /run/libvirt stay shared).
+        # The stand-in must be inaccessible to the QEMU user: libvirt
+        # re-probes whenever /dev/kvm is usable but was not at the probe.
+        # (libvirt copies /dev mounts into each guest's /dev, so it has to be
+        # a device node: /dev/null's, mode 000.)
+        nokvm="$PWD/.test-state/nokvm"
+        rm -f "$nokvm"
+        mknod -m 000 "$nokvm" c 1 3
+        # shellcheck disable=SC2016  # $0 expands in the inner sh
         start_daemon libvirtd /run/libvirtd.pid \
             unshare -m --propagation private sh -c \
-            '[ -e /dev/kvm ] && mount --bind /dev/null /dev/kvm; exec libvirtd -d' \
-            || exit 1
+            '[ -e /dev/kvm ] && mount --bind "$0" /dev/kvm; exec libvirtd -d' \
+            "$nokvm" || exit 1
         for _ in $(seq 50); do
             [ -S /run/libvirt/libvirt-sock-ro ] && break
             sleep 0.1

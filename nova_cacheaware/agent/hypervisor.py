@@ -218,6 +218,18 @@ class LibvirtHypervisor(Hypervisor):
                 LOG.warning('libvirt call failed on a dead connection (%s); '
                             'retrying on a new one', e)
 
+    def call(self, fn):
+        """Run ``fn(conn)`` on the live connection (public :meth:`_call`)."""
+        return self._call(fn)
+
+    def lookup(self, conn, uuid):
+        """The domain of ``uuid`` on ``conn``; :class:`DomainGone` if none."""
+        return self._lookup(conn, uuid)
+
+    def is_connection_error(self, error):
+        """True when a libvirt error means the connection died."""
+        return self._is_connection_error(error)
+
     def _lookup(self, conn, uuid):
         libvirt = _libvirt()
         try:

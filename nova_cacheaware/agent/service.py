@@ -45,6 +45,8 @@ class Pass:
     decisions: ty.List[decide.Decision]
     result: actuator_mod.ApplyResult
     problems: ty.List[str]
+    capabilities: ty.Dict[str, dict] = dataclasses.field(
+        default_factory=dict)
 
 
 class Agent:
@@ -57,7 +59,8 @@ class Agent:
 
     def __init__(self, hypervisor, domain_set, planner, actuator,
                  spec_source=None, counter_source=None, placement=None,
-                 publisher=None, usable_cpus=None, max_vcpus_per_cpu=1.0):
+                 publisher=None, usable_cpus=None, max_vcpus_per_cpu=1.0,
+                 capabilities=()):
         self.hypervisor = hypervisor
         self.domain_set = domain_set
         self.planner = planner
@@ -71,6 +74,7 @@ class Agent:
                             else tuple(sorted(c for d in domain_set.domains
                                               for c in d.cpus)))
         self.max_vcpus_per_cpu = max_vcpus_per_cpu
+        self.capabilities = tuple(capabilities)
         self._synced = False
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -156,10 +160,22 @@ class Agent:
         for problem in problems:
             LOG.warning('%s', problem)
         result = self.actuator.apply(decisions)
-        self._report(plan_output, decisions)
+        reports = self._run_capabilities(snapshot)
+        self._report(plan_output, decisions, reports)
         return Pass(snapshot=snapshot, plan_input=plan_input,
                     plan_output=plan_output, decisions=decisions,
-                    result=result, problems=problems)
+                    result=result, problems=problems, capabilities=reports)
+
+    def _run_capabilities(self, snapshot):
+        # One capability failing never stops pinning or the others.
+        reports = {}
+        for capability in self.capabilities:
+            try:
+                reports[capability.name] = capability.reconcile(snapshot)
+            except Exception as e:
+                LOG.exception('capability %s failed: %s', capability.name, e)
+                reports[capability.name] = {'error': str(e)}
+        return reports
 
     def sync_placement(self):
         """Sync the domain providers once; retried each pass until it works.
@@ -176,20 +192,28 @@ class Agent:
         self._synced = True
         return True
 
-    def _report(self, plan_output, decisions):
+    def _report(self, plan_output, decisions, reports=None):
         # Reporting never stops pinning: log and go on.
         self.sync_placement()
         try:
-            self.publisher.publish(reporting.host_state(plan_output,
-                                                        decisions))
+            state = reporting.host_state(plan_output, decisions)
+            for capability in self.capabilities:
+                report = (reports or {}).get(capability.name)
+                extra = (capability.host_state(report)
+                         if report is not None and 'error' not in report
+                         else None)
+                if extra is not None:
+                    state[capability.name] = extra
+            self.publisher.publish(state)
         except Exception as e:
             LOG.warning('publishing the host state failed: %s', e)
 
-    def dump_state(self, snapshot=None):
+    def dump_state(self, snapshot=None, reports=None):
         """The ``plan`` input document plus an ``"agent"`` context section.
 
         ``nova-cacheaware plan --input FILE`` replays it (the planner ignores
-        the extra section).
+        the extra section). ``reports`` are the capabilities' reports of
+        the pass that observed ``snapshot``.
         """
         snapshot = snapshot or self.observe()
         usable = self._usable(snapshot)
@@ -216,6 +240,8 @@ class Agent:
                 } for i in snapshot.instances},
             'counters': snapshot.counters,
         }
+        if reports is not None:
+            doc['agent']['capabilities'] = reports
         return doc
 
     # -- daemon loop ----------------------------------------------------------
@@ -237,8 +263,18 @@ class Agent:
                 self.reconcile_safely()
                 self._wake.wait(period_s)
         finally:
+            self.release_capabilities()
             self.hypervisor.stop()
             self.counter_source.close()
+
+    def release_capabilities(self):
+        """Let every capability give back what it changed."""
+        for capability in self.capabilities:
+            try:
+                capability.release()
+            except Exception:
+                LOG.exception('capability %s failed to release',
+                              capability.name)
 
     def reconcile_safely(self):
         """:meth:`reconcile`, logging instead of raising."""

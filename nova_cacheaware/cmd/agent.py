@@ -15,6 +15,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_cacheaware.agent import actuator
+from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import counters
 from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor
@@ -100,7 +101,8 @@ def build_agent(conf, planner=None, hv=None):
     return service.Agent(
         hv, domain_set, planner, act, spec_source=spec_source,
         counter_source=counter_source, usable_cpus=usable,
-        max_vcpus_per_cpu=conf.agent.max_vcpus_per_cpu)
+        max_vcpus_per_cpu=conf.agent.max_vcpus_per_cpu,
+        capabilities=capability.load(conf.agent.capabilities, conf, hv))
 
 
 def _write_state(path, doc):
@@ -128,8 +130,18 @@ def main(argv=None, planner=None, hv=None):
         if conf.once:
             one = agent.reconcile()
             if conf.dump_state:
-                _write_state(conf.dump_state, agent.dump_state(one.snapshot))
+                _write_state(conf.dump_state, agent.dump_state(
+                    one.snapshot, one.capabilities))
             print(service.format_decisions(one.decisions, one.result))
+            for cap in agent.capabilities:
+                report = one.capabilities.get(cap.name)
+                if report is None:
+                    continue
+                if 'error' in report:
+                    print('%s: error: %s' % (cap.name, report['error']))
+                    continue
+                for line in cap.format_report(report):
+                    print(line)
             for problem in one.problems:
                 print('problem: %s' % problem)
             return 1 if one.result.failed else 0

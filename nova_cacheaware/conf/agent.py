@@ -92,6 +92,17 @@ Related options:
 
 * spec_source: must be ``file``
 """),
+    cfg.ListOpt('capabilities',
+                default=[],
+                help="""
+Run-time capabilities to run after each repin pass, by entry-point name in
+the ``nova_cacheaware.agent.capabilities`` group (for example
+``vcpu_sizing``, ``balloon``, ``numa_balance``).
+
+Each acts only on instances whose flavor opted in through its
+``cacheaware:`` extra spec; an unknown name stops the agent at start with a
+clear error.
+"""),
 ]
 
 

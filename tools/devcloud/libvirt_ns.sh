@@ -19,9 +19,14 @@ mount --bind "$dir/lib-qemu" /var/lib/libvirt/qemu
 mount --bind "$dir/log-qemu" /var/log/libvirt/qemu
 # Hide /dev/kvm from this daemon: the devcloud runs TCG guests only, and on
 # machines where KVM is emulated (kvm_pvm) libvirt re-probes QEMU with KVM
-# for tens of seconds before every guest start.
+# for seconds before every guest start. The stand-in is /dev/null's device
+# node with mode 000: libvirt copies /dev mounts into each guest's /dev (so
+# it must be a device), and re-probes whenever /dev/kvm is usable by the
+# QEMU user (so it must not be).
 if [ -e /dev/kvm ]; then
-    mount --bind /dev/null /dev/kvm
+    rm -f "$dir/nokvm"
+    mknod -m 000 "$dir/nokvm" c 1 3
+    mount --bind "$dir/nokvm" /dev/kvm
 fi
 if [ -d /var/cache/libvirt/qemu ]; then
     mount --bind "$dir/cache-qemu" /var/cache/libvirt/qemu

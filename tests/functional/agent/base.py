@@ -1,12 +1,16 @@
 """Agent functional tests: real libvirt (test:/// driver or libvirtd+QEMU)."""
 
+import os
 import uuid as uuid_mod
+
+import fixtures
 
 from nova_cacheaware.agent import actuator
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
 from nova_cacheaware.topology import domains
+from tests.fixtures import linux_guest
 from tests.fixtures import nova_domains
 from tests.fixtures import planner_double
 from tests.functional import base
@@ -99,3 +103,41 @@ class AgentTestCase(base.FunctionalTestCase):
         return service.Agent(hv, dset, planner_double.plan, act,
                              spec_source=specs.StaticSpecSource(self.specs),
                              usable_cpus=usable)
+
+
+class QemuTestCase(AgentTestCase):
+    """Against the real libvirtd + QEMU (TCG) of qemu:///system."""
+
+    uri = 'qemu:///system'
+    kind = 'qemu'
+    socket = '/run/libvirt/libvirt-sock'
+
+    def setUp(self):
+        self.require_qemu()
+        super().setUp()
+
+    def require_qemu(self):
+        ok = (os.path.exists(self.socket) and os.path.exists(
+            '/usr/bin/qemu-system-x86_64') and os.cpu_count() >= 2)
+        self.require(ok, 'libvirtd with QEMU and two CPUs (qemu:///system)')
+
+    def define_linux(self, vcpus=2, memory_mib=256, workload=None,
+                     extra=None, **kw):
+        """Define and start a real Linux guest (see linux_guest)."""
+        uuid = str(uuid_mod.uuid4())
+        log_dir = self.useFixture(fixtures.TempDir()).path
+        os.chmod(log_dir, 0o755)
+        self.serial_logs = getattr(self, 'serial_logs', {})
+        self.serial_logs[uuid] = os.path.join(log_dir, 'serial.log')
+        xml = linux_guest.domain_xml(
+            'nca-%s' % uuid[:8], uuid, vcpus, memory_mib,
+            self.serial_logs[uuid], **kw)
+        dom = self.hv.connection().defineXML(xml)
+        self.addCleanup(self._remove, uuid)
+        spec = dict(extra or {})
+        if workload:
+            spec['cacheaware:workload'] = workload
+        self.specs[uuid] = spec
+        self.mine.add(uuid)
+        dom.create()
+        return uuid

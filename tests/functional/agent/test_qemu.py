@@ -29,19 +29,7 @@ def allowed_list(tid):
                          re.M).group(1)
 
 
-class QemuAgentTest(base.AgentTestCase):
-
-    uri = 'qemu:///system'
-    kind = 'qemu'
-
-    def setUp(self):
-        self.require_qemu()
-        super().setUp()
-
-    def require_qemu(self):
-        ok = (os.path.exists(SOCKET) and os.path.exists(
-            '/usr/bin/qemu-system-x86_64') and os.cpu_count() >= 2)
-        self.require(ok, 'libvirtd with QEMU and two CPUs (qemu:///system)')
+class QemuAgentTest(base.QemuTestCase):
 
     def threads(self, uuid):
         return self.hv.vcpu_threads(uuid)

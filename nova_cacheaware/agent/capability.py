@@ -1,0 +1,72 @@
+"""Run-time capabilities that plug into the agent's pass.
+
+Repinning (study 000) is the agent's backbone; every other run-time
+capability (vCPU sizing, ballooning, full-NUMA hand-off) is a
+:class:`Capability`: after the repin pass the agent hands it the pass's
+:class:`~nova_cacheaware.agent.service.Snapshot` and keeps what it returns.
+A capability owns its own adapters (guest agent, balloon, metadata) and its
+own rate limits; the agent only guarantees:
+
+* a capability's failure is logged and never stops pinning or another
+  capability;
+* :meth:`Capability.release` runs when the agent stops, so a capability can
+  give back what it took (online all vCPUs, restore memory);
+* what :meth:`Capability.reconcile` returns (a JSON-able dict) is kept in
+  the pass, written into ``--dump-state`` under ``agent.capabilities`` and,
+  through :meth:`Capability.host_state`, added to the
+  ``cacheaware.host.state`` payload under the capability's ``name``.
+"""
+
+import abc
+from importlib import metadata
+
+from nova_cacheaware import exception
+
+ENTRY_POINT_GROUP = 'nova_cacheaware.agent.capabilities'
+
+
+class Capability(abc.ABC):
+    """One run-time capability of the agent."""
+
+    #: Key of this capability in reports, dumps and the host-state payload.
+    name = 'capability'
+
+    @abc.abstractmethod
+    def reconcile(self, snapshot):
+        """Observe/decide/act for this capability; return a JSON-able dict."""
+
+    def host_state(self, report):
+        """The part of ``report`` the scheduler should see (None: nothing)."""
+        return None
+
+    def format_report(self, report):
+        """Lines for ``--once`` (default: none)."""
+        return []
+
+    def release(self):
+        """Give back everything this capability changed (agent stopping)."""
+
+
+def available():
+    """``{name: entry point}`` of the installed capabilities."""
+    return {ep.name: ep for ep in
+            metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def load(names, conf, hypervisor):
+    """Build the named capabilities.
+
+    Each entry point is a factory ``factory(conf, hypervisor) ->
+    Capability``; an unknown name raises
+    :class:`~nova_cacheaware.exception.InvalidInput`.
+    """
+    eps = available()
+    out = []
+    for name in names:
+        if name not in eps:
+            raise exception.InvalidInput(
+                reason='[agent] capabilities: unknown capability %r '
+                       '(installed: %s)' % (name, ', '.join(sorted(eps))
+                                            or 'none'))
+        out.append(eps[name].load()(conf, hypervisor))
+    return out

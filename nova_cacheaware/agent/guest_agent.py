@@ -1,0 +1,207 @@
+"""The QEMU guest agent, as the agent's capabilities use it.
+
+A thin adapter over libvirt's guest-agent API (``guestVcpus``,
+``setGuestVcpus``) and, for what libvirt does not wrap, the agent protocol
+through ``libvirt_qemu.qemuAgentCommand`` (``guest-exec``,
+``guest-file-*``). Every call has a timeout; a guest whose agent does not
+answer raises :class:`GuestAgentUnavailable` and callers leave the VM as it
+is. Everything a guest returns is untrusted: sizes are bounded and shapes
+checked here, meanings are validated by the caller's policy.
+"""
+
+import base64
+import json
+import logging
+import time
+
+from nova_cacheaware.agent import hypervisor as hv
+from nova_cacheaware import exception
+from nova_cacheaware.topology import cpulist
+
+LOG = logging.getLogger(__name__)
+
+#: Most bytes of a guest-exec's stdout or stderr we accept.
+MAX_OUTPUT_BYTES = 64 * 1024
+
+
+class GuestAgentError(exception.CacheAwareError):
+    """The guest agent answered with an error or nonsense."""
+
+    msg_fmt = 'guest agent of %(uuid)s: %(reason)s'
+
+
+class GuestAgentUnavailable(GuestAgentError):
+    """No guest agent, or it did not answer in time."""
+
+    msg_fmt = 'guest agent of %(uuid)s is not answering: %(reason)s'
+
+
+def _libvirt():
+    import libvirt
+    return libvirt
+
+
+def _libvirt_qemu():
+    import libvirt_qemu
+    return libvirt_qemu
+
+
+class GuestAgent:
+    """Guest-agent calls on the domains of a :class:`LibvirtHypervisor`."""
+
+    def __init__(self, hypervisor, timeout_s=5):
+        self.hypervisor = hypervisor
+        self.timeout_s = int(max(1, timeout_s))
+
+    # -- plumbing -----------------------------------------------------------
+
+    def _on_domain(self, uuid, fn):
+        libvirt = _libvirt()
+
+        def call(conn):
+            dom = self.hypervisor.lookup(conn, uuid)
+            try:
+                return fn(dom)
+            except libvirt.libvirtError as e:
+                code = e.get_error_code()
+                if code in (libvirt.VIR_ERR_AGENT_UNRESPONSIVE,
+                            getattr(libvirt, 'VIR_ERR_AGENT_COMMAND_TIMEOUT',
+                                    -1),
+                            libvirt.VIR_ERR_OPERATION_INVALID):
+                    raise GuestAgentUnavailable(uuid=uuid,
+                                                reason=str(e)) from None
+                if code == libvirt.VIR_ERR_NO_DOMAIN:
+                    raise hv.DomainGone(uuid=uuid, reason=str(e)) from None
+                if code in (libvirt.VIR_ERR_NO_SUPPORT,
+                            libvirt.VIR_ERR_ARGUMENT_UNSUPPORTED):
+                    raise GuestAgentUnavailable(uuid=uuid,
+                                                reason=str(e)) from None
+                if self.hypervisor.is_connection_error(e):
+                    raise
+                raise GuestAgentError(uuid=uuid, reason=str(e)) from None
+
+        return self.hypervisor.call(call)
+
+    def command(self, uuid, execute, arguments=None, timeout_s=None):
+        """Send one guest-agent command; return its ``return`` value."""
+        msg = {'execute': execute}
+        if arguments is not None:
+            msg['arguments'] = arguments
+        timeout = int(timeout_s or self.timeout_s)
+
+        def send(dom):
+            return _libvirt_qemu().qemuAgentCommand(dom, json.dumps(msg),
+                                                    timeout, 0)
+
+        raw = self._on_domain(uuid, send)
+        try:
+            reply = json.loads(raw)
+        except (TypeError, ValueError):
+            raise GuestAgentError(uuid=uuid,
+                                  reason='%s: reply is not JSON' % execute)
+        if not isinstance(reply, dict) or 'return' not in reply:
+            raise GuestAgentError(uuid=uuid,
+                                  reason='%s: no "return" in reply' % execute)
+        return reply['return']
+
+    # -- commands -----------------------------------------------------------
+
+    def ping(self, uuid, timeout_s=None):
+        """True when the guest agent answers ``guest-ping`` in time."""
+        try:
+            self.command(uuid, 'guest-ping', timeout_s=timeout_s)
+            return True
+        except GuestAgentError:
+            return False
+
+    def wait(self, uuid, timeout_s):
+        """Wait up to ``timeout_s`` for the guest agent; True when up."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.ping(uuid, timeout_s=1):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.5)
+
+    def vcpus(self, uuid):
+        """``(all, online, offlinable)`` vCPU id sets, as the guest says."""
+        def ask(dom):
+            return dom.guestVcpus()
+
+        info = self._on_domain(uuid, ask)
+        if info is None:
+            # libvirt-python answers None when the domain has no agent.
+            raise GuestAgentUnavailable(uuid=uuid, reason='no vCPU report')
+        try:
+            return tuple(frozenset(cpulist.parse_cpulist(info.get(key) or ''))
+                         for key in ('vcpus', 'online', 'offlinable'))
+        except (AttributeError, ValueError) as e:
+            raise GuestAgentError(uuid=uuid,
+                                  reason='bad vCPU report: %s' % e) from None
+
+    def set_vcpus(self, uuid, vcpus, online):
+        """Online (``online=True``) or offline the given guest vCPUs."""
+        vcpus = sorted(set(vcpus))
+        if not vcpus:
+            return
+
+        def change(dom):
+            dom.setGuestVcpus(cpulist.format_cpulist(vcpus),
+                              1 if online else 0)
+
+        self._on_domain(uuid, change)
+
+    def exec(self, uuid, path, args=(), timeout_s=30, poll_s=0.2):
+        """Run ``path args`` in the guest; ``(exitcode, stdout, stderr)``.
+
+        Output is bounded to :data:`MAX_OUTPUT_BYTES` per stream; a program
+        still running after ``timeout_s`` raises :class:`GuestAgentError`.
+        """
+        started = self.command(uuid, 'guest-exec', {
+            'path': path, 'arg': list(args), 'capture-output': True})
+        try:
+            pid = int(started['pid'])
+        except (TypeError, KeyError, ValueError):
+            raise GuestAgentError(uuid=uuid, reason='guest-exec: no pid')
+        deadline = time.monotonic() + timeout_s
+        while True:
+            status = self.command(uuid, 'guest-exec-status', {'pid': pid})
+            if not isinstance(status, dict):
+                raise GuestAgentError(uuid=uuid,
+                                      reason='guest-exec-status: not a map')
+            if status.get('exited'):
+                break
+            if time.monotonic() >= deadline:
+                raise GuestAgentError(
+                    uuid=uuid, reason='%s still running after %ss'
+                    % (path, timeout_s))
+            time.sleep(poll_s)
+        return (status.get('exitcode'),
+                _decode(uuid, status.get('out-data')),
+                _decode(uuid, status.get('err-data')))
+
+    def write_file(self, uuid, path, data):
+        """Write ``data`` (str) to ``path`` in the guest, replacing it."""
+        handle = self.command(uuid, 'guest-file-open',
+                              {'path': path, 'mode': 'w'})
+        try:
+            self.command(uuid, 'guest-file-write', {
+                'handle': handle,
+                'buf-b64': base64.b64encode(data.encode()).decode()})
+        finally:
+            try:
+                self.command(uuid, 'guest-file-close', {'handle': handle})
+            except GuestAgentError as e:
+                LOG.debug('closing %s in %s: %s', path, uuid, e)
+
+
+def _decode(uuid, b64):
+    if not b64:
+        return ''
+    if not isinstance(b64, str) or len(b64) > MAX_OUTPUT_BYTES * 4 // 3 + 4:
+        raise GuestAgentError(uuid=uuid, reason='guest output too large')
+    try:
+        return base64.b64decode(b64).decode('utf-8', 'replace')
+    except (ValueError, TypeError):
+        raise GuestAgentError(uuid=uuid, reason='guest output not base64')
