@@ -14,6 +14,7 @@ import threading
 import typing as ty
 
 from nova_cacheaware.agent import domain_xml
+from nova_cacheaware.agent import threads
 from nova_cacheaware import exception
 
 LOG = logging.getLogger(__name__)
@@ -24,6 +25,8 @@ RESUMED = 'resumed'
 MIGRATED = 'migrated'
 REBOOTED = 'rebooted'
 STOPPED = 'stopped'
+# The connection closed (libvirtd restarted): reconnect and re-read all.
+CLOSED = 'closed'
 
 
 class DomainGone(exception.CacheAwareError):
@@ -103,10 +106,14 @@ _EVENT_LOOP_STARTED = False
 
 
 def _ensure_event_loop():
-    """Register libvirt's default event loop and run it in a daemon thread.
+    """Register libvirt's default event loop and run it on an OS thread.
 
     libvirt allows one event implementation per process and it must be
     registered before the connections that deliver events are opened.
+    The loop blocks in C: in an eventlet-patched process a green thread
+    running it would stall the hub, so it always gets a real OS thread
+    (:func:`~nova_cacheaware.agent.threads.start_os_thread`), and the
+    callbacks it runs only hand events over (see ``Agent.on_event``).
     """
     global _EVENT_LOOP_STARTED
     libvirt = _libvirt()
@@ -119,8 +126,7 @@ def _ensure_event_loop():
             while True:
                 libvirt.virEventRunDefaultImpl()
 
-        threading.Thread(target=run, name='libvirt-events',
-                         daemon=True).start()
+        threads.start_os_thread(run, 'libvirt-events')
         _EVENT_LOOP_STARTED = True
 
 
@@ -438,9 +444,12 @@ class LibvirtHypervisor(Hypervisor):
     def start(self, on_event):
         """Run libvirt's event loop thread and subscribe to lifecycle events.
 
-        ``on_event(uuid, reason)`` is called from the event thread with one
-        of STARTED, RESUMED, MIGRATED, REBOOTED, STOPPED. Subscriptions are
-        renewed on every reconnect.
+        ``on_event(uuid, reason)`` is called from libvirt's event thread
+        (an OS thread, also in an eventlet-patched process) with one of
+        STARTED, RESUMED, MIGRATED, REBOOTED, STOPPED, or ``(None, CLOSED)``
+        when the connection closed. It must only hand the event over to
+        another thread (no locks, no logging). Subscriptions are renewed on
+        every reconnect.
         """
         _ensure_event_loop()
         with self._lock:
@@ -492,11 +501,10 @@ class LibvirtHypervisor(Hypervisor):
             self._on_event(dom.UUIDString(), REBOOTED)
 
     def _closed(self, conn, reason, opaque):
-        LOG.warning('libvirt closed the connection to %s (reason %s)',
-                    self.uri, reason)
+        # Runs on libvirt's event thread: no logging here (the agent logs).
         if self._on_event is not None:
             # A reconnect re-reads everything: ask for a reconcile.
-            self._on_event(None, STOPPED)
+            self._on_event(None, CLOSED)
 
 
 def _is_test_driver(conn):

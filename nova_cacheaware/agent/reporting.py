@@ -28,6 +28,22 @@ class PlacementReporter(abc.ABC):
     def set_membound_reserved(self, reserved_by_domain):
         """``{domain id: reserved}`` on ``CUSTOM_CACHE_DOMAIN_MEMBOUND``."""
 
+    def held_domains(self, uuids):
+        """``{instance uuid: domain id}`` of instances holding a domain.
+
+        An instance whose Placement allocation includes one of this host's
+        cache-domain providers holds that domain (the agent pins it there).
+        The default knows of none.
+        """
+        return {}
+
+    def forget_instance(self, uuid):
+        """Drop what is cached about ``uuid`` (its allocation may change)."""
+
+    def provider_uuids(self):
+        """``{domain id: provider uuid}`` once synced; ``{}`` before."""
+        return {}
+
 
 class StatePublisher(abc.ABC):
     """Publishes the host's live cache state for the scheduler."""

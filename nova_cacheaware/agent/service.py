@@ -18,6 +18,7 @@ from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.agent import reporting
 from nova_cacheaware.agent import specs as specs_mod
+from nova_cacheaware.agent import threads
 from nova_cacheaware.topology import cpulist
 
 LOG = logging.getLogger(__name__)
@@ -76,7 +77,8 @@ class Agent:
         self.max_vcpus_per_cpu = max_vcpus_per_cpu
         self.capabilities = tuple(capabilities)
         self._synced = False
-        self._wake = threading.Event()
+        # Crosses from libvirt's OS thread to this loop (green or not).
+        self._wake = threads.Waker()
         self._stop = threading.Event()
         self._last_counts = {}
 
@@ -247,11 +249,28 @@ class Agent:
     # -- daemon loop ----------------------------------------------------------
 
     def on_event(self, uuid, reason):
-        """Lifecycle callback (libvirt event thread): wake the loop."""
-        LOG.debug('lifecycle event %s for %s', reason, uuid)
-        if uuid and reason == hv.STOPPED:
-            self.spec_source.forget(uuid)
-        self._wake.set()
+        """Lifecycle callback (libvirt's event thread): queue it, wake up.
+
+        Runs on an OS thread that is not the loop's: it only posts to the
+        :class:`~nova_cacheaware.agent.threads.Waker`; the loop handles the
+        event (:meth:`handle_events`).
+        """
+        self._wake.post((uuid, reason))
+
+    def handle_events(self, events):
+        """Act on queued lifecycle events (on the loop's thread)."""
+        for uuid, reason in events:
+            LOG.debug('lifecycle event %s for %s', reason, uuid)
+            if reason == hv.CLOSED:
+                LOG.warning('libvirt closed the connection to %s; '
+                            'reconnecting', getattr(self.hypervisor, 'uri',
+                                                    'the hypervisor'))
+            if uuid and reason == hv.STOPPED:
+                self.spec_source.forget(uuid)
+            if uuid:
+                # Started, migrated, resized...: its allocation may have
+                # changed; read it again at the next pass.
+                self.placement.forget_instance(uuid)
 
     def run(self, period_s):
         """Reconcile at start, on events and every ``period_s`` seconds."""
@@ -259,13 +278,13 @@ class Agent:
         self.hypervisor.start(self.on_event)
         try:
             while not self._stop.is_set():
-                self._wake.clear()
                 self.reconcile_safely()
-                self._wake.wait(period_s)
+                self.handle_events(self._wake.wait(period_s))
         finally:
             self.release_capabilities()
             self.hypervisor.stop()
             self.counter_source.close()
+            self._wake.close()
 
     def release_capabilities(self):
         """Let every capability give back what it changed."""
