@@ -16,6 +16,10 @@ Safety rules (see doc/source/admin/agent.rst):
 3. Domains are restricted to the CPUs usable for floating guests.
 4. Desired pins are only ever within Nova's allowed CPUs, never empty; the
    actuator checks that again before it acts.
+5. A floating instance whose Placement allocation holds a cache-domain
+   provider ("held") is pinned to that domain, whatever the planner would
+   choose: Placement promised it that domain's capacity. It goes to the
+   planner as unmovable inside the domain, so it counts against it.
 """
 
 import dataclasses
@@ -162,13 +166,31 @@ def _plan_current(live, domain_cpus, movable):
     return cut
 
 
+def held_pinning(instance, held, domains):
+    """``(domain id, cpus)`` an instance holding a domain is pinned to.
+
+    None when ``held`` names no domain for it, the domain has no usable
+    CPU here, or Nova does not allow every vCPU on all of its CPUs.
+    """
+    domain_id = (held or {}).get(instance.uuid)
+    cpus = {d['id']: tuple(d['cpus']) for d in domains}.get(domain_id)
+    if not cpus:
+        return None
+    if any(not set(cpus) <= set(allowed)
+           for allowed in instance.nova.allowed.values()):
+        return None
+    return domain_id, cpus
+
+
 def build_plan_input(domain_set, usable_cpus, instances, specs_by_uuid,
-                     max_vcpus_per_cpu=1.0):
+                     max_vcpus_per_cpu=1.0, held=None):
     """The ``plan`` input document, plus ``{uuid: (movable, reason)}``.
 
     Unmovable instances outside the domains (dedicated ones on
     ``cpu_dedicated_set``, for instance) are not in the document; their
-    entry in the second value says why they stay.
+    entry in the second value says why they stay. ``held`` is
+    ``{uuid: domain id}`` of instances holding a domain in Placement: a
+    floating one enters the plan as unmovable, inside that domain.
     """
     domains = usable_domains(domain_set, usable_cpus)
     domain_cpus = {c for d in domains for c in d['cpus']}
@@ -178,6 +200,14 @@ def build_plan_input(domain_set, usable_cpus, instances, specs_by_uuid,
         specs = specs_by_uuid.get(instance.uuid, {})
         movable, reason = movability(instance, specs, domain_cpus)
         why[instance.uuid] = (movable, reason)
+        pinned = held_pinning(instance, held, domains) if movable else None
+        if pinned is not None:
+            vms.append({'id': instance.uuid,
+                        'vcpus': len(instance.nova.allowed),
+                        'workload': workload_of(specs), 'movable': False,
+                        'current': {str(v): list(pinned[1]) for v in
+                                    sorted(instance.nova.allowed)}})
+            continue
         current = _plan_current(instance.live, domain_cpus, movable)
         if current is None:
             continue
@@ -201,9 +231,11 @@ def _pinning(result, uuid, vcpus):
                            % (uuid, e)) from None
 
 
-def decisions_from_plan(plan_input, result, instances, why):
+def decisions_from_plan(plan_input, result, instances, why, held=None):
     """Per-instance :class:`Decision` from the planner's ``result``.
 
+    * floating and holding a domain in Placement (``held``, as for
+      :func:`build_plan_input`): repin every vCPU to that domain;
     * unmovable: keep (dedicated ones: audit, never touched);
     * movable memory-bound and placed: repin to the planner's pinning;
     * movable memory-bound but unplaced: keep;
@@ -217,6 +249,7 @@ def decisions_from_plan(plan_input, result, instances, why):
         raise PlannerError(reason='expected {"vms": {...}, ...}')
     unplaced = set(result.get('unplaced', ()))
     by_uuid = {vm['id']: vm for vm in plan_input['vms']}
+    domains = plan_input['domains']
     out = []
     for instance in sorted(instances, key=lambda i: i.uuid):
         movable, reason = why[instance.uuid]
@@ -226,7 +259,13 @@ def decisions_from_plan(plan_input, result, instances, why):
         current = dict(instance.live)
         planned = result['vms'].get(instance.uuid, {})
         desired = current
-        if not movable:
+        pinned = held_pinning(instance, held, domains) if movable else None
+        if pinned is not None:
+            action = REPIN
+            reason = 'holds %s in Placement' % pinned[0]
+            desired = {v: pinned[1] for v in allowed}
+            planned = {'domains': [pinned[0]], 'share': 'all'}
+        elif not movable:
             action = AUDIT if reason.startswith('dedicated') else KEEP
         elif vm['workload'] == 'memory' and instance.uuid in unplaced:
             action, reason = KEEP, 'memory-bound, no domain has room'

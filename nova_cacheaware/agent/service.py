@@ -61,7 +61,7 @@ class Agent:
     def __init__(self, hypervisor, domain_set, planner, actuator,
                  spec_source=None, counter_source=None, placement=None,
                  publisher=None, usable_cpus=None, max_vcpus_per_cpu=1.0,
-                 capabilities=()):
+                 capabilities=(), classifier=None):
         self.hypervisor = hypervisor
         self.domain_set = domain_set
         self.planner = planner
@@ -76,7 +76,11 @@ class Agent:
                                               for c in d.cpus)))
         self.max_vcpus_per_cpu = max_vcpus_per_cpu
         self.capabilities = tuple(capabilities)
+        # Run-time classification of 'auto' VMs (None: declared only).
+        self.classifier = classifier
         self._synced = False
+        self._synced_usable = None
+        self.last_held = {}
         # Crosses from libvirt's OS thread to this loop (green or not).
         self._wake = threads.Waker()
         self._stop = threading.Event()
@@ -134,11 +138,25 @@ class Agent:
 
     # -- decide -------------------------------------------------------------
 
+    def _held_domains(self, snapshot):
+        # Placement being down never stops pinning: the reporter keeps the
+        # last known allocations; anything else wrong means none this pass.
+        try:
+            return self.placement.held_domains(
+                [i.uuid for i in snapshot.instances])
+        except Exception as e:
+            LOG.warning('reading allocations failed: %s', e)
+            return self.last_held
+
     def decide(self, snapshot):
         """Plan input, planner output and per-instance decisions."""
+        held = self.last_held = self._held_domains(snapshot)
+        specs = snapshot.specs
+        if self.classifier is not None:
+            specs = self.classifier.effective_specs(snapshot)
         plan_input, why = decide.build_plan_input(
             self.domain_set, self._usable(snapshot), snapshot.instances,
-            snapshot.specs, self.max_vcpus_per_cpu)
+            specs, self.max_vcpus_per_cpu, held=held)
         if plan_input['domains']:
             plan_output = self.planner(plan_input)
         else:
@@ -148,7 +166,11 @@ class Agent:
             plan_output = {'vms': {}, 'domains': {}, 'unplaced': []}
             why = {u: (False, 'no usable cache domain') for u in why}
         decisions = decide.decisions_from_plan(
-            plan_input, plan_output, snapshot.instances, why)
+            plan_input, plan_output, snapshot.instances, why, held=held)
+        if self.classifier is not None:
+            # Sampling windows: an 'auto' VM briefly in the other mode.
+            decisions = self.classifier.adjust(snapshot, plan_input,
+                                               plan_output, decisions)
         return plan_input, plan_output, decisions
 
     # -- one pass -----------------------------------------------------------
@@ -163,7 +185,8 @@ class Agent:
             LOG.warning('%s', problem)
         result = self.actuator.apply(decisions)
         reports = self._run_capabilities(snapshot)
-        self._report(plan_output, decisions, reports)
+        self._report(plan_output, decisions, reports,
+                     usable=self._usable(snapshot))
         return Pass(snapshot=snapshot, plan_input=plan_input,
                     plan_output=plan_output, decisions=decisions,
                     result=result, problems=problems, capabilities=reports)
@@ -179,26 +202,57 @@ class Agent:
                 reports[capability.name] = {'error': str(e)}
         return reports
 
-    def sync_placement(self):
-        """Sync the domain providers once; retried each pass until it works.
+    def sync_placement(self, usable=None):
+        """Sync the domain providers at start and on topology change.
 
-        Placement being down never stops pinning.
+        A topology change is a change of the usable CPUs (CPUs went on- or
+        offline). Retried each pass until it works; Placement being down
+        never stops pinning.
         """
-        if self._synced:
+        usable = tuple(self.usable_cpus if usable is None else usable)
+        if self._synced and usable == self._synced_usable:
             return True
         try:
-            self.placement.sync_domains(self.domain_set, self.usable_cpus)
+            self.placement.sync_domains(self.domain_set, usable)
         except Exception as e:
             LOG.warning('Placement sync failed (%s); retrying next pass', e)
             return False
         self._synced = True
+        self._synced_usable = usable
         return True
 
-    def _report(self, plan_output, decisions, reports=None):
+    def membound_reserved(self, decisions):
+        """``{domain id: n}``: classified (undeclared) memory-bound VMs.
+
+        Counts VMs the classifier found memory-bound and the planner put
+        All-share in one domain, unless they hold that domain in Placement
+        (their allocation already uses a MEMBOUND slot).
+        """
+        found = (self.classifier.memory_bound()
+                 if self.classifier is not None else set())
+        out = {}
+        for d in decisions:
+            if (d.uuid in found and d.uuid not in self.last_held
+                    and d.action == decide.REPIN and len(d.domains) == 1):
+                out[d.domains[0]] = out.get(d.domains[0], 0) + 1
+        return out
+
+    def _report(self, plan_output, decisions, reports=None, usable=None):
         # Reporting never stops pinning: log and go on.
-        self.sync_placement()
+        if self.sync_placement(usable):
+            try:
+                self.placement.set_membound_reserved(
+                    self.membound_reserved(decisions))
+            except Exception as e:
+                LOG.warning('setting MEMBOUND reserved failed (%s); '
+                            'retrying next pass', e)
         try:
             state = reporting.host_state(plan_output, decisions)
+            state['usable_cpus'] = {
+                d['id']: len(d['cpus']) for d in decide.usable_domains(
+                    self.domain_set, self.usable_cpus
+                    if usable is None else usable)}
+            state['providers'] = self.placement.provider_uuids()
             for capability in self.capabilities:
                 report = (reports or {}).get(capability.name)
                 extra = (capability.host_state(report)

@@ -9,6 +9,7 @@ table; ``--dump-state FILE`` writes the ``plan`` input document (plus an
 
 import json
 import signal
+import socket
 import sys
 
 from oslo_config import cfg
@@ -19,10 +20,14 @@ from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import counters
 from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor
+from nova_cacheaware.agent import notify
+from nova_cacheaware.agent import placement_report
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
 from nova_cacheaware.conf import agent as agent_conf
 from nova_cacheaware.conf import nova as nova_conf
+from nova_cacheaware.conf import placement as placement_conf
+from nova_cacheaware.conf import reporting as reporting_conf
 from nova_cacheaware.conf import topology as topology_conf
 from nova_cacheaware import exception
 from nova_cacheaware.topology import cpulist
@@ -54,6 +59,8 @@ def make_conf(argv):
     agent_conf.register_opts(conf)
     nova_conf.register_opts(conf)
     topology_conf.register_opts(conf)
+    placement_conf.register_opts(conf)
+    reporting_conf.register_opts(conf)
     logging.register_options(conf)
     # Logs go to stderr (the journal under systemd); stdout carries only
     # the --once table and --dump-state -.
@@ -102,7 +109,38 @@ def build_agent(conf, planner=None, hv=None):
         hv, domain_set, planner, act, spec_source=spec_source,
         counter_source=counter_source, usable_cpus=usable,
         max_vcpus_per_cpu=conf.agent.max_vcpus_per_cpu,
-        capabilities=capability.load(conf.agent.capabilities, conf, hv))
+        capabilities=capability.load(conf.agent.capabilities, conf, hv),
+        placement=build_placement_reporter(conf, hv),
+        publisher=build_publisher(conf))
+
+
+def build_placement_reporter(conf, hv):
+    """The Placement reporter of ``[agent] report_placement`` (or None)."""
+    if not conf.agent.report_placement:
+        return None
+    from nova_cacheaware.placement import client as placement_client
+    hostname = conf.agent.hypervisor_hostname or (
+        lambda: hv.call(lambda c: c.getHostname()))
+    return placement_report.PlacementSyncReporter(
+        placement_client.PlacementClient.from_conf(conf), hostname,
+        cpu_allocation_ratio=conf.agent.domain_cpu_allocation_ratio,
+        membound_total=conf.agent.membound_slots,
+        child_traits=conf.placement.domain_traits)
+
+
+def build_publisher(conf):
+    """The notification publisher of ``[agent] notifications`` (or None).
+
+    Creating the transport makes no connection: a broker that is down
+    delays nothing here.
+    """
+    if not conf.agent.notifications:
+        return None
+    import oslo_messaging
+    transport = oslo_messaging.get_notification_transport(conf)
+    return notify.NotificationStatePublisher(
+        transport, conf.agent.host or socket.gethostname(),
+        conf.cacheaware_scheduler.host_state_topic)
 
 
 def _write_state(path, doc):

@@ -9,6 +9,7 @@ from oslo_config import cfg
 from nova_cacheaware.conf import agent
 from nova_cacheaware.conf import nova
 from nova_cacheaware.conf import placement
+from nova_cacheaware.conf import reporting
 from nova_cacheaware.conf import scheduler
 from nova_cacheaware.conf import topology
 
@@ -17,5 +18,6 @@ CONF = cfg.CONF
 agent.register_opts(CONF)
 nova.register_opts(CONF)
 placement.register_opts(CONF)
+reporting.register_opts(CONF)
 scheduler.register_opts(CONF)
 topology.register_opts(CONF)

@@ -9,12 +9,13 @@ _MODULES = (
     'agent',
     'nova',
     'placement',
+    'reporting',
     'scheduler',
     'topology',
 )
 
 # The groups in the agent's own configuration file.
-_AGENT_MODULES = ('agent', 'nova', 'topology')
+_AGENT_MODULES = ('agent', 'nova', 'placement', 'reporting', 'topology')
 
 
 def list_opts():

@@ -31,6 +31,7 @@ def instance(uuid, vcpus, allowed=ALL, live=None, per_vcpu=None,
 
 
 MEM = {decide.WORKLOAD_SPEC: 'memory'}
+CPU = {decide.WORKLOAD_SPEC: 'cpu'}
 
 
 class WorkloadAndMovabilityTest(testtools.TestCase):
@@ -218,3 +219,51 @@ class DefaultPlannerTest(testtools.TestCase):
             e = self.assertRaises(decide.PlannerUnavailable,
                                   decide.default_planner)
             self.assertIn('nova_cacheaware.policy.cachedomain', str(e))
+
+
+class HeldDomainTest(testtools.TestCase):
+    """Rule 5: an instance holding a domain in Placement is pinned there."""
+
+    def plan(self, insts, specs, held):
+        doc, why = decide.build_plan_input(DOMAINS, ALL, insts, specs,
+                                           held=held)
+        result = planner_double.plan(doc)
+        return doc, {d.uuid: d for d in decide.decisions_from_plan(
+            doc, result, insts, why, held=held)}
+
+    def test_held_instance_pinned_to_its_domain_and_counted(self):
+        # 'h' holds L2-1; 'm' (memory-bound, 4 vCPUs) then only fits L2-0.
+        insts = [instance('h', 4), instance('m', 4)]
+        doc, got = self.plan(insts, {'h': MEM, 'm': MEM}, {'h': 'L2-1'})
+        self.assertEqual(
+            {'id': 'h', 'vcpus': 4, 'workload': 'memory', 'movable': False,
+             'current': {str(v): [4, 5, 6, 7] for v in range(4)}},
+            doc['vms'][0])
+        self.assertEqual(decide.REPIN, got['h'].action)
+        self.assertEqual('holds L2-1 in Placement', got['h'].reason)
+        self.assertEqual({v: (4, 5, 6, 7) for v in range(4)},
+                         got['h'].desired)
+        self.assertEqual(('L2-1',), got['h'].domains)
+        self.assertEqual('all', got['h'].share)
+        self.assertEqual({v: (0, 1, 2, 3) for v in range(4)},
+                         got['m'].desired)
+
+    def test_held_wins_over_declared_class(self):
+        # A cpu-declared VM that holds a domain is still pinned there.
+        doc, got = self.plan([instance('c', 2)], {'c': CPU}, {'c': 'L2-0'})
+        self.assertEqual({0: (0, 1, 2, 3), 1: (0, 1, 2, 3)},
+                         got['c'].desired)
+
+    def test_held_ignored_when_nova_forbids_or_unknown_or_dedicated(self):
+        insts = [instance('n', 1, allowed=(0, 1, 2, 3, 4, 5)),
+                 instance('u', 1),
+                 instance('d', 1, allowed=(4,), live={0: (4,)})]
+        doc, got = self.plan(
+            insts, {'n': MEM, 'u': MEM,
+                    'd': {'hw:cpu_policy': 'dedicated'}},
+            {'n': 'L2-1', 'u': 'L3-9', 'd': 'L2-1'})
+        self.assertEqual('Nova does not allow CPUs 6-7', got['n'].reason)
+        self.assertEqual(decide.KEEP, got['n'].action)
+        # Unknown domain: planned like any memory-bound VM.
+        self.assertEqual('memory-bound: All-share', got['u'].reason)
+        self.assertEqual(decide.AUDIT, got['d'].action)

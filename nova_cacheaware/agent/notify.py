@@ -1,0 +1,129 @@
+"""The agent's ``cacheaware.host.state`` notifications for the scheduler.
+
+:class:`NotificationStatePublisher` implements
+:class:`~nova_cacheaware.agent.reporting.StatePublisher`: it turns the
+agent's report (:func:`~nova_cacheaware.agent.reporting.host_state`) into the
+scheduler's :class:`~nova_cacheaware.scheduler.host_state.HostCacheState`
+(:func:`to_host_cache_state`) and emits it with
+:func:`~nova_cacheaware.notifications.publish_host_state` on the scheduler's
+``[cacheaware_scheduler] host_state_topic``.
+
+It sends the message that ``oslo_messaging.Notifier`` with the
+``messagingv2`` driver sends (what the scheduler's listener reads), but
+through the transport directly: the Notifier logs and swallows a delivery
+failure, and the agent must know whether the state got through.
+
+A broker outage never blocks or stops the agent: each message gets one
+connection attempt (``retry=0``); a failed one is kept, and the next pass
+sends its own, newer state (a state supersedes the previous one, so only
+the newest is worth sending). Outage and recovery are logged once each.
+"""
+
+import datetime
+import logging
+import uuid as uuid_mod
+
+import oslo_messaging
+from oslo_utils import timeutils
+
+from nova_cacheaware.agent import reporting
+from nova_cacheaware import notifications
+from nova_cacheaware.scheduler import host_state
+
+#: The messagingv2 envelope version.
+ENVELOPE_VERSION = 2.0
+
+LOG = logging.getLogger(__name__)
+
+
+def to_host_cache_state(report, host, now=None):
+    """The scheduler's :class:`HostCacheState` of an agent ``report``.
+
+    ``report`` is :func:`reporting.host_state`'s dict: ``domains`` (state
+    and memory-bound VMs per domain), ``vms`` (class and domains per VM),
+    ``health``, and optionally ``usable_cpus`` and ``providers`` per domain
+    and ``available_pcpus``.
+    """
+    usable = report.get('usable_cpus', {})
+    providers = report.get('providers', {})
+    domains = []
+    for domain_id, doc in sorted(report.get('domains', {}).items()):
+        vms = tuple(doc.get('memory_vms', ()))
+        domains.append(host_state.DomainState(
+            id=domain_id, state=host_state.domain_state(len(vms)),
+            memory_bound_vms=vms, usable_cpus=int(usable.get(domain_id, 0)),
+            provider_uuid=providers.get(domain_id)))
+    vms = []
+    for uuid, doc in sorted(report.get('vms', {}).items()):
+        klass = doc.get('workload', 'unknown')
+        placed = list(doc.get('domains', ()))
+        vms.append(host_state.VmState(
+            instance_uuid=uuid,
+            workload_class=(klass if klass in host_state.VM_CLASSES
+                            else 'unknown'),
+            domain_id=placed[0] if len(placed) == 1 else None))
+    return host_state.HostCacheState(
+        host=host, timestamp=now or datetime.datetime.now(
+            datetime.timezone.utc),
+        agent_healthy=report.get('health', 'ok') == 'ok',
+        domains=tuple(domains), vms=tuple(vms),
+        available_pcpus=report.get('available_pcpus'))
+
+
+class NotificationStatePublisher(reporting.StatePublisher):
+    """Emits ``cacheaware.host.state`` over oslo.messaging.
+
+    :param transport: an oslo.messaging notification transport.
+    :param host: the Nova compute service host name (the scheduler's
+        ``HostState.host``).
+    :param topic: ``[cacheaware_scheduler] host_state_topic``.
+    """
+
+    def __init__(self, transport, host, topic):
+        self.transport = transport
+        self.host = host
+        self.topic = topic
+        self.publisher_id = 'nova-cacheaware-agent.%s' % host
+        self.sent = 0
+        self.failed = 0
+        #: The newest state not delivered (None once one got through).
+        self.pending = None
+
+    def publish(self, state):
+        """Send ``state`` (the agent's report); True if it was delivered."""
+        built = to_host_cache_state(state, self.host)
+        try:
+            self._send(host_state.to_payload(built))
+        except Exception as e:
+            if self.pending is None:
+                LOG.warning('cannot send %s on topic %s (%s); the agent '
+                            'keeps working and sends its newest state at '
+                            'each pass until the bus is back',
+                            host_state.EVENT_TYPE, self.topic, e)
+            self.failed += 1
+            self.pending = built
+            return False
+        if self.pending is not None:
+            LOG.info('%s delivered again on topic %s',
+                     host_state.EVENT_TYPE, self.topic)
+        self.pending = None
+        self.sent += 1
+        return True
+
+    def _send(self, payload):
+        # What Notifier.info() + the messagingv2 driver send, raising on
+        # failure instead of logging it.
+        message = {'message_id': str(uuid_mod.uuid4()),
+                   'publisher_id': self.publisher_id,
+                   'event_type': host_state.EVENT_TYPE,
+                   'priority': notifications.PRIORITY.upper(),
+                   'payload': payload,
+                   'timestamp': str(timeutils.utcnow())}
+        target = oslo_messaging.Target(
+            topic='%s.%s' % (self.topic, notifications.PRIORITY))
+        self.transport._send_notification(target, {}, message,
+                                          version=ENVELOPE_VERSION, retry=0)
+
+    def close(self):
+        """Release the transport's connections."""
+        self.transport.cleanup()
