@@ -22,6 +22,7 @@ from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import notify
 from nova_cacheaware.agent import placement_report
+from nova_cacheaware.agent import sampling
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
 from nova_cacheaware.conf import agent as agent_conf
@@ -111,7 +112,12 @@ def build_agent(conf, planner=None, hv=None):
         max_vcpus_per_cpu=conf.agent.max_vcpus_per_cpu,
         capabilities=capability.load(conf.agent.capabilities, conf, hv),
         placement=build_placement_reporter(conf, hv),
-        publisher=build_publisher(conf))
+        publisher=build_publisher(conf),
+        # Classifying 'auto' VMs needs counters; without, declared only.
+        classifier=(sampling.ShareSampler(
+            domain_set, window_passes=conf.agent.sampling_passes,
+            interval_s=conf.agent.sampling_interval_s)
+            if conf.agent.counters else None))
 
 
 def build_placement_reporter(conf, hv):

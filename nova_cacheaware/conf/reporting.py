@@ -1,4 +1,4 @@
-"""The agent's reporting options: Placement and the notification bus.
+"""The agent's reporting and run-time classification options.
 
 They live in ``[agent]`` of the agent's configuration file, next to the
 ``[placement]`` keystoneauth options and oslo.messaging's own
@@ -57,6 +57,22 @@ transport (``[oslo_messaging_notifications] transport_url``, else
 
 A broker outage never blocks the agent: one connection attempt per message,
 and the newest state is sent at the next pass.
+"""),
+    cfg.IntOpt('sampling_passes',
+               default=5,
+               min=1,
+               help="""
+Passes a classification sampling window lasts: an ``auto`` instance is put
+into the other sharing mode (All-share in an Empty domain, or Partial-share
+on Nova's CPUs) for this many passes to sample its CPI there, then restored.
+One window at a time per host. Needs hardware counters (``counters``).
+"""),
+    cfg.FloatOpt('sampling_interval_s',
+                 default=600.0,
+                 min=0.0,
+                 help="""
+Least seconds between the end of one sampling window of an instance and the
+start of its next.
 """),
     cfg.StrOpt('host',
                sample_default='<the host name>',

@@ -1,0 +1,123 @@
+"""The classifier's sampling windows, end to end on test:///default.
+
+This machine has no PMU, so a counter-source double stands in for
+perf_event_open: it reads each VM's live pins from libvirt and counts
+cycles at study 000's CPI for the mode the VM is in (a memory-bound VM:
+0.5 All-share, 3.2 Partial-share; a CPU-bound one: 1.0 in both).
+"""
+
+from nova_cacheaware.agent import counters
+from nova_cacheaware.agent import decide
+from nova_cacheaware.agent import hypervisor
+from nova_cacheaware.agent import sampling
+from nova_cacheaware.policy import memclass
+from tests.functional.agent import base
+
+FOUR = base.domain_set((0, 1), (2, 3), (4, 5), (6, 7))
+INSTRUCTIONS = 10 ** 9
+
+
+class ThreadsHypervisor(hypervisor.LibvirtHypervisor):
+    """The test driver has no vCPU threads: make up stable ids."""
+
+    def __init__(self, uri, domain_filter):
+        super().__init__(uri, domain_filter=domain_filter)
+        self.tids = {}
+
+    def vcpu_threads(self, uuid):
+        base_tid = self.tids.setdefault(uuid, 1000 * (len(self.tids) + 1))
+        return {0: base_tid, 1: base_tid + 1}
+
+
+class StudyCounters(counters.CounterSource):
+    """Cumulative cycles/instructions at the CPI of the VM's share mode."""
+
+    def __init__(self, hv, memory_bound):
+        self.hv = hv
+        self.memory_bound = memory_bound
+        self.totals = {}
+        self.samples = 0
+
+    def sample(self, threads):
+        live = {i.uuid: i.live for i in self.hv.list_instances()}
+        domains = [{'id': d.id, 'cpus': d.cpus} for d in FOUR.domains]
+        out = {}
+        for key in sorted(threads):
+            uuid = key.split('/')[0]
+            mode = sampling.share_mode(live[uuid], domains)
+            self.samples += 1
+            # A little deterministic spread, like real samples.
+            jitter = 1.0 + 0.01 * (self.samples % 5)
+            if uuid in self.memory_bound:
+                cpi = (0.5 if mode == sampling.ALL else 3.2) * jitter
+            else:
+                cpi = 1.0 * jitter
+            before = self.totals.get(key, {'cycles': 0, 'instructions': 0})
+            self.totals[key] = {
+                'cycles': before['cycles'] + int(cpi * INSTRUCTIONS),
+                'instructions': before['instructions'] + INSTRUCTIONS}
+            out[key] = dict(self.totals[key])
+        return out
+
+
+class SamplingTest(base.AgentTestCase):
+
+    def make_hypervisor(self):
+        h = ThreadsHypervisor(self.uri, domain_filter=self.mine.__contains__)
+        self.addCleanup(h.stop)
+        return h
+
+    def test_auto_vms_sampled_classified_and_restored(self):
+        mem = self.define(2, cpuset='0-7')
+        cpu = self.define(2, cpuset='0-7')
+        clock = [0.0]
+        sampler = sampling.ShareSampler(
+            FOUR, memclass.ClassifierConfig(dwell=1), window_passes=4,
+            interval_s=3600.0, clock=lambda: clock[0])
+        agent = self.agent(FOUR)
+        agent.counter_source = StudyCounters(self.hv, {mem})
+        agent.classifier = sampler
+        passes = []
+        for _ in range(12):
+            one = agent.reconcile()
+            passes.append({d.uuid: (d.reason, d.workload)
+                           for d in one.decisions})
+            clock[0] += 10.0
+        # One trial at a time, All-share in the first Empty domain, each
+        # VM once (the interval is an hour).
+        self.assertEqual(
+            [(mem, 'all', 'L2-0'), (cpu, 'all', 'L2-0')]
+            if mem < cpu else
+            [(cpu, 'all', 'L2-0'), (mem, 'all', 'L2-0')], sampler.history)
+        first = min(mem, cpu)
+        self.assertEqual(
+            ['sampling all-share for the classifier'] * 4,
+            [p[first][0] for p in passes[:4]])
+        self.assertNotEqual('sampling all-share for the classifier',
+                            passes[4][first][0])
+        # The memory-bound VM: CPI 0.5 vs 3.2, classified, pinned
+        # All-share and reported for MEMBOUND reserved.
+        self.assertEqual({mem}, sampler.memory_bound())
+        self.assertEqual(memclass.MEMORY, sampler.states[mem].vm_class)
+        self.assertEqual('cpi-test', sampler.last[mem].source)
+        self.assertEqual(('memory-bound: All-share', 'memory'),
+                         passes[-1][mem])
+        self.assertEqual({0: (0, 1), 1: (0, 1)}, self.live_pins(mem))
+        self.assertEqual({'L2-0': 1}, agent.membound_reserved(one.decisions))
+        # The CPU-bound VM: same CPI in both modes, stays 'auto', back on
+        # Nova's CPUs after its window.
+        self.assertEqual(memclass.OTHER, sampler.states[cpu].vm_class)
+        self.assertEqual({0: tuple(range(8)), 1: tuple(range(8))},
+                         self.live_pins(cpu))
+        self.assertEqual(decide.RESTORE,
+                         {d.uuid: d for d in one.decisions}[cpu].action)
+
+    def test_no_counters_no_trial(self):
+        self.define(2, cpuset='0-7')
+        sampler = sampling.ShareSampler(FOUR)
+        agent = self.agent(FOUR)
+        agent.classifier = sampler
+        for _ in range(3):
+            one = agent.reconcile()
+        self.assertEqual([], sampler.history)
+        self.assertEqual(0, one.result.repins)
