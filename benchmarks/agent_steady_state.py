@@ -7,6 +7,13 @@
    a 10 s period, and RSS. Named baseline, same run: a bare libvirt read of
    the same facts (list + persistent XML + vcpuPinInfo per domain, no
    parsing, no planning), i.e. the least any libvirt-observing agent does.
+   With ``--reporting`` the same domains are then reconciled by a second
+   agent that reports: a real Placement service (MariaDB; provider sync,
+   MEMBOUND reserved, each instance's allocation) and
+   ``cacheaware.host.state`` notifications on the real RabbitMQ at
+   127.0.0.1:5672; its CPU per pass is reported next to the first (the
+   baseline of that comparison), Placement's and RabbitMQ's own CPU apart
+   (they run in other processes).
 2. Repin latency on a real libvirtd + QEMU (TCG) guest (``--qemu``): pin one
    vCPU back and forth between CPUs 0 and 1, through the agent's adapter and
    through raw ``pinVcpuFlags``.
@@ -16,7 +23,7 @@ The planner is the test double in tests/fixtures unless ``--planner real``
 apart so the agent's own overhead is visible.
 
 Usage: python benchmarks/agent_steady_state.py [--domains 200] [--passes 20]
-       [--qemu] [--planner double|real] [--json]
+       [--qemu] [--planner double|real] [--reporting] [--json]
 """
 
 import argparse
@@ -52,7 +59,47 @@ def rss_mib():
     return float('nan')
 
 
-def steady_state(n_domains, passes, planner):
+def reporting_agent(hv, planner, spec, n_domains):
+    """An agent reporting to a fresh real Placement and the real RabbitMQ.
+
+    Returns ``(agent, cleanup)``.
+    """
+    from oslo_config import cfg
+    import oslo_messaging
+
+    from nova_cacheaware.agent import notify
+    from nova_cacheaware.agent import placement_report
+    from tests import placement_fixtures
+
+    service_fixture = placement_fixtures.PlacementService()
+    service_fixture.setUp()
+    client = service_fixture.client
+    root = str(uuid_mod.uuid4())
+    name = 'bench-%s' % root[:8]
+    client.post('/resource_providers', {'name': name, 'uuid': root})
+    client.put_inventories(root, 0, {'VCPU': {
+        'total': 8, 'reserved': 0, 'min_unit': 1, 'max_unit': 8,
+        'step_size': 1, 'allocation_ratio': 16.0}})
+    conf = cfg.ConfigOpts()
+    conf([])
+    transport = oslo_messaging.get_notification_transport(
+        conf, url='rabbit://guest:guest@127.0.0.1:5672/')
+    topic = 'cacheaware_bench_%s' % root[:8]
+    publisher = notify.NotificationStatePublisher(transport, name, topic)
+    agent = service.Agent(
+        hv, FOUR, planner, actuator.Actuator(hv),
+        spec_source=specs.StaticSpecSource(spec),
+        placement=placement_report.PlacementSyncReporter(client, name),
+        publisher=publisher)
+
+    def cleanup():
+        transport.cleanup()
+        service_fixture.cleanUp()
+
+    return agent, publisher, cleanup
+
+
+def steady_state(n_domains, passes, planner, reporting=False):
     uri = 'test:///default'
     hv = hypervisor.LibvirtHypervisor(uri)
     conn = hv.connection()
@@ -95,7 +142,31 @@ def steady_state(n_domains, passes, planner):
         base_cpu.append(time.process_time() - t0)
     per = statistics.median(cpu)
     base = statistics.median(base_cpu)
-    return {
+    extra = {}
+    if reporting:
+        ragent, publisher, cleanup = reporting_agent(hv, planner, spec,
+                                                     n_domains)
+        try:
+            ragent.reconcile()
+            rcpu = []
+            for _ in range(passes):
+                t0 = time.process_time()
+                one = ragent.reconcile()
+                rcpu.append(time.process_time() - t0)
+                repins += one.result.repins
+            rper = statistics.median(rcpu)
+            extra = {
+                'reporting_cpu_ms_per_reconcile': round(rper * 1000, 2),
+                'reporting_cpu_pct_one_core_at_10s': round(
+                    rper / 10.0 * 100, 3),
+                'ratio_reporting_to_not': round(rper / per, 2),
+                'notifications_sent': publisher.sent,
+                'notifications_failed': publisher.failed,
+                'rss_mib_with_reporting': round(rss_mib(), 1),
+            }
+        finally:
+            cleanup()
+    return dict(extra, **{
         'domains': n_domains, 'passes': passes,
         'first_pass_repins': first.result.repins,
         'steady_repins': repins,
@@ -109,7 +180,7 @@ def steady_state(n_domains, passes, planner):
             resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
         'baseline_bare_read_cpu_ms': round(base * 1000, 2),
         'ratio_agent_to_bare_read': round(per / base, 2) if base else None,
-    }
+    })
 
 
 def repin_latency(rounds):
@@ -161,6 +232,8 @@ def main(argv=None):
     parser.add_argument('--rounds', type=int, default=50)
     parser.add_argument('--planner', choices=['double', 'real'],
                         default='double')
+    parser.add_argument('--reporting', action='store_true',
+                        help='also measure with Placement and RabbitMQ')
     parser.add_argument('--json', action='store_true')
     args = parser.parse_args(argv)
     libvirt.registerErrorHandler(lambda ctx, err: None, None)
@@ -170,7 +243,7 @@ def main(argv=None):
               'date': time.strftime('%Y-%m-%d', time.gmtime()),
               'planner': args.planner,
               'steady_state': steady_state(args.domains, args.passes,
-                                           planner)}
+                                           planner, args.reporting)}
     if args.qemu:
         result['repin_latency'] = repin_latency(args.rounds)
     if args.json:
