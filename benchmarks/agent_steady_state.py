@@ -143,6 +143,7 @@ def steady_state(n_domains, passes, planner, reporting=False):
     per = statistics.median(cpu)
     base = statistics.median(base_cpu)
     extra = {}
+    rss_before = rss_mib()
     if reporting:
         ragent, publisher, cleanup = reporting_agent(hv, planner, spec,
                                                      n_domains)
@@ -175,7 +176,7 @@ def steady_state(n_domains, passes, planner, reporting=False):
         'planner_cpu_ms_per_reconcile': round(
             timed['planner_s'] / passes * 1000, 2),
         'cpu_pct_one_core_at_10s': round(per / 10.0 * 100, 3),
-        'rss_mib': round(rss_mib(), 1),
+        'rss_mib': round(rss_before, 1),
         'max_rss_mib': round(resource.getrusage(
             resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
         'baseline_bare_read_cpu_ms': round(base * 1000, 2),

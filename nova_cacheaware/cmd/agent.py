@@ -20,7 +20,6 @@ from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import counters
 from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor
-from nova_cacheaware.agent import notify
 from nova_cacheaware.agent import placement_report
 from nova_cacheaware.agent import sampling
 from nova_cacheaware.agent import service
@@ -142,7 +141,11 @@ def build_publisher(conf):
     """
     if not conf.agent.notifications:
         return None
+    # Imported here: oslo.messaging and kombu add tens of MiB of RSS, paid
+    # only by agents that publish.
     import oslo_messaging
+
+    from nova_cacheaware.agent import notify
     transport = oslo_messaging.get_notification_transport(conf)
     return notify.NotificationStatePublisher(
         transport, conf.agent.host or socket.gethostname(),
