@@ -86,6 +86,7 @@ ClassifierConfig`.
         self.trial = None    # the running Trial
         self.trial_ended = {}  # uuid -> clock at the end of its last trial
         self.history = []    # (uuid, mode, domain) of every trial started
+        self._seen = None    # the last snapshot sampled
 
     # -- helpers ----------------------------------------------------------
 
@@ -107,6 +108,17 @@ ClassifierConfig`.
         The specs are the snapshot's, with VMs classified memory-bound
         declared ``memory``.
         """
+        if snapshot is not self._seen:
+            # Samples once per snapshot (--dump-state asks again).
+            self._seen = snapshot
+            self._record(snapshot)
+        specs = dict(snapshot.specs)
+        for uuid in self.memory_bound():
+            specs[uuid] = dict(specs.get(uuid, {}),
+                               **{decide.WORKLOAD_SPEC: 'memory'})
+        return specs
+
+    def _record(self, snapshot):
         domains = self.domains
         present = {i.uuid for i in snapshot.instances}
         for gone in set(self.states) - present:
@@ -127,11 +139,6 @@ ClassifierConfig`.
             if min(len(per[ALL]), len(per[PARTIAL])) >= \
                     self.config.min_samples:
                 self._vote(instance.uuid, per)
-        specs = dict(snapshot.specs)
-        for uuid in self.memory_bound():
-            specs[uuid] = dict(specs.get(uuid, {}),
-                               **{decide.WORKLOAD_SPEC: 'memory'})
-        return specs
 
     def _vote(self, uuid, per):
         state = self.states.get(uuid, memclass.ClassifierState())

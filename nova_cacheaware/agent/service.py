@@ -273,9 +273,13 @@ class Agent:
         """
         snapshot = snapshot or self.observe()
         usable = self._usable(snapshot)
+        # The same input the last pass planned with: classified VMs as
+        # memory, VMs holding a domain in Placement fixed there.
+        specs = (self.classifier.effective_specs(snapshot)
+                 if self.classifier is not None else snapshot.specs)
         plan_input, why = decide.build_plan_input(
             self.domain_set, usable, snapshot.instances,
-            snapshot.specs, self.max_vcpus_per_cpu)
+            specs, self.max_vcpus_per_cpu, held=self.last_held)
         doc = dict(plan_input)
         doc['agent'] = {
             'usable_cpus': list(usable),
@@ -289,6 +293,7 @@ class Agent:
                     'nova_pinned': i.nova.nova_pinned,
                     'dedicated': i.nova.dedicated,
                     'movable_reason': why[i.uuid][1],
+                    'holds_domain': self.last_held.get(i.uuid),
                     'extra_specs': snapshot.specs.get(i.uuid, {}),
                     'spec_error': snapshot.spec_errors.get(i.uuid),
                     'vcpu_stats': {str(v): s for v, s in sorted(
