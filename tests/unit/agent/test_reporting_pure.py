@@ -65,3 +65,61 @@ class ShareModeTest(testtools.TestCase):
 
 class _Set(object):
     domains = ()
+
+
+class FakeClient(object):
+    """Answers GET /allocations/{uuid} from a dict; ``down`` refuses."""
+
+    def __init__(self, allocations):
+        self.allocations = allocations
+        self.down = False
+        self.asked = []
+
+    def get(self, url):
+        from nova_cacheaware.placement import errors
+        self.asked.append(url)
+        if self.down:
+            raise errors.PlacementUnavailable(method='GET', url=url,
+                                              reason='refused')
+        consumer = url.rsplit('/', 1)[1]
+        return {'allocations': {rp: {'resources': {}} for rp in
+                                self.allocations.get(consumer, ())}}
+
+
+class HeldDomainsTest(testtools.TestCase):
+
+    def reporter(self, allocations):
+        from nova_cacheaware.agent import placement_report
+        client = FakeClient(allocations)
+        reporter = placement_report.PlacementSyncReporter(client, 'cn')
+        reporter._providers = {'L2-0': 'rp0', 'L2-1': 'rp1'}
+        return reporter, client
+
+    def test_cached_refreshed_and_kept_while_down(self):
+        reporter, client = self.reporter({'a': ['root', 'rp1'],
+                                          'b': ['root'],
+                                          'c': ['rp0', 'rp1']})
+        self.assertEqual({'a': 'L2-1'},
+                         reporter.held_domains(['a', 'b', 'c']))
+        self.assertEqual(3, len(client.asked))
+        # Cached: no request.
+        self.assertEqual({'a': 'L2-1'}, reporter.held_domains(['a', 'b']))
+        self.assertEqual(3, len(client.asked))
+        # A lifecycle event; Placement down: the last answer is kept.
+        reporter.forget_instance('a')
+        client.down = True
+        self.assertEqual({'a': 'L2-1'}, reporter.held_domains(['a']))
+        # Back: read again, now in L2-0.
+        client.down = False
+        client.allocations['a'] = ['rp0']
+        self.assertEqual({'a': 'L2-0'}, reporter.held_domains(['a']))
+        self.assertEqual(['/allocations/a', '/allocations/b',
+                          '/allocations/c', '/allocations/a',
+                          '/allocations/a'], client.asked)
+
+    def test_nothing_before_the_first_sync(self):
+        from nova_cacheaware.agent import placement_report
+        client = FakeClient({'a': ['rp1']})
+        reporter = placement_report.PlacementSyncReporter(client, 'cn')
+        self.assertEqual({}, reporter.held_domains(['a']))
+        self.assertEqual([], client.asked)
