@@ -189,12 +189,66 @@ class PlacementReportingTest(PlacementService, base.AgentTestCase):
         self.assertEqual({MEMBOUND: 1, VCPU: 0}, self.client.get(
             '/resource_providers/%s/usages' % rp)['usages'])
 
+    def test_topology_change_resyncs(self):
+        root, name = self.compute_node()
+        self.define(2, cpuset='0-7', workload='memory')
+        reporter = placement_report.PlacementSyncReporter(self.client, name)
+        agent = self.agent(FOUR)
+        agent.placement = reporter
+        agent.reconcile()
+        first = reporter.last_sync
+        self.assertEqual(['L2-0', 'L2-1', 'L2-2', 'L2-3'], first.created)
+        agent.reconcile()
+        self.assertIs(first, reporter.last_sync)   # no sync: no change
+        # CPUs 6-7 leave the shared set: L2-3 has no usable CPU left.
+        agent.usable_cpus = tuple(range(6))
+        agent.reconcile()
+        self.assertEqual(['L2-3'], reporter.last_sync.deleted)
+        self.assertEqual(['L2-0', 'L2-1', 'L2-2'],
+                         sorted(reporter.provider_uuids()))
+
     def test_compute_node_not_found(self):
         reporter = placement_report.PlacementSyncReporter(
             self.client, 'no-such-%s' % uuid_mod.uuid4().hex[:8])
         e = self.assertRaises(placement_report.ComputeNodeNotFound,
                               reporter.sync_domains, FOUR, range(8))
         self.assertIn('no resource provider named no-such-', str(e))
+
+    # build_agent wires both reporters from the configuration file.
+    def test_once_syncs_and_publishes(self):
+        root, name = self.compute_node(ratio=2.0)
+        m = self.define(2, cpuset='0-7', workload='memory')
+        tmp = self.useFixture(fixtures.TempDir())
+        with open(tmp.join('specs.json'), 'w') as f:
+            json.dump(self.specs, f)
+        conf = tmp.join('agent.conf')
+        with open(conf, 'w') as f:
+            f.write('[DEFAULT]\ntransport_url = %s\n'
+                    '[agent]\nlibvirt_uri = test:///default\n'
+                    'spec_source = file\nspec_file = %s\n'
+                    'report_placement = true\nhypervisor_hostname = %s\n'
+                    'notifications = true\nhost = compute-y\n'
+                    '[placement]\nauth_type = admin_token\n'
+                    'endpoint = %s\ntoken = admin\n'
+                    '[topology]\nsource = libvirt\n'
+                    'libvirt_uri = test:///default\n'
+                    % (CLOSED_RABBIT, tmp.join('specs.json'), name,
+                       self.service.endpoint))
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = agent_cmd.main(['--config-file', conf, '--once'],
+                                planner=planner_double.plan, hv=self.hv)
+        self.assertEqual(0, rc, err.getvalue())
+        kids = [p for p in self.client.providers_in_tree(root)
+                if p['uuid'] != root]
+        self.assertEqual([name + ':cacheaware:pkg-0'],
+                         [p['name'] for p in kids])
+        self.assertEqual(2.0, self.inventory(kids[0]['uuid'],
+                                             VCPU)['allocation_ratio'])
+        # The bus (a closed port) failed and said so; the agent went on.
+        self.assertIn('cannot send cacheaware.host.state on topic '
+                      'cacheaware_host_state', err.getvalue())
+        self.assertIn(m[:8], out.getvalue())
 
 
 class BusReportingTest(base.AgentTestCase):
@@ -263,42 +317,3 @@ class BusReportingTest(base.AgentTestCase):
                     host_state.VmState(cpu, 'cpu', None)],
                    key=lambda v: v.instance_uuid), list(got.vms))
         self.assertTrue(got.agent_healthy)
-
-
-class CliReportingTest(PlacementService, base.AgentTestCase):
-    """``build_agent`` wires both reporters from the configuration file."""
-
-    def test_once_syncs_and_publishes(self):
-        root, name = self.compute_node(ratio=2.0)
-        m = self.define(2, cpuset='0-7', workload='memory')
-        tmp = self.useFixture(fixtures.TempDir())
-        with open(tmp.join('specs.json'), 'w') as f:
-            json.dump(self.specs, f)
-        conf = tmp.join('agent.conf')
-        with open(conf, 'w') as f:
-            f.write('[DEFAULT]\ntransport_url = %s\n'
-                    '[agent]\nlibvirt_uri = test:///default\n'
-                    'spec_source = file\nspec_file = %s\n'
-                    'report_placement = true\nhypervisor_hostname = %s\n'
-                    'notifications = true\nhost = compute-y\n'
-                    '[placement]\nauth_type = admin_token\n'
-                    'endpoint = %s\ntoken = admin\n'
-                    '[topology]\nsource = libvirt\n'
-                    'libvirt_uri = test:///default\n'
-                    % (CLOSED_RABBIT, tmp.join('specs.json'), name,
-                       self.service.endpoint))
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = agent_cmd.main(['--config-file', conf, '--once'],
-                                planner=planner_double.plan, hv=self.hv)
-        self.assertEqual(0, rc, err.getvalue())
-        kids = [p for p in self.client.providers_in_tree(root)
-                if p['uuid'] != root]
-        self.assertEqual([name + ':cacheaware:pkg-0'],
-                         [p['name'] for p in kids])
-        self.assertEqual(2.0, self.inventory(kids[0]['uuid'],
-                                             VCPU)['allocation_ratio'])
-        # The bus (a closed port) failed and said so; the agent went on.
-        self.assertIn('cannot send cacheaware.host.state on topic '
-                      'cacheaware_host_state', err.getvalue())
-        self.assertIn(m[:8], out.getvalue())
