@@ -81,6 +81,7 @@ class Agent:
         self._synced = False
         self._synced_usable = None
         self.last_held = {}
+        self._membound_homes = {}
         # Crosses from libvirt's OS thread to this loop (green or not).
         self._wake = threads.Waker()
         self._stop = threading.Event()
@@ -230,11 +231,20 @@ class Agent:
         """
         found = (self.classifier.memory_bound()
                  if self.classifier is not None else set())
-        out = {}
+        homes = {}
         for d in decisions:
-            if (d.uuid in found and d.uuid not in self.last_held
-                    and d.action == decide.REPIN and len(d.domains) == 1):
-                out[d.domains[0]] = out.get(d.domains[0], 0) + 1
+            if d.uuid not in found or d.uuid in self.last_held:
+                continue
+            if d.action == decide.REPIN and len(d.domains) == 1:
+                homes[d.uuid] = d.domains[0]
+            elif d.uuid in self._membound_homes:
+                # In a Partial-share sampling window: its slot stays
+                # reserved (no Placement write, no window for others).
+                homes[d.uuid] = self._membound_homes[d.uuid]
+        self._membound_homes = homes
+        out = {}
+        for domain in homes.values():
+            out[domain] = out.get(domain, 0) + 1
         return out
 
     def _report(self, plan_output, decisions, reports=None, usable=None):

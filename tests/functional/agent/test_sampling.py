@@ -115,6 +115,19 @@ class SamplingTest(base.AgentTestCase):
         self.assertEqual(decide.RESTORE,
                          {d.uuid: d for d in one.decisions}[cpu].action)
 
+        # An hour later the memory-bound VM is checked again, Partial-share
+        # on Nova's CPUs; its MEMBOUND slot stays reserved meanwhile.
+        clock[0] += 3600.0
+        for _ in range(12):
+            one = agent.reconcile()
+            got = {d.uuid: d for d in one.decisions}
+            if got[mem].reason == 'sampling partial-share for the classifier':
+                break
+        self.assertEqual({0: tuple(range(8)), 1: tuple(range(8))},
+                         self.live_pins(mem))
+        self.assertEqual({'L2-0': 1}, agent.membound_reserved(one.decisions))
+        self.assertEqual((mem, 'partial', ''), sampler.history[-1])
+
     def test_no_counters_no_trial(self):
         self.define(2, cpuset='0-7')
         sampler = sampling.ShareSampler(FOUR)
