@@ -22,6 +22,7 @@ from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
 from nova_cacheaware.conf import agent as agent_conf
+from nova_cacheaware.conf import balloon as balloon_conf
 from nova_cacheaware.conf import nova as nova_conf
 from nova_cacheaware.conf import topology as topology_conf
 from nova_cacheaware import exception
@@ -52,6 +53,7 @@ def make_conf(argv):
     """A parsed, private ConfigOpts (tests call :func:`main` repeatedly)."""
     conf = cfg.ConfigOpts()
     agent_conf.register_opts(conf)
+    balloon_conf.register_opts(conf)
     nova_conf.register_opts(conf)
     topology_conf.register_opts(conf)
     logging.register_options(conf)

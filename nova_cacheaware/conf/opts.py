@@ -7,6 +7,7 @@ import importlib
 
 _MODULES = (
     'agent',
+    'balloon',
     'nova',
     'placement',
     'scheduler',
@@ -14,7 +15,7 @@ _MODULES = (
 )
 
 # The groups in the agent's own configuration file.
-_AGENT_MODULES = ('agent', 'nova', 'topology')
+_AGENT_MODULES = ('agent', 'balloon', 'nova', 'topology')
 
 
 def list_opts():
