@@ -75,7 +75,7 @@ class LibvirtMemory:
                 if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
                     raise
                 LOG.debug('no balloon statistics for %s: %s', uuid, e)
-            if conn.getType() != 'Test' and 'actual' in stats:
+            if conn.getType() != 'TEST' and 'actual' in stats:
                 # The balloon's size now (info() lags until QEMU's event);
                 # the test driver's statistics are canned.
                 current_kib = stats['actual']
@@ -283,7 +283,8 @@ class BalloonCapability(capability.Capability):
         vm.flavor_mib = mem.flavor_mib
         floor = request.memory_min_mb or self.floor_mib
         status, stats = self._collect(uuid, vm, mem)
-        if status != balloon_round.PENDING:
+        if vm.token is None:
+            # Nothing in flight: measure over the coming interval.
             try:
                 vm.token = self.helper.start(uuid)
                 vm.silent = False
