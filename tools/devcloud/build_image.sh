@@ -8,8 +8,9 @@
 # initramfs runs busybox as PID 1, loads the virtio modules (PCI, console,
 # balloon, virtio-mem), starts qemu-ga on the org.qemu.guest_agent.0 port
 # when the domain has one, carries nova-cacheaware's guest helpers in
-# /usr/sbin (and /mods/loop.ko, not loaded: tests insmod it for a block device
-# device whose reads count as storage reads), prints a banner on the serial console and stays up. It needs
+# /usr/sbin (and /mods/loop.ko, not loaded: tests insmod it for a block
+# device whose reads count as storage reads), prints a banner on the serial
+# console and stays up. It needs
 # no root disk, so the guest boots in seconds under TCG.
 # Idempotent: does nothing when DIR/VERSION says this recipe built it.
 set -euo pipefail
