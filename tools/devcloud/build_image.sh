@@ -10,8 +10,8 @@
 # when the domain has one, carries nova-cacheaware's guest helpers in
 # /usr/sbin (and /mods/loop.ko, not loaded: tests insmod it for a block
 # device whose reads count as storage reads), prints a banner on the serial
-# console and stays up. It needs
-# no root disk, so the guest boots in seconds under TCG.
+# console and stays up. It needs no root disk, so the guest boots in
+# seconds under TCG.
 # Idempotent: does nothing when DIR/VERSION says this recipe built it.
 set -euo pipefail
 RECIPE=4
