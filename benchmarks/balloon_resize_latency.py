@@ -92,9 +92,8 @@ def measure(resizes):
         return {'median_s': round(statistics.median(xs), 3),
                 'max_s': round(max(xs), 3), 'n': len(xs)}
 
-    return {'machine': '%s, %d CPUs' % (platform.processor()
-                                         or platform.machine(),
-                                         os.cpu_count()),
+    cpu = platform.processor() or platform.machine()
+    return {'machine': '%s, %d CPUs' % (cpu, os.cpu_count()),
             'date': time.strftime('%Y-%m-%d'),
             'flavor_mib': FLAVOR, 'low_mib': LOW,
             'actual': summary(actual_s), 'mem_total': summary(total_s),
