@@ -7,8 +7,12 @@ honest or lying, behind the same ``start``/``collect`` interface the real
 guest-exec adapter has.  The real guest is in test_balloon_qemu.py.
 """
 
+import contextlib
+import io
 import json
 import uuid as uuid_mod
+
+import fixtures
 
 from nova_cacheaware.agent import balloon
 from nova_cacheaware.agent import capability
@@ -17,6 +21,7 @@ from nova_cacheaware.cmd import agent as agent_cmd
 from nova_cacheaware import exception
 from nova_cacheaware.policy import balloon_round
 from tests.fixtures import nova_domains
+from tests.fixtures import planner_double
 from tests.functional.agent import base
 
 FOUR = base.domain_set((0, 1), (2, 3), (4, 5), (6, 7))
@@ -246,3 +251,29 @@ class BalloonTestDriverTest(base.AgentTestCase):
                           ['balloon'], conf, self.hv)
         self.assertRaises(ValueError, conf.set_override, 'policy', 'greedy',
                           group='balloon')
+
+    def test_agent_once_with_the_capability_enabled(self):
+        # The test driver has no guest agent: the guest is silent, so the
+        # balancer restores it towards its flavor RAM, one step.
+        uuid = self.define_mem(4096, current_mib=2048)
+        tmp = self.useFixture(fixtures.TempDir())
+        with open(tmp.join('specs.json'), 'w') as f:
+            json.dump(self.specs, f)
+        with open(tmp.join('agent.conf'), 'w') as f:
+            f.write('[agent]\nlibvirt_uri = test:///default\n'
+                    'spec_source = file\nspec_file = %s\n'
+                    'capabilities = balloon\n'
+                    '[balloon]\npool_mib = 1024\nmax_step_mib = 512\n'
+                    '[topology]\nsource = libvirt\n'
+                    'libvirt_uri = test:///default\n' % tmp.join(
+                        'specs.json'))
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = agent_cmd.main(['--config-file', tmp.join('agent.conf'),
+                                 '--once'], planner=planner_double.plan,
+                                hv=self.hv)
+        self.assertEqual(0, rc, err.getvalue())
+        self.assertIn('balloon: %s silent 2048 -> 2560 MiB (target 4096, '
+                      'low 2048, flavor 4096, hit ratio -)' % uuid,
+                      out.getvalue().splitlines())
+        self.assertEqual(2560, self.memory(uuid))
