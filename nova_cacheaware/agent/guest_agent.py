@@ -152,34 +152,53 @@ class GuestAgent:
 
         self._on_domain(uuid, change)
 
+    def exec_start(self, uuid, path, args=()):
+        """Start ``path args`` in the guest without waiting; its guest pid.
+
+        Collect it with :meth:`exec_status` (callers that run a helper on
+        many guests start them all, then collect, instead of waiting on each
+        guest in turn).
+        """
+        started = self.command(uuid, 'guest-exec', {
+            'path': path, 'arg': list(args), 'capture-output': True})
+        try:
+            return int(started['pid'])
+        except (TypeError, KeyError, ValueError):
+            raise GuestAgentError(uuid=uuid, reason='guest-exec: no pid')
+
+    def exec_status(self, uuid, pid):
+        """``(exitcode, stdout, stderr)`` of a started program, or None.
+
+        None while it still runs; once it has exited the guest agent forgets
+        it, so an exited program is reported once.
+        """
+        status = self.command(uuid, 'guest-exec-status', {'pid': pid})
+        if not isinstance(status, dict):
+            raise GuestAgentError(uuid=uuid,
+                                  reason='guest-exec-status: not a map')
+        if not status.get('exited'):
+            return None
+        return (status.get('exitcode'),
+                _decode(uuid, status.get('out-data')),
+                _decode(uuid, status.get('err-data')))
+
     def exec(self, uuid, path, args=(), timeout_s=30, poll_s=0.2):
         """Run ``path args`` in the guest; ``(exitcode, stdout, stderr)``.
 
         Output is bounded to :data:`MAX_OUTPUT_BYTES` per stream; a program
         still running after ``timeout_s`` raises :class:`GuestAgentError`.
         """
-        started = self.command(uuid, 'guest-exec', {
-            'path': path, 'arg': list(args), 'capture-output': True})
-        try:
-            pid = int(started['pid'])
-        except (TypeError, KeyError, ValueError):
-            raise GuestAgentError(uuid=uuid, reason='guest-exec: no pid')
+        pid = self.exec_start(uuid, path, args)
         deadline = time.monotonic() + timeout_s
         while True:
-            status = self.command(uuid, 'guest-exec-status', {'pid': pid})
-            if not isinstance(status, dict):
-                raise GuestAgentError(uuid=uuid,
-                                      reason='guest-exec-status: not a map')
-            if status.get('exited'):
-                break
+            result = self.exec_status(uuid, pid)
+            if result is not None:
+                return result
             if time.monotonic() >= deadline:
                 raise GuestAgentError(
                     uuid=uuid, reason='%s still running after %ss'
                     % (path, timeout_s))
             time.sleep(poll_s)
-        return (status.get('exitcode'),
-                _decode(uuid, status.get('out-data')),
-                _decode(uuid, status.get('err-data')))
 
     def write_file(self, uuid, path, data):
         """Write ``data`` (str) to ``path`` in the guest, replacing it."""

@@ -25,6 +25,7 @@ from nova_cacheaware.agent import sampling
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
 from nova_cacheaware.conf import agent as agent_conf
+from nova_cacheaware.conf import balloon as balloon_conf
 from nova_cacheaware.conf import nova as nova_conf
 from nova_cacheaware.conf import placement as placement_conf
 from nova_cacheaware.conf import reporting as reporting_conf
@@ -57,6 +58,7 @@ def make_conf(argv):
     """A parsed, private ConfigOpts (tests call :func:`main` repeatedly)."""
     conf = cfg.ConfigOpts()
     agent_conf.register_opts(conf)
+    balloon_conf.register_opts(conf)
     nova_conf.register_opts(conf)
     topology_conf.register_opts(conf)
     placement_conf.register_opts(conf)

@@ -7,6 +7,7 @@ Each module defines one option group with ``register_opts(conf)`` and
 from oslo_config import cfg
 
 from nova_cacheaware.conf import agent
+from nova_cacheaware.conf import balloon
 from nova_cacheaware.conf import nova
 from nova_cacheaware.conf import placement
 from nova_cacheaware.conf import reporting
@@ -16,6 +17,7 @@ from nova_cacheaware.conf import topology
 CONF = cfg.CONF
 
 agent.register_opts(CONF)
+balloon.register_opts(CONF)
 nova.register_opts(CONF)
 placement.register_opts(CONF)
 reporting.register_opts(CONF)

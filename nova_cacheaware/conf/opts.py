@@ -7,6 +7,7 @@ import importlib
 
 _MODULES = (
     'agent',
+    'balloon',
     'nova',
     'placement',
     'reporting',
@@ -15,7 +16,8 @@ _MODULES = (
 )
 
 # The groups in the agent's own configuration file.
-_AGENT_MODULES = ('agent', 'nova', 'placement', 'reporting', 'topology')
+_AGENT_MODULES = ('agent', 'balloon', 'nova', 'placement', 'reporting',
+                  'topology')
 
 
 def list_opts():

@@ -8,11 +8,13 @@
 # initramfs runs busybox as PID 1, loads the virtio modules (PCI, console,
 # balloon, virtio-mem), starts qemu-ga on the org.qemu.guest_agent.0 port
 # when the domain has one, carries nova-cacheaware's guest helpers in
-# /usr/sbin, prints a banner on the serial console and stays up. It needs
-# no root disk, so the guest boots in seconds under TCG.
+# /usr/sbin (and /mods/loop.ko, not loaded: tests insmod it for a block
+# device whose reads count as storage reads), prints a banner on the serial
+# console and stays up. It needs no root disk, so the guest boots in
+# seconds under TCG.
 # Idempotent: does nothing when DIR/VERSION says this recipe built it.
 set -euo pipefail
-RECIPE=3
+RECIPE=4
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 guest_dir=$(cd "$here/../../agent/guest" && pwd)
@@ -63,7 +65,7 @@ done
 kdir=$(ls -d k/lib/modules/*)/kernel/drivers
 MODS="virtio/virtio_ring virtio/virtio virtio/virtio_pci_modern_dev
 virtio/virtio_pci_legacy_dev virtio/virtio_pci char/virtio_console
-virtio/virtio_balloon virtio/virtio_mem"
+virtio/virtio_balloon virtio/virtio_mem block/loop"
 for m in $MODS; do
     [ -f "$kdir/$m.ko" ] && cp "$kdir/$m.ko" initrd/mods/
 done

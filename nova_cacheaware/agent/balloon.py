@@ -1,0 +1,428 @@
+"""The ``balloon`` capability: hit-ratio memory ballooning on this host.
+
+Thin: it reads domains and guest reports, and applies what the pure
+:func:`nova_cacheaware.policy.balloon_round.decide_round` decides.  Only
+instances whose flavor has ``cacheaware:memory_policy=hit_ratio`` are
+touched.  Every ``[balloon] interval_s`` (its own clock), for each of them:
+
+1. collect the report of the guest helper started in the previous round
+   (``guest-exec`` through the QEMU guest agent) and validate it against the
+   previous accepted report (:mod:`nova_cacheaware.policy.guest_report`);
+   a rejected report is logged and the VM keeps its memory;
+2. start the helper again (``helper_path sample_s``), without waiting;
+3. decide the round and apply it with ``setMemoryFlags(LIVE)``.
+
+A guest whose agent does not answer is moved back towards its flavor RAM.
+When an instance opts out (a resize to another flavor) and when the agent
+stops, every managed instance gets its flavor RAM back.  The operator guide
+is doc/source/admin/balloon.rst.
+"""
+
+import collections
+import dataclasses
+import json
+import logging
+import time
+from xml.etree import ElementTree
+
+from nova_cacheaware.agent import capability
+from nova_cacheaware.agent import domain_xml
+from nova_cacheaware.agent import guest_agent as ga_mod
+from nova_cacheaware.agent import hypervisor as hv_mod
+from nova_cacheaware.api import specs as api_specs
+from nova_cacheaware import exception
+from nova_cacheaware.policy import balloon_round
+from nova_cacheaware.policy import guest_report
+
+LOG = logging.getLogger(__name__)
+
+
+def _libvirt():
+    import libvirt
+    return libvirt
+
+
+@dataclasses.dataclass(frozen=True)
+class DomainMemory:
+    """A domain's memory as the host sees it, in MiB."""
+
+    flavor_mib: int
+    current_mib: int
+    #: ``available - usable`` from the balloon statistics; None: unknown.
+    used_mib: object
+
+
+class LibvirtMemory:
+    """Read and set a domain's balloon through libvirt."""
+
+    def __init__(self, hypervisor):
+        self.hypervisor = hypervisor
+        self._flavor = {}  # uuid -> flavor MiB (the definition is fixed)
+
+    def read(self, uuid):
+        """:class:`DomainMemory` of ``uuid``."""
+        libvirt = _libvirt()
+
+        def ask(conn):
+            dom = self.hypervisor.lookup(conn, uuid)
+            if uuid not in self._flavor:
+                self._flavor[uuid] = _flavor_mib(dom.XMLDesc(0))
+            current_kib = dom.info()[2]
+            stats = {}
+            try:
+                stats = dom.memoryStats()
+            except libvirt.libvirtError as e:
+                if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                    raise
+                LOG.debug('no balloon statistics for %s: %s', uuid, e)
+            if conn.getType() != 'TEST' and 'actual' in stats:
+                # The balloon's size now (info() lags until QEMU's event);
+                # the test driver's statistics are canned.
+                current_kib = stats['actual']
+            used = None
+            if 'available' in stats and 'usable' in stats:
+                used = max(0, stats['available'] - stats['usable']) / 1024.0
+            return DomainMemory(flavor_mib=self._flavor[uuid],
+                                current_mib=int(current_kib // 1024),
+                                used_mib=used)
+
+        return self._call(uuid, ask)
+
+    def set(self, uuid, mib):
+        """Set the live balloon target of ``uuid`` to ``mib`` MiB."""
+        libvirt = _libvirt()
+
+        def apply(conn):
+            dom = self.hypervisor.lookup(conn, uuid)
+            dom.setMemoryFlags(int(mib) * 1024,
+                               libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+        self._call(uuid, apply)
+
+    def forget(self, uuid):
+        """Drop what is cached about ``uuid``."""
+        self._flavor.pop(uuid, None)
+
+    def _call(self, uuid, fn):
+        libvirt = _libvirt()
+
+        def guarded(conn):
+            try:
+                return fn(conn)
+            except libvirt.libvirtError as e:
+                if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                    raise hv_mod.DomainGone(uuid=uuid,
+                                            reason=str(e)) from None
+                raise
+
+        return self.hypervisor.call(guarded)
+
+
+def _flavor_mib(xml):
+    """Flavor RAM: the domain's ``<memory>``, or Nova's if that is less."""
+    root = ElementTree.fromstring(xml)
+    kib = int(root.findtext('memory'))
+    unit = (root.find('memory').get('unit') or 'KiB').lower()
+    scale = {'kib': 1, 'k': 1, 'mib': 1024, 'm': 1024, 'gib': 1024 ** 2,
+             'g': 1024 ** 2, 'b': 1.0 / 1024, 'bytes': 1.0 / 1024}[unit]
+    mib = int(kib * scale // 1024)
+    nova = domain_xml.find_nova_instance(root)
+    if nova is not None:
+        for el in nova.iter():
+            if el.tag.rsplit('}', 1)[-1] == 'memory' and el.text:
+                mib = min(mib, int(el.text))
+    return mib
+
+
+class GuestHelper:
+    """Runs the guest helper through the guest agent, one run at a time."""
+
+    def __init__(self, guest_agent, path, sample_s):
+        self.guest_agent = guest_agent
+        self.path = path
+        self.sample_s = int(sample_s)
+
+    def start(self, uuid):
+        """Start a measurement; returns a token for :meth:`collect`."""
+        return self.guest_agent.exec_start(uuid, self.path,
+                                           [str(self.sample_s)])
+
+    def collect(self, uuid, token):
+        """The helper's stdout, or None while it runs.
+
+        Raises :class:`~.guest_agent.GuestAgentError` when it failed.
+        """
+        result = self.guest_agent.exec_status(uuid, token)
+        if result is None:
+            return None
+        code, out, err = result
+        if code != 0:
+            raise ga_mod.GuestAgentError(
+                uuid=uuid, reason='%s exited %r: %s'
+                % (self.path, code, (err or '').strip()[:200]))
+        return out
+
+
+@dataclasses.dataclass
+class _Vm:
+    """What the capability remembers about one managed instance."""
+
+    flavor_mib: int = 0
+    token: object = None
+    silent: bool = False
+    previous: object = None
+    state: dict = dataclasses.field(default_factory=dict)
+    last: dict = dataclasses.field(default_factory=dict)
+
+
+class BalloonCapability(capability.Capability):
+    """Hit-ratio ballooning over the opted-in instances of the host.
+
+    ``memory`` (:class:`LibvirtMemory`) and ``helper`` (:class:`GuestHelper`)
+    are the adapters; ``clock`` a monotonic clock in seconds.  The
+    constructor does no I/O.
+    """
+
+    name = 'balloon'
+
+    def __init__(self, params, memory, helper, floor_mib=256,
+                 interval_s=10.0, max_change_mib_per_period=4096,
+                 rate_period_s=60.0, dry_run=False, clock=time.monotonic):
+        self.params = params
+        self.memory = memory
+        self.helper = helper
+        self.floor_mib = floor_mib
+        self.interval_s = interval_s
+        self.max_change = max_change_mib_per_period
+        self.rate_period_s = rate_period_s
+        self.dry_run = dry_run
+        self.clock = clock
+        self._vms = {}
+        self._next = None
+        self._moves = collections.deque()  # (time, MiB moved)
+        self._last_report = {'vms': {}}
+        self.rounds = 0
+
+    # -- the pass -----------------------------------------------------------
+
+    def reconcile(self, snapshot):
+        """Run a round when ``interval_s`` has passed; return the report."""
+        now = self.clock()
+        opted = self._opted_in(snapshot)
+        self._forget_or_release(snapshot, opted)
+        if self._next is not None and now < self._next:
+            return dict(self._last_report, next_round_in_s=round(
+                self._next - now, 1))
+        self._next = now + self.interval_s
+        inputs, memories = [], {}
+        for uuid, request in sorted(opted.items()):
+            vm_input = self._observe(uuid, request, memories)
+            if vm_input is not None:
+                inputs.append(vm_input)
+        budget = self._budget(now)
+        result = balloon_round.decide_round(self.params, inputs, budget)
+        report = {'round': self.rounds, 'held_mib': result.held_mib,
+                  'moved_mib': 0, 'dry_run': self.dry_run, 'vms': {}}
+        moved = 0
+        for vm_input in inputs:
+            uuid = vm_input.id
+            outcome = result.vms[uuid]
+            vm = self._vms[uuid]
+            vm.state = outcome.state
+            if outcome.memory_mib != vm_input.memory_mib:
+                if self._apply(uuid, outcome.memory_mib):
+                    moved += abs(outcome.memory_mib - vm_input.memory_mib)
+            stats = vm_input.stats
+            report['vms'][uuid] = dict(
+                vm.last, memory_mib=outcome.memory_mib,
+                was_mib=vm_input.memory_mib, target_mib=outcome.target_mib,
+                low_mib=outcome.low_mib, flavor_mib=vm_input.flavor_mib,
+                hit_ratio=None if stats is None else stats.hit_ratio)
+        if moved:
+            self._moves.append((now, moved))
+        report['moved_mib'] = moved
+        self.rounds += 1
+        self._last_report = report
+        return report
+
+    def _opted_in(self, snapshot):
+        opted = {}
+        for instance in snapshot.instances:
+            extra = snapshot.specs.get(instance.uuid)
+            if extra is None:
+                continue
+            try:
+                request = api_specs.parse_extra_specs(extra)
+            except exception.InvalidInput as e:
+                LOG.warning('balloon: ignoring %s: %s', instance.uuid, e)
+                continue
+            if request.memory_policy == 'hit_ratio':
+                opted[instance.uuid] = request
+        return opted
+
+    def _forget_or_release(self, snapshot, opted):
+        alive = {i.uuid for i in snapshot.instances}
+        for uuid in list(self._vms):
+            if uuid in opted or uuid in snapshot.spec_errors:
+                continue  # still ours, or unknown this pass: leave it be
+            vm = self._vms.pop(uuid)
+            if uuid in alive:
+                LOG.info('balloon: %s opted out; restoring %d MiB',
+                         uuid, vm.flavor_mib)
+                self._restore(uuid, vm.flavor_mib)
+            self.memory.forget(uuid)
+
+    def _observe(self, uuid, request, memories):
+        """A :class:`~.balloon_round.VmInput` for ``uuid`` (None: gone)."""
+        try:
+            mem = self.memory.read(uuid)
+        except hv_mod.DomainGone:
+            self._vms.pop(uuid, None)
+            return None
+        vm = self._vms.setdefault(uuid, _Vm())
+        vm.flavor_mib = mem.flavor_mib
+        floor = request.memory_min_mb or self.floor_mib
+        status, stats = self._collect(uuid, vm, mem)
+        if vm.token is None:
+            # Nothing in flight: measure over the coming interval.
+            try:
+                vm.token = self.helper.start(uuid)
+                vm.silent = False
+            except ga_mod.GuestAgentUnavailable as e:
+                LOG.info('balloon: %s', e)
+                vm.token = None
+                vm.silent = True
+                status = balloon_round.SILENT
+            except (ga_mod.GuestAgentError, hv_mod.DomainGone) as e:
+                LOG.warning('balloon: cannot start the helper: %s', e)
+                vm.token = None
+        vm.last = {'status': status}
+        return balloon_round.VmInput(
+            id=uuid, memory_mib=mem.current_mib, flavor_mib=mem.flavor_mib,
+            floor_mib=min(floor, mem.flavor_mib), used_mib=mem.used_mib,
+            stats=stats, status=status, state=vm.state)
+
+    def _collect(self, uuid, vm, mem):
+        """``(status, GuestStats or None)`` of the helper run in flight."""
+        if vm.token is None:
+            # Nothing in flight: the first round, or the last start failed.
+            return (balloon_round.SILENT if vm.silent
+                    else balloon_round.PENDING), None
+        try:
+            out = self.helper.collect(uuid, vm.token)
+        except ga_mod.GuestAgentUnavailable as e:
+            LOG.info('balloon: %s', e)
+            vm.token = None
+            vm.silent = True
+            return balloon_round.SILENT, None
+        except (ga_mod.GuestAgentError, hv_mod.DomainGone) as e:
+            LOG.warning('balloon: %s', e)
+            vm.token = None
+            return balloon_round.INVALID, None
+        if out is None:
+            return balloon_round.PENDING, None
+        vm.token = None
+        try:
+            doc = _parse_line(out)
+            stats = guest_report.validate_report(
+                doc, max(mem.current_mib, mem.flavor_mib), vm.previous)
+        except guest_report.InvalidGuestReport as e:
+            LOG.warning('balloon: %s: %s; it keeps its memory', uuid, e)
+            # A reboot also resets the counters: start afresh next round.
+            vm.previous = None
+            return balloon_round.INVALID, None
+        vm.previous = stats
+        return balloon_round.OK, stats
+
+    def _budget(self, now):
+        while self._moves and self._moves[0][0] <= now - self.rate_period_s:
+            self._moves.popleft()
+        return self.max_change - sum(m for _, m in self._moves)
+
+    def _apply(self, uuid, mib):
+        if self.dry_run:
+            LOG.info('balloon: would set %s to %d MiB (dry run)', uuid, mib)
+            return False
+        try:
+            self.memory.set(uuid, mib)
+        except hv_mod.DomainGone:
+            self._vms.pop(uuid, None)
+            return False
+        except Exception as e:  # one domain never stops the round
+            LOG.warning('balloon: cannot set %s to %d MiB: %s', uuid, mib, e)
+            return False
+        LOG.info('balloon: %s -> %d MiB', uuid, mib)
+        return True
+
+    def _restore(self, uuid, flavor_mib):
+        if self.dry_run or not flavor_mib:
+            return
+        try:
+            if self.memory.read(uuid).current_mib < flavor_mib:
+                self.memory.set(uuid, flavor_mib)
+        except hv_mod.DomainGone:
+            pass
+        except Exception as e:
+            LOG.warning('balloon: cannot restore %s to %d MiB: %s',
+                        uuid, flavor_mib, e)
+
+    # -- reporting and release ---------------------------------------------
+
+    def host_state(self, report):
+        """Memory held back from opted-in instances (for the scheduler)."""
+        if not report or 'held_mib' not in report:
+            return None
+        return {'held_mib': report['held_mib'],
+                'instances': len(report.get('vms', {}))}
+
+    def format_report(self, report):
+        """One line per managed instance for ``--once``."""
+        lines = []
+        for uuid, vm in sorted((report or {}).get('vms', {}).items()):
+            ratio = vm.get('hit_ratio')
+            lines.append('balloon: %s %s %d -> %d MiB (target %d, low %d, '
+                         'flavor %d, hit ratio %s)' % (
+                             uuid, vm.get('status'), vm['was_mib'],
+                             vm['memory_mib'], vm['target_mib'],
+                             vm['low_mib'], vm['flavor_mib'],
+                             '-' if ratio is None else '%.3f' % ratio))
+        return lines
+
+    def release(self):
+        """Give every managed instance its flavor RAM back."""
+        for uuid, vm in sorted(self._vms.items()):
+            self._restore(uuid, vm.flavor_mib)
+        self._vms.clear()
+
+
+def _parse_line(out):
+    line = (out or '').strip().splitlines()
+    if len(line) != 1:
+        raise guest_report.InvalidGuestReport(
+            reason='expected one line, got %d' % len(line))
+    try:
+        return json.loads(line[0])
+    except ValueError as e:
+        raise guest_report.InvalidGuestReport(
+            reason='not JSON: %s' % e) from None
+
+
+def factory(conf, hypervisor):
+    """Entry point: the capability from ``[balloon]`` and ``[agent]``."""
+    b = conf.balloon
+    if b.sample_s >= b.interval_s:
+        raise exception.InvalidInput(
+            reason='[balloon] sample_s (%s) must be shorter than interval_s '
+                   '(%s)' % (b.sample_s, b.interval_s))
+    params = balloon_round.RoundParams(
+        policy=b.policy, pool_mib=b.pool_mib, margin_mib=b.margin_mib,
+        max_step_mib=b.max_step_mib, threshold=b.threshold, alpha=b.alpha,
+        beta=b.beta, interval_s=b.interval_s)
+    guest = ga_mod.GuestAgent(hypervisor, timeout_s=b.guest_agent_timeout_s)
+    return BalloonCapability(
+        params, LibvirtMemory(hypervisor),
+        GuestHelper(guest, b.helper_path, b.sample_s),
+        floor_mib=b.floor_mib, interval_s=b.interval_s,
+        max_change_mib_per_period=b.max_change_mib_per_period,
+        rate_period_s=b.rate_period_s,
+        dry_run=conf.agent.dry_run or getattr(conf, 'cli_dry_run', False))

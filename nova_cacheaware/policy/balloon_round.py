@@ -1,0 +1,240 @@
+"""One round of the agent's memory balancer: policy plus safety guard.
+
+Pure: the agent's ``balloon`` capability (nova_cacheaware/agent/balloon.py)
+reads the domains and the guests' reports, calls :func:`decide_round` and
+applies what it returns.  Everything that makes ballooning safe for a VM is
+decided here, where it can be tested exhaustively:
+
+* **bounds**: a VM's memory stays in ``[low, flavor]``.  ``flavor`` is its
+  flavor RAM (the domain's ``<memory>``); ``low`` is the larger of its
+  floor (``cacheaware:memory_min_mb`` or the configured floor) and what the
+  guest uses plus a margin, capped at ``flavor``.  "What the guest uses" is
+  the host's balloon statistics ``available - usable`` (MemTotal minus
+  MemAvailable: memory the guest cannot give up without swapping or
+  OOM-killing); without those statistics the VM is never shrunk.
+* **who moves**: only VMs with an accepted, fresh guest report take part in
+  the policy.  A rejected report keeps the VM where it is; a guest whose
+  agent does not answer is restored towards its flavor RAM (we cannot see
+  it, so we must not starve it; the most a silent guest wins is the memory
+  Nova accounted to it anyway).
+* **the pool**: the operator's ``pool_mib`` bounds the memory held back
+  from the opted-in VMs together: ``sum(flavor - memory) <= pool_mib``
+  after a round, or no more than before the round when that was larger.
+  Memory above what the VMs hold back is handed to the policy as free
+  memory to give back.
+* **rate**: a VM moves at most ``max_step_mib`` per round and the host at
+  most ``budget_mib`` (what is left of the period's allowance) per round;
+  growth is served first, and shrinking only as far as it pays for growth
+  or stays within the pool.
+"""
+
+import dataclasses
+import math
+import typing as ty
+
+from nova_cacheaware import exception
+from nova_cacheaware.policy import balloon as study
+from nova_cacheaware.policy import balloon_default
+
+POLICIES = ('default', 'study_a', 'study_b')
+
+#: Why a VM did not take part in the policy this round.
+OK = 'ok'
+SILENT = 'silent'
+INVALID = 'invalid'
+PENDING = 'pending'
+STATUSES = (OK, SILENT, INVALID, PENDING)
+
+
+@dataclasses.dataclass(frozen=True)
+class RoundParams:
+    """The balancer's knobs (from ``[balloon]``)."""
+
+    policy: str = 'default'
+    pool_mib: int = 0
+    margin_mib: int = 64
+    max_step_mib: int = 256
+    threshold: float = 0.99
+    alpha: float = 0.1
+    beta: float = 0.1
+    interval_s: float = 10.0
+
+
+@dataclasses.dataclass(frozen=True)
+class VmInput:
+    """One opted-in VM at the start of a round."""
+
+    id: str
+    memory_mib: int
+    flavor_mib: int
+    floor_mib: int
+    #: Host balloon stats ``available - usable`` in MiB; None: unknown.
+    used_mib: ty.Optional[float]
+    #: The accepted report (:class:`~.guest_report.GuestStats`) or None.
+    stats: object = None
+    status: str = OK
+    #: The policy's state from the previous round (JSON-able dict).
+    state: ty.Mapping = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class VmOutcome:
+    """What the round decided for one VM."""
+
+    memory_mib: int
+    target_mib: int
+    low_mib: int
+    state: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class RoundResult:
+    """Per-VM outcomes, the memory held back after the round, MiB moved."""
+
+    vms: dict
+    held_mib: int
+    moved_mib: int
+
+
+def low_bound(vm, margin_mib):
+    """The least memory ``vm`` may have: floor, use plus margin, <= flavor.
+
+    Unknown use (no balloon statistics) means "never shrink": the bound is
+    the VM's current memory.
+    """
+    if vm.used_mib is None:
+        low = max(vm.floor_mib, vm.memory_mib)
+    else:
+        low = max(vm.floor_mib, math.ceil(vm.used_mib) + margin_mib)
+    return min(vm.flavor_mib, low)
+
+
+def _hit_ratio(stats):
+    # A guest that read nothing missed nothing: it needs no more cache.
+    return 1.0 if stats.hit_ratio is None else stats.hit_ratio
+
+
+def _policy_targets(params, vms, lows, free_mib):
+    """``({id: target}, {id: state})`` from the chosen policy."""
+    if not vms:
+        return {}, {}
+    if params.policy == 'default':
+        dparams = balloon_default.DefaultParams(threshold=params.threshold)
+        views = []
+        for vm in vms:
+            s = vm.stats
+            views.append(balloon_default.VmView(
+                id=vm.id, memory_mib=vm.memory_mib,
+                hit_ratio=_hit_ratio(s), cache_mib=s.cache_mib,
+                free_mib=s.free_mib, used_mib=s.used_mib,
+                min_mib=min(lows[vm.id], vm.memory_mib),
+                max_mib=max(vm.flavor_mib, vm.memory_mib),
+                fresh=True, probe=int(vm.state.get('probe', 0)),
+                hold_mib=int(vm.state.get('hold_mib', 0)),
+                hold_left=int(vm.state.get('hold_left', 0)),
+                favoured=bool(vm.state.get('favoured', False))))
+        plan = balloon_default.default_plan(dparams, views, free_mib)
+        return ({k: d.memory_mib for k, d in plan.vms.items()},
+                {k: {'probe': d.probe, 'hold_mib': d.hold_mib,
+                     'hold_left': d.hold_left, 'favoured': d.favoured}
+                 for k, d in plan.vms.items()})
+    if params.policy in ('study_a', 'study_b'):
+        sparams = study.BalloonParams(
+            threshold=params.threshold, alpha=params.alpha,
+            beta=params.beta, mode=params.policy[-1].upper(),
+            interval_s=params.interval_s)
+        plan = study.study_plan(sparams, [
+            study.VmMemory(id=vm.id, memory_mib=vm.memory_mib,
+                           hit_ratio=_hit_ratio(vm.stats),
+                           streak=int(vm.state.get('streak', 0)),
+                           min_mib=min(lows[vm.id], vm.memory_mib),
+                           max_mib=max(vm.flavor_mib, vm.memory_mib))
+            for vm in vms], free_mib)
+        return ({k: d.memory_mib for k, d in plan.vms.items()},
+                {k: {'streak': d.streak} for k, d in plan.vms.items()})
+    raise exception.InvalidInput(
+        reason='unknown balloon policy %r (known: %s)'
+        % (params.policy, ', '.join(POLICIES)))
+
+
+def guard(vms, targets, pool_mib, max_step_mib, budget_mib, lows=None):
+    """Move each VM towards its target within the safety limits.
+
+    ``vms`` are :class:`VmInput` (for ``memory_mib`` and ``flavor_mib``),
+    ``targets`` ``{id: MiB}`` already inside each VM's bounds, ``lows``
+    their lower bounds (optional).  Growth is served first (VMs below their
+    lower bound first, then the largest requests),
+    each VM at most ``max_step_mib``, the host at most ``budget_mib`` in
+    all; shrinking is then allowed only as far as it pays for that growth
+    or keeps the memory held back within ``pool_mib``.  Returns
+    ``{id: new MiB}``.
+    """
+    current = {vm.id: vm.memory_mib for vm in vms}
+    held = sum(vm.flavor_mib - vm.memory_mib for vm in vms)
+    budget = max(0, budget_mib)
+    new = dict(current)
+    lows = lows or {}
+
+    def urgent(vm):
+        return vm.memory_mib < lows.get(vm.id, 0)
+
+    grows = sorted((vm for vm in vms if targets[vm.id] > vm.memory_mib),
+                   key=lambda vm: (not urgent(vm),
+                                   -(targets[vm.id] - vm.memory_mib), vm.id))
+    grown = 0
+    for vm in grows:
+        step = min(targets[vm.id] - vm.memory_mib, max_step_mib, budget)
+        if step > 0:
+            new[vm.id] += step
+            budget -= step
+            grown += step
+    allowance = grown + max(0, pool_mib - held)
+    shrinks = sorted((vm for vm in vms if targets[vm.id] < vm.memory_mib),
+                     key=lambda vm: (-(vm.memory_mib - targets[vm.id]),
+                                     vm.id))
+    for vm in shrinks:
+        step = min(vm.memory_mib - targets[vm.id], max_step_mib, budget,
+                   allowance)
+        if step > 0:
+            new[vm.id] -= step
+            budget -= step
+            allowance -= step
+    return new
+
+
+def decide_round(params, vms, budget_mib):
+    """One balancer round over the opted-in ``vms`` (:class:`VmInput`).
+
+    Returns a :class:`RoundResult`; nothing is modified.  See the module
+    docstring for the rules.
+    """
+    ids = [vm.id for vm in vms]
+    if len(set(ids)) != len(ids):
+        raise exception.InvalidInput(reason='duplicate VM ids in a round')
+    lows = {vm.id: low_bound(vm, params.margin_mib) for vm in vms}
+    held = sum(vm.flavor_mib - vm.memory_mib for vm in vms)
+    players = [vm for vm in vms
+               if vm.status == OK and vm.stats is not None]
+    free = max(0, held - params.pool_mib)
+    wanted, states = _policy_targets(params, players, lows, free)
+    targets = {}
+    for vm in vms:
+        if vm.id in wanted:
+            target = wanted[vm.id]
+        elif vm.status == SILENT:
+            target = vm.flavor_mib
+        else:
+            target = vm.memory_mib
+        targets[vm.id] = max(lows[vm.id], min(vm.flavor_mib, target))
+    new = guard(vms, targets, params.pool_mib, params.max_step_mib,
+                budget_mib, lows)
+    outcomes = {}
+    for vm in vms:
+        outcomes[vm.id] = VmOutcome(
+            memory_mib=new[vm.id], target_mib=targets[vm.id],
+            low_mib=lows[vm.id],
+            state=states.get(vm.id, dict(vm.state)))
+    return RoundResult(
+        vms=outcomes,
+        held_mib=sum(vm.flavor_mib - new[vm.id] for vm in vms),
+        moved_mib=sum(abs(new[vm.id] - vm.memory_mib) for vm in vms))

@@ -1,0 +1,182 @@
+"""The balancer round: bounds, pool, rate limits, who takes part."""
+
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+import testtools
+
+from nova_cacheaware import exception
+from nova_cacheaware.policy import balloon_round as br
+from nova_cacheaware.policy import guest_report as gr
+
+
+def stats(hit_ratio, cache=100.0, free=0.0, used=50.0, memory=512.0):
+    return gr.GuestStats(uptime_s=100, pgpgin_kib=0, hit_ratio=hit_ratio,
+                         read_mib_s=10.0, memory_mib=memory, cache_mib=cache,
+                         free_mib=free, used_mib=used, committed_as_mib=used)
+
+
+def vm(id, memory, flavor=1024, floor=256, used=100.0, s=None,
+       status=br.OK, state=None):
+    return br.VmInput(id=id, memory_mib=memory, flavor_mib=flavor,
+                      floor_mib=floor, used_mib=used, stats=s,
+                      status=status, state=state or {})
+
+
+P = br.RoundParams(pool_mib=512, margin_mib=64, max_step_mib=256)
+
+
+class TestLowBound(testtools.TestCase):
+
+    def test_floor_use_plus_margin_and_flavor(self):
+        self.assertEqual(256, br.low_bound(vm('a', 800, used=100.0), 64))
+        self.assertEqual(465, br.low_bound(vm('a', 800, used=400.2), 64))
+        self.assertEqual(1024, br.low_bound(vm('a', 800, used=2000.0), 64))
+
+    def test_unknown_use_never_shrinks(self):
+        self.assertEqual(800, br.low_bound(vm('a', 800, used=None), 64))
+
+
+class TestDecideRound(testtools.TestCase):
+
+    def test_default_policy_moves_idle_memory_to_a_missing_vm(self):
+        # a: misses, 1024-MiB flavor, held at 768; b: 100 % hits, 600 MiB
+        # of its guest idle.  Held back 256 = pool: b pays for a.
+        vms = [vm('a', 768, s=stats(0.5, cache=600, free=0, used=100)),
+               vm('b', 1024, s=stats(1.0, cache=100, free=600, used=100))]
+        out = br.decide_round(br.RoundParams(pool_mib=256), vms, 4096)
+        self.assertEqual(1024, out.vms['a'].memory_mib)
+        self.assertEqual(768, out.vms['b'].memory_mib)
+        self.assertEqual(256, out.held_mib)
+        self.assertEqual(512, out.moved_mib)
+
+    def test_study_a_mode_and_its_streak_state(self):
+        vms = [vm('a', 512, s=stats(0.5)), vm('b', 1024, s=stats(1.0))]
+        params = br.RoundParams(policy='study_a', pool_mib=1024,
+                                max_step_mib=1024)
+        out = br.decide_round(params, vms, 4096)
+        # b gives 1024*0.1 then 10 % of 921.6; a gives 51.2: pool 245.76,
+        # all to a (the only receiver): 460.8 + 245.76.
+        self.assertEqual(706, out.vms['a'].memory_mib)
+        self.assertEqual(829, out.vms['b'].memory_mib)
+        self.assertEqual({'streak': 1}, out.vms['b'].state)
+        self.assertEqual({'streak': 0}, out.vms['a'].state)
+
+    def test_study_a_gives_back_what_capped_receivers_cannot_take(self):
+        vms = [vm('a', 1024, s=stats(0.5)), vm('b', 1024, s=stats(1.0))]
+        params = br.RoundParams(policy='study_a', pool_mib=64)
+        out = br.decide_round(params, vms, 4096)
+        self.assertEqual(0, out.held_mib)
+
+    def test_zero_pool_gives_back_and_never_shrinks(self):
+        vms = [vm('a', 512, s=stats(1.0, free=300)),
+               vm('b', 1024, s=stats(1.0, free=900))]
+        out = br.decide_round(br.RoundParams(policy='study_b', pool_mib=0),
+                              vms, 4096)
+        self.assertEqual(768, out.vms['a'].memory_mib)   # one step back
+        self.assertEqual(1024, out.vms['b'].memory_mib)
+
+    def test_rejected_and_pending_keep_silent_restores(self):
+        vms = [vm('bad', 512, status=br.INVALID),
+               vm('wait', 512, status=br.PENDING),
+               vm('mute', 512, status=br.SILENT)]
+        out = br.decide_round(P, vms, 4096)
+        self.assertEqual(512, out.vms['bad'].memory_mib)
+        self.assertEqual(512, out.vms['wait'].memory_mib)
+        self.assertEqual(768, out.vms['mute'].memory_mib)
+
+    def test_below_its_use_grows_first_even_when_rate_limited(self):
+        vms = [vm('tight', 300, used=400.0, status=br.INVALID),
+               vm('other', 500, status=br.SILENT)]
+        out = br.decide_round(P, vms, 100)
+        self.assertEqual(400, out.vms['tight'].memory_mib)
+        self.assertEqual(500, out.vms['other'].memory_mib)
+        self.assertEqual(464, out.vms['tight'].low_mib)
+
+    def test_no_reads_counts_as_satisfied(self):
+        vms = [vm('a', 768, s=stats(0.2, cache=600, free=0, used=100)),
+               vm('idle', 1024, s=stats(None, cache=10, free=900, used=50))]
+        out = br.decide_round(br.RoundParams(pool_mib=256), vms, 4096)
+        self.assertLess(out.vms['idle'].memory_mib, 1024)
+
+    def test_unknown_policy_and_duplicates(self):
+        self.assertRaises(exception.InvalidInput, br.decide_round,
+                          br.RoundParams(policy='greedy'),
+                          [vm('a', 512, s=stats(0.5))], 100)
+        self.assertRaises(exception.InvalidInput, br.decide_round, P,
+                          [vm('a', 512), vm('a', 512)], 100)
+
+
+class TestGuard(testtools.TestCase):
+
+    def test_growth_first_then_shrinks_that_pay_for_it(self):
+        vms = [vm('a', 500), vm('b', 1000), vm('c', 1000)]
+        new = br.guard(vms, {'a': 700, 'b': 800, 'c': 900}, pool_mib=0,
+                       max_step_mib=1000, budget_mib=10000)
+        # held 548 > pool 0: shrinks only pay for the 200 grown.
+        self.assertEqual({'a': 700, 'b': 800, 'c': 1000}, new)
+
+    def test_pool_bounds_what_is_held_back(self):
+        vms = [vm('a', 1024), vm('b', 1024)]
+        new = br.guard(vms, {'a': 1024, 'b': 700}, pool_mib=64,
+                       max_step_mib=1000, budget_mib=10000)
+        self.assertEqual({'a': 1024, 'b': 960}, new)
+
+    def test_step_and_budget(self):
+        vms = [vm('a', 500), vm('b', 1000)]
+        new = br.guard(vms, {'a': 1000, 'b': 500}, pool_mib=1000,
+                       max_step_mib=300, budget_mib=400)
+        self.assertEqual({'a': 800, 'b': 900}, new)
+
+
+def _vms(draw_list):
+    out = []
+    for i, (flavor, frac, floor, used, ratio, status) in enumerate(
+            draw_list):
+        memory = max(1, int(flavor * frac))
+        s = None
+        if status == br.OK:
+            s = stats(ratio, cache=memory / 2.0, free=memory / 8.0,
+                      used=memory / 4.0)
+        out.append(vm('vm%d' % i, memory, flavor=flavor,
+                      floor=min(floor, flavor), used=used, s=s,
+                      status=status))
+    return out
+
+
+vm_strategy = st.tuples(
+    st.integers(256, 8192), st.floats(0.1, 1.0), st.integers(128, 1024),
+    st.one_of(st.none(), st.floats(0, 4096)),
+    st.one_of(st.none(), st.floats(0, 1)),
+    st.sampled_from(br.STATUSES))
+
+
+class TestProperties(testtools.TestCase):
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(vm_strategy, min_size=1, max_size=6),
+           st.sampled_from(br.POLICIES), st.integers(0, 4096),
+           st.integers(1, 1024), st.integers(-100, 4096))
+    def test_safety(self, raw, policy, pool, step, budget):
+        vms = _vms(raw)
+        params = br.RoundParams(policy=policy, pool_mib=pool,
+                                max_step_mib=step)
+        out = br.decide_round(params, vms, budget)
+        held_before = sum(v.flavor_mib - v.memory_mib for v in vms)
+        moved = 0
+        for v in vms:
+            o = out.vms[v.id]
+            low = br.low_bound(v, params.margin_mib)
+            # Never above flavor RAM unless it already was; never pushed
+            # below its bound; a VM already below it only grows.
+            self.assertLessEqual(o.memory_mib, max(v.flavor_mib,
+                                                   v.memory_mib))
+            self.assertGreaterEqual(o.memory_mib, min(low, v.memory_mib))
+            self.assertLessEqual(abs(o.memory_mib - v.memory_mib), step)
+            if v.status != br.OK:
+                # Sitting out: kept, or (silent) only given memory back.
+                self.assertGreaterEqual(o.memory_mib, v.memory_mib)
+            moved += abs(o.memory_mib - v.memory_mib)
+        self.assertEqual(moved, out.moved_mib)
+        self.assertLessEqual(moved, max(0, budget))
+        self.assertLessEqual(out.held_mib, max(pool, held_before))
