@@ -81,10 +81,15 @@ class VM:
                 else sum(self.node_memory_mib.values()))
         return base + sum(d.requested_mib for d in self.virtio_mem.values())
 
-    def floor_nodes(self):
-        """Guest nodes on which the VM must keep one CPU."""
-        out = {n for n, mib in self.node_memory_mib.items() if mib > 0}
-        out |= {n for n, vcpus in self.nodes.items() if 0 in vcpus}
+    def floor_nodes(self, per_node=True):
+        """Guest nodes on which the VM must keep one CPU.
+
+        Every node with memory (``per_node``) and always the node of vCPU 0,
+        which Linux cannot take offline.
+        """
+        out = {n for n, vcpus in self.nodes.items() if 0 in vcpus}
+        if per_node:
+            out |= {n for n, mib in self.node_memory_mib.items() if mib > 0}
         return out & set(self.nodes)
 
 
@@ -95,13 +100,18 @@ class Thresholds:
     ``busy``: use per held CPU that asks for one more (study: busy CPU);
     ``low_free_mib``: free memory under which a VM takes memory (400);
     ``step_mib``: memory moved at once; ``max_cpu_moves``: CPUs moved per
-    node and pass (the study moves one).
+    node and pass (the study moves one); ``per_node_floor``: keep one CPU
+    on every guest node with memory (the study's floor); False keeps one
+    only on the node of vCPU 0, for hosts with fewer CPUs per node than
+    full-NUMA VMs (a guest node may then run with every vCPU offline; its
+    memory stays usable, remotely).
     """
 
     busy: float = 0.9
     low_free_mib: int = 400
     step_mib: int = 400
     max_cpu_moves: int = 1
+    per_node_floor: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,8 +193,12 @@ def validate(host_nodes, vms, thresholds):
                            % (vm.id, node))
 
 
-def _ratio(vm, node, held):
-    return vm.use.get(node, 0.0) / max(1, held)
+def _ratio(vm, node, held, totals):
+    if held:
+        return vm.use.get(node, 0.0) / held
+    # No CPU on this node (floors off): the VM's use per CPU held on all
+    # nodes says whether it wants one here.
+    return sum(vm.use.values()) / max(1, totals.get(vm.id, 0))
 
 
 def _can_give(vm, node, held, floor, busy):
@@ -198,7 +212,7 @@ def _can_give(vm, node, held, floor, busy):
     return use / (held - 1) < busy
 
 
-def _divide_node(node, cpus, vms, current, thresholds, moves):
+def _divide_node(node, cpus, vms, current, thresholds, moves, totals):
     """Steps 1-4 on one host node; returns ``{vm: set(CPUs)}``."""
     usable = set(cpus)
     held = {}
@@ -210,7 +224,8 @@ def _divide_node(node, cpus, vms, current, thresholds, moves):
         held[vm.id] = set(mine)
         taken |= set(mine)
     free = usable - taken
-    floors = {vm.id: (1 if node in vm.floor_nodes() else 0) for vm in vms}
+    floors = {vm.id: (1 if node in vm.floor_nodes(thresholds.per_node_floor)
+                      else 0) for vm in vms}
     need = sum(floors.values())
     if need > len(usable):
         raise _bad('host node %d has %d usable CPUs for %d full-NUMA VMs '
@@ -229,32 +244,33 @@ def _divide_node(node, cpus, vms, current, thresholds, moves):
             cpu = max(held[donor.id])
             held[donor.id].discard(cpu)
         held[vm.id].add(cpu)
+
+    def ratio(v):
+        return _ratio(v, node, len(held[v.id]), totals)
+
     while free:                        # 3. free CPUs
         wanting = [vm for vm in vms
                    if len(held[vm.id]) < len(vm.nodes[node])]
         if not wanting:
             break
-        vm = min(wanting, key=lambda v: (-_ratio(v, node, len(held[v.id])),
-                                         len(held[v.id]), v.id))
+        vm = min(wanting, key=lambda v: (-ratio(v), len(held[v.id]), v.id))
         cpu = min(free)
         free.discard(cpu)
         held[vm.id].add(cpu)
     for _ in range(thresholds.max_cpu_moves):     # 4. hand-off
         takers = [vm for vm in vms
                   if len(held[vm.id]) < len(vm.nodes[node])
-                  and _ratio(vm, node, len(held[vm.id])) >= thresholds.busy]
+                  and ratio(vm) >= thresholds.busy]
         givers = [vm for vm in vms
                   if _can_give(vm, node, len(held[vm.id]), floors[vm.id],
                                thresholds.busy)]
         if not takers or not givers:
             break
-        taker = min(takers, key=lambda v: (
-            -_ratio(v, node, len(held[v.id])), v.id))
+        taker = min(takers, key=lambda v: (-ratio(v), v.id))
         givers = [g for g in givers if g.id != taker.id]
         if not givers:
             break
-        giver = min(givers, key=lambda v: (
-            _ratio(v, node, len(held[v.id])), v.id))
+        giver = min(givers, key=lambda v: (ratio(v), v.id))
         cpu = max(held[giver.id])
         held[giver.id].discard(cpu)
         held[taker.id].add(cpu)
@@ -316,9 +332,12 @@ def balance(host_nodes, vms, current=None, thresholds=Thresholds()):
     current = current or {}
     moves = []
     cpus = {}
+    totals = {vm.id: sum(len(set(c) & set(host_nodes.get(n, ())))
+                         for n, c in current.get(vm.id, {}).items())
+              for vm in vms}
     for node in sorted(host_nodes):
         held = _divide_node(node, host_nodes[node], vms, current,
-                            thresholds, moves)
+                            thresholds, moves, totals)
         cpus[node] = {vid: tuple(sorted(c)) for vid, c in sorted(
             held.items())}
     online, pins = {}, {}

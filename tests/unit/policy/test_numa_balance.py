@@ -99,6 +99,37 @@ class DivisionTest(testtools.TestCase):
                               [vm('a', nodes={0: (0, 1)}, mem={0: 1})])
         self.assertIn('not a full mirror', str(e))
 
+    def test_without_per_node_floors_a_small_host_still_divides(self):
+        # Two host CPUs, two VMs of two guest nodes: b's vCPU 0 lives in
+        # guest node 1, so each keeps one CPU and nothing is shared.
+        host = {0: (0,), 1: (1,)}
+        a_nodes = {0: (0, 1), 1: (2, 3)}
+        b_nodes = {0: (2, 3), 1: (0, 1)}
+        low = nb.Thresholds(per_node_floor=False)
+        alone = nb.balance(host, [vm('a', nodes=a_nodes)], thresholds=low)
+        self.assertEqual({0: {'a': (0,)}, 1: {'a': (1,)}}, alone.cpus)
+        self.assertEqual((0, 2), alone.online['a'])
+        both = nb.balance(host, [vm('a', nodes=a_nodes),
+                                 vm('b', nodes=b_nodes)],
+                          {'a': {0: (0,), 1: (1,)}}, low)
+        self.assertEqual({0: {'a': (0,), 'b': ()}, 1: {'a': (), 'b': (1,)}},
+                         both.cpus)
+        self.assertEqual((0,), both.online['a'])
+        self.assertEqual((0,), both.online['b'])
+        self.assertEqual((1,), both.pins['a'][2])    # offline, whole node
+        again = nb.balance(host, [vm('a', nodes=a_nodes, use={0: 1.0})],
+                           {'a': {0: (0,), 1: ()}}, low)
+        self.assertEqual({0: {'a': (0,)}, 1: {'a': (1,)}}, again.cpus)
+
+    def test_busy_vm_without_a_cpu_on_a_node_takes_one_there(self):
+        host = {0: (0, 1), 1: (2, 3)}
+        nodes = {0: (0, 1), 1: (2, 3)}
+        low = nb.Thresholds(per_node_floor=False)
+        cur = {'a': {0: (0,), 1: ()}, 'b': {0: (1,), 1: (2, 3)}}
+        r = nb.balance(host, [vm('a', nodes=nodes, use={0: 1.0}),
+                              vm('b', nodes=nodes)], cur, low)
+        self.assertEqual([(1, 'b', 'a', 3)], r.cpu_moves)
+
 
 class MemoryTest(testtools.TestCase):
 
@@ -164,7 +195,9 @@ def scenarios(draw):
         current[v.id] = {n: tuple(draw(st.sets(st.integers(0, cpu + 1),
                                                max_size=4)))
                          for n in host}
-    return host, vms, current
+    return host, vms, current, nb.Thresholds(
+        per_node_floor=draw(st.booleans()), busy=draw(st.floats(0.1, 1)),
+        max_cpu_moves=draw(st.integers(0, 2)))
 
 
 class PropertyTest(testtools.TestCase):
@@ -172,14 +205,15 @@ class PropertyTest(testtools.TestCase):
     @settings(max_examples=200, deadline=None)
     @given(scenarios())
     def test_invariants(self, scenario):
-        host, vms, current = scenario
+        host, vms, current, limits = scenario
         try:
-            r = nb.balance(host, vms, current)
+            r = nb.balance(host, vms, current, limits)
         except exception.InvalidInput as e:
             # Only when the floors do not fit a node.
             self.assertIn('usable CPUs for', str(e))
             return
-        self.assertEqual(r, nb.balance(host, list(reversed(vms)), current))
+        self.assertEqual(r, nb.balance(host, list(reversed(vms)), current,
+                                       limits))
         by_id = {v.id: v for v in vms}
         for node, division in r.cpus.items():
             used = [c for cpus in division.values() for c in cpus]
@@ -188,10 +222,11 @@ class PropertyTest(testtools.TestCase):
             for vid, cpus in division.items():
                 vmx = by_id[vid]
                 self.assertLessEqual(len(cpus), len(vmx.nodes[node]))
-                if node in vmx.floor_nodes():
+                if node in vmx.floor_nodes(limits.per_node_floor):
                     self.assertGreaterEqual(len(cpus), 1)
             self.assertLessEqual(
-                len([m for m in r.cpu_moves if m[0] == node]), 1)
+                len([m for m in r.cpu_moves if m[0] == node]),
+                limits.max_cpu_moves)
         for vmx in vms:
             online = set(r.online[vmx.id])
             self.assertIn(0, online)                  # Linux keeps vCPU 0
