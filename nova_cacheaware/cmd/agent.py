@@ -23,6 +23,7 @@ from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
 from nova_cacheaware.conf import agent as agent_conf
 from nova_cacheaware.conf import nova as nova_conf
+from nova_cacheaware.conf import numa_balance as numa_balance_conf
 from nova_cacheaware.conf import topology as topology_conf
 from nova_cacheaware import exception
 from nova_cacheaware.topology import cpulist
@@ -53,6 +54,7 @@ def make_conf(argv):
     conf = cfg.ConfigOpts()
     agent_conf.register_opts(conf)
     nova_conf.register_opts(conf)
+    numa_balance_conf.register_opts(conf)
     topology_conf.register_opts(conf)
     logging.register_options(conf)
     # Logs go to stderr (the journal under systemd); stdout carries only

@@ -8,6 +8,7 @@ from oslo_config import cfg
 
 from nova_cacheaware.conf import agent
 from nova_cacheaware.conf import nova
+from nova_cacheaware.conf import numa_balance
 from nova_cacheaware.conf import placement
 from nova_cacheaware.conf import scheduler
 from nova_cacheaware.conf import topology
@@ -16,6 +17,7 @@ CONF = cfg.CONF
 
 agent.register_opts(CONF)
 nova.register_opts(CONF)
+numa_balance.register_opts(CONF)
 placement.register_opts(CONF)
 scheduler.register_opts(CONF)
 topology.register_opts(CONF)

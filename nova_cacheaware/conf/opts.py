@@ -8,13 +8,14 @@ import importlib
 _MODULES = (
     'agent',
     'nova',
+    'numa_balance',
     'placement',
     'scheduler',
     'topology',
 )
 
 # The groups in the agent's own configuration file.
-_AGENT_MODULES = ('agent', 'nova', 'topology')
+_AGENT_MODULES = ('agent', 'nova', 'numa_balance', 'topology')
 
 
 def list_opts():
