@@ -147,3 +147,32 @@ class NumaBalanceQemuTest(base.QemuTestCase):
     def free(self, uuid):
         stats = self.dom(uuid).memoryStats()
         return int(stats.get('usable', stats.get('unused', 0))) // 1024
+
+
+class NumaBalanceTestDriverTest(base.AgentTestCase):
+    """libvirt's test:/// driver: domains without a guest agent."""
+
+    def test_vm_without_guest_agent_is_left_alone(self):
+        uuid = self.define(2, cpuset='0-7', extra=dict(FULL))
+        before = self.live_pins(uuid)
+        cap = numa_balance.NumaBalance(
+            self.hv, {0: tuple(range(8))},
+            guest_agent=guest_agent.GuestAgent(self.hv, timeout_s=1))
+        snapshot = self.agent(base.domain_set(range(8))).observe()
+        report = cap.reconcile(snapshot)
+        self.assertEqual({}, report['vms'])
+        self.assertIn('guest agent', report['left'][uuid])
+        self.assertEqual(before, self.live_pins(uuid))
+        cap.release()
+        self.assertEqual(before, self.live_pins(uuid))
+
+    def test_loaded_by_name_from_the_agent_configuration(self):
+        from nova_cacheaware.agent import capability
+        from nova_cacheaware.cmd import agent as agent_cmd
+        conf = agent_cmd.make_conf([])
+        conf.set_override('host_nodes', '0:0-3;1:4-7', 'numa_balance')
+        conf.set_override('step_mib', 128, 'numa_balance')
+        [cap] = capability.load(['numa_balance'], conf, self.hv)
+        self.assertEqual({0: (0, 1, 2, 3), 1: (4, 5, 6, 7)}, cap.host_nodes)
+        self.assertEqual(128, cap.thresholds.step_mib)
+        self.assertEqual(2, cap.guest_agent.timeout_s)
