@@ -254,6 +254,8 @@ class NumaBalance(capability.Capability):
                     self._release_one(uuid, why)
                     self._forget(uuid)
         result = None
+        # Decision to done: balance, offline, pin, online.
+        started = time.monotonic()
         for _ in range(len(vms) + 1):
             try:
                 result = policy.balance(self.host_nodes, list(vms.values()),
@@ -275,7 +277,6 @@ class NumaBalance(capability.Capability):
                 del vms[uuid]
         if result is None or not vms:
             return report
-        started = time.monotonic()
         self._pin(result, instances)
         self._online(result, online)
         report['timings']['cpu_s'] = round(time.monotonic() - started, 4)
@@ -319,6 +320,7 @@ class NumaBalance(capability.Capability):
         except hv.DomainGone:
             return 'domain gone'
         balloon = actual if actual is not None else shape.current_mib
+        ballooned = shape.balloon and not shape.virtio_mem
         if uuid not in self._members:
             self._members[uuid] = _Member(
                 allowed=dict(instance.nova.allowed),
@@ -339,8 +341,11 @@ class NumaBalance(capability.Capability):
             free_mib=free,
             virtio_mem={n: policy.VirtioMem(d.requested_mib, d.size_mib)
                         for n, d in shape.virtio_mem.items()},
-            balloon_mib=balloon if shape.balloon else None,
-            max_mib=shape.max_mib if shape.balloon else None,
+            # The balloon only where there is no virtio-mem: libvirt
+            # counts plugged memory in the balloon's size, not its limit.
+            balloon_mib=balloon if ballooned else None,
+            max_mib=sum(shape.node_memory_mib.values()) if ballooned
+            else None,
             min_mib=min_mib)
         shapes[uuid] = shape
         online[uuid] = set(now_online) & set(every)
@@ -485,7 +490,8 @@ class NumaBalance(capability.Capability):
                 device = shape.virtio_mem.get(node)
                 if device is not None and device.requested_mib != mib:
                     self.set_virtio_mem(uuid, device, mib)
-            if shape.balloon and shape.current_mib != member.balloon_mib:
+            if (shape.balloon and not shape.virtio_mem
+                    and shape.current_mib != member.balloon_mib):
                 self.set_balloon(uuid, member.balloon_mib)
         except hv.DomainGone:
             return
