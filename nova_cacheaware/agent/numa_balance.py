@@ -550,6 +550,7 @@ def factory(conf, hypervisor):
         policy.Thresholds(busy=group.busy_threshold,
                           low_free_mib=group.low_free_mib,
                           step_mib=group.step_mib,
+                          max_cpu_moves=group.max_cpu_moves,
                           per_node_floor=group.per_node_floor),
         guest_agent=ga_mod.GuestAgent(
             hypervisor, timeout_s=group.guest_agent_timeout_s),
