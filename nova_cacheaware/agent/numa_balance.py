@@ -178,13 +178,14 @@ class NumaBalance(capability.Capability):
 
     def __init__(self, hypervisor, host_nodes, thresholds=None,
                  guest_agent=None, min_memory_mib=256,
-                 clock=time.monotonic):
+                 clock=time.monotonic, dry_run=False):
         self.hypervisor = hypervisor
         self.host_nodes = {n: tuple(c) for n, c in host_nodes.items()}
         self.thresholds = thresholds or policy.Thresholds()
         self.guest_agent = guest_agent or ga_mod.GuestAgent(hypervisor)
         self.min_memory_mib = min_memory_mib
         self._clock = clock
+        self.dry_run = dry_run
         self._members = {}
         self._division = {}
         self._last_time = {}
@@ -253,6 +254,8 @@ class NumaBalance(capability.Capability):
                 if uuid in self._members:
                     self._release_one(uuid, why)
                     self._forget(uuid)
+        if self.dry_run:
+            return self._dry_run(vms, report)
         result = None
         # Decision to done: balance, offline, pin, online.
         started = time.monotonic()
@@ -286,9 +289,23 @@ class NumaBalance(capability.Capability):
         if result.memory_moves:
             report['timings']['memory_s'] = round(
                 time.monotonic() - started, 4)
-        self._division = {
-            uuid: {n: result.cpus[n][uuid] for n in result.cpus}
-            for uuid in vms}
+        return self._describe(result, vms, report)
+
+    def _dry_run(self, vms, report):
+        # Decide only: report what a pass would do, touch nothing.
+        try:
+            result = policy.balance(self.host_nodes, list(vms.values()),
+                                    self._division, self.thresholds)
+        except exception.InvalidInput as e:
+            report['error'] = str(e)
+            return report
+        report['dry_run'] = True
+        return self._describe(result, vms, report)
+
+    def _describe(self, result, vms, report):
+        """Keep the division for the next pass; fill ``report``."""
+        self._division = {u: {n: result.cpus[n][u] for n in result.cpus}
+                          for u in vms}
         report['cpu_moves'] = [list(m) for m in result.cpu_moves]
         report['memory_moves'] = [
             {'giver': m.giver, 'taker': m.taker, 'mib': m.mib,
@@ -466,7 +483,7 @@ class NumaBalance(capability.Capability):
     def _release_one(self, uuid, why):
         """Nova's CPUs, every vCPU online, memory as at join; never raises."""
         member = self._members.get(uuid)
-        if member is None:
+        if member is None or self.dry_run:
             return
         LOG.info('releasing %s from full-NUMA hand-off: %s', uuid, why)
         try:
@@ -554,4 +571,5 @@ def factory(conf, hypervisor):
                           per_node_floor=group.per_node_floor),
         guest_agent=ga_mod.GuestAgent(
             hypervisor, timeout_s=group.guest_agent_timeout_s),
-        min_memory_mib=group.min_memory_mib)
+        min_memory_mib=group.min_memory_mib,
+        dry_run=conf.agent.dry_run or getattr(conf, 'cli_dry_run', False))

@@ -55,6 +55,15 @@ class NumaBalanceQemuTest(base.QemuTestCase):
 
     def test_cpus_are_handed_over_and_back(self):
         a, b = self.boot_pair(b_full=False)
+        # A dry run reports the division and changes nothing.
+        dry = numa_balance.NumaBalance(
+            self.hv, HOST, policy.Thresholds(per_node_floor=False),
+            guest_agent=self.ga, dry_run=True)
+        report = self.run_pass(dry)
+        self.assertEqual({'0': [0], '1': [1]}, report['vms'][a]['cpus'])
+        self.assertEqual({0, 1, 2, 3}, self.online(a))
+        self.assertEqual({0: '0-1', 1: '0-1', 2: '0-1', 3: '0-1'},
+                         self.affinity(a))
         cap = self.capability()
 
         # a alone: one CPU of each host node, one vCPU online per node.
@@ -176,3 +185,7 @@ class NumaBalanceTestDriverTest(base.AgentTestCase):
         self.assertEqual({0: (0, 1, 2, 3), 1: (4, 5, 6, 7)}, cap.host_nodes)
         self.assertEqual(128, cap.thresholds.step_mib)
         self.assertEqual(2, cap.guest_agent.timeout_s)
+        self.assertFalse(cap.dry_run)
+        conf.set_override('dry_run', True, 'agent')
+        [cap] = capability.load(['numa_balance'], conf, self.hv)
+        self.assertTrue(cap.dry_run)
