@@ -128,8 +128,10 @@ class NumaBalanceQemuTest(base.QemuTestCase):
                           'kind': 'virtio-mem'}, move)
         self.wait_current(a, {node: 128, 1 - node: 0})
         self.wait_current(b, {node: 0, 1 - node: 128})
-        self.assertEqual(total_a + 128 * 1024, self.mem_total(a))
-        self.assertEqual(total_b - 128 * 1024, self.mem_total(b))
+        # The guest kernel finishes onlining/removing the blocks on its
+        # own after the device reports them.
+        self.wait_mem_total(a, total_a + 128 * 1024)
+        self.wait_mem_total(b, total_b - 128 * 1024)
 
     # -- helpers ------------------------------------------------------------
 
@@ -148,6 +150,15 @@ class NumaBalanceQemuTest(base.QemuTestCase):
                 self.assertEqual(want, got)
                 return
             time.sleep(0.05)
+
+    def wait_mem_total(self, uuid, want_kib, timeout_s=30):
+        deadline = time.monotonic() + timeout_s
+        while True:
+            got = self.mem_total(uuid)
+            if got == want_kib or time.monotonic() > deadline:
+                self.assertEqual(want_kib, got)
+                return
+            time.sleep(0.5)
 
     def mem_total(self, uuid):
         _, out, _ = self.ga.exec(uuid, '/bin/cat', ['/proc/meminfo'])
