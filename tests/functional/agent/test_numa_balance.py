@@ -133,7 +133,46 @@ class NumaBalanceQemuTest(base.QemuTestCase):
         self.wait_mem_total(a, total_a + 128 * 1024)
         self.wait_mem_total(b, total_b - 128 * 1024)
 
+    def test_memory_is_handed_over_through_the_balloon_without_virtio_mem(
+            self):
+        # As on a Nova compute node: no virtio-mem, only the balloon.
+        a = self.define_linux(vcpus=4, memory_mib=480, current_mib=320,
+                              numa=[('0-1', 240), ('2-3', 240)],
+                              extra=dict(FULL))
+        b = self.define_linux(vcpus=4, memory_mib=560,
+                              numa=[('2-3', 280), ('0-1', 280)],
+                              extra=dict(FULL))
+        self.ga = guest_agent.GuestAgent(self.hv, timeout_s=5)
+        for uuid in (a, b):
+            self.assertTrue(self.ga.wait(uuid, 120), 'no guest agent')
+        deadline = time.monotonic() + 20
+        while self.free(b) < self.free(a) + 200:
+            self.assertLess(time.monotonic(), deadline, 'no statistics')
+            time.sleep(0.2)
+        total_a, total_b = self.mem_total(a), self.mem_total(b)
+        cap = self.capability(step_mib=128, low_free_mib=self.free(a) + 1)
+        report = self.run_pass(cap)
+        self.assertEqual([{'giver': b, 'taker': a, 'mib': 128, 'node': None,
+                           'kind': 'balloon'}], report['memory_moves'])
+        self.wait_actual(a, 448)
+        self.wait_actual(b, 432)
+        self.wait_mem_total(a, total_a + 128 * 1024)
+        self.wait_mem_total(b, total_b - 128 * 1024)
+        # The agent stops: each balloon is back where it joined.
+        cap.release()
+        self.wait_actual(a, 320)
+        self.wait_actual(b, 560)
+
     # -- helpers ------------------------------------------------------------
+
+    def wait_actual(self, uuid, mib, timeout_s=30):
+        deadline = time.monotonic() + timeout_s
+        while True:
+            got = self.dom(uuid).memoryStats().get('actual', 0) // 1024
+            if got == mib or time.monotonic() > deadline:
+                self.assertEqual(mib, got)
+                return
+            time.sleep(0.05)
 
     def shape(self, uuid):
         return numa_balance.parse_guest(self.dom(uuid).XMLDesc(0))
