@@ -13,6 +13,8 @@ Safety rules (see doc/source/admin/agent.rst):
 2. A floating instance can move only if Nova allows every vCPU on every CPU
    the planner may choose (the union of the domains); otherwise it goes to
    the planner as unmovable, with the reason in the decision.
+   Full-NUMA instances (``cacheaware:numa=full``) are never moved either:
+   their pins belong to the ``numa_balance`` capability.
 3. Domains are restricted to the CPUs usable for floating guests.
 4. Desired pins are only ever within Nova's allowed CPUs, never empty; the
    actuator checks that again before it acts.
@@ -31,6 +33,9 @@ from nova_cacheaware.topology import cpulist
 WORKLOADS = ('memory', 'cpu', 'io')
 WORKLOAD_SPEC = 'cacheaware:workload'
 CPU_POLICY_SPEC = 'hw:cpu_policy'
+NUMA_SPEC = 'cacheaware:numa'
+#: Why the repin planner leaves full-NUMA instances alone.
+FULL_NUMA_REASON = 'full-NUMA: CPUs are handed off by numa_balance'
 
 KEEP = 'keep'
 REPIN = 'repin'
@@ -137,6 +142,8 @@ def movability(instance, specs, domain_cpus):
     """``(movable, reason)`` for one instance under the safety rules."""
     if is_dedicated(instance, specs):
         return False, 'dedicated: Nova pinned each vCPU to one CPU'
+    if (specs or {}).get(NUMA_SPEC) == 'full':
+        return False, FULL_NUMA_REASON
     missing = set()
     for cpus in instance.nova.allowed.values():
         missing |= set(domain_cpus) - set(cpus)

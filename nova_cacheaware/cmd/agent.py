@@ -27,6 +27,7 @@ from nova_cacheaware.agent import specs
 from nova_cacheaware.conf import agent as agent_conf
 from nova_cacheaware.conf import balloon as balloon_conf
 from nova_cacheaware.conf import nova as nova_conf
+from nova_cacheaware.conf import numa_balance as numa_balance_conf
 from nova_cacheaware.conf import placement as placement_conf
 from nova_cacheaware.conf import reporting as reporting_conf
 from nova_cacheaware.conf import topology as topology_conf
@@ -60,6 +61,7 @@ def make_conf(argv):
     agent_conf.register_opts(conf)
     balloon_conf.register_opts(conf)
     nova_conf.register_opts(conf)
+    numa_balance_conf.register_opts(conf)
     topology_conf.register_opts(conf)
     placement_conf.register_opts(conf)
     reporting_conf.register_opts(conf)

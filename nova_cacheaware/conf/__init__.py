@@ -9,6 +9,7 @@ from oslo_config import cfg
 from nova_cacheaware.conf import agent
 from nova_cacheaware.conf import balloon
 from nova_cacheaware.conf import nova
+from nova_cacheaware.conf import numa_balance
 from nova_cacheaware.conf import placement
 from nova_cacheaware.conf import reporting
 from nova_cacheaware.conf import scheduler
@@ -19,6 +20,7 @@ CONF = cfg.CONF
 agent.register_opts(CONF)
 balloon.register_opts(CONF)
 nova.register_opts(CONF)
+numa_balance.register_opts(CONF)
 placement.register_opts(CONF)
 reporting.register_opts(CONF)
 scheduler.register_opts(CONF)

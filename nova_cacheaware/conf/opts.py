@@ -9,6 +9,7 @@ _MODULES = (
     'agent',
     'balloon',
     'nova',
+    'numa_balance',
     'placement',
     'reporting',
     'scheduler',
@@ -16,8 +17,8 @@ _MODULES = (
 )
 
 # The groups in the agent's own configuration file.
-_AGENT_MODULES = ('agent', 'balloon', 'nova', 'placement', 'reporting',
-                  'topology')
+_AGENT_MODULES = ('agent', 'balloon', 'nova', 'numa_balance', 'placement',
+                  'reporting', 'topology')
 
 
 def list_opts():

@@ -61,6 +61,10 @@ class WorkloadAndMovabilityTest(testtools.TestCase):
              'Nova does not allow CPUs 6-7'),
             (instance('g', 2, per_vcpu={0: (0, 1, 2, 3), 1: (4, 5, 6, 7)}),
              {}, False, 'Nova does not allow CPUs 0-7'),
+            (instance('h', 2), {'cacheaware:numa': 'full'}, False,
+             'full-NUMA: CPUs are handed off by numa_balance'),
+            (instance('i', 2), {'cacheaware:numa': 'any'}, True,
+             'floating'),
         ]
         for inst, specs, movable, reason in cases:
             self.assertEqual((movable, reason),

@@ -1,0 +1,360 @@
+"""Full-NUMA hand-off (study 003's ``balanced``), as a pure function.
+
+Every full-NUMA VM mirrors the host: guest node *n* runs on host node *n*.
+To keep the guests' NUMA-aware schedulers from running two threads on one
+physical CPU, each host node's usable CPUs are divided between the VMs
+(disjoint sets) and in every guest node only as many vCPUs are online as
+the VM holds CPUs of that host node. :func:`balance` computes that division
+for one pass:
+
+1. **Keep** the current division where it is still valid: CPUs still usable
+   on the node, not claimed by an earlier VM (VMs in id order), at most one
+   CPU per vCPU of the guest node.
+2. **Floors**: a VM holds at least one CPU of every node whose guest node
+   has memory (and of the node holding vCPU 0, which Linux cannot take
+   offline). Missing floors are served from free CPUs, then from the VM
+   holding most CPUs above its floor (highest id on ties). If the floors
+   alone do not fit a node, :class:`~nova_cacheaware.exception.InvalidInput`
+   names it: the scheme cannot run there without double use.
+3. **Free CPUs** go, one at a time, to the VM with most use per held CPU,
+   then fewest CPUs, then lowest id, while it has vCPUs left on the node.
+4. **Hand-off**: on each node, at most ``max_cpu_moves`` times, the busiest
+   VM whose use per held CPU is at or over ``busy`` takes one CPU from the
+   least busy VM that stays under ``busy`` after giving it (so a CPU never
+   bounces back the next pass) and keeps its floor. The giver's highest CPU
+   moves.
+5. **Memory**: the VM with the least free memory under ``low_free_mib``
+   takes ``step_mib`` from the VM with most free memory that keeps at least
+   ``low_free_mib + step_mib`` free after giving and stays at or above its
+   ``min_mib``. Per node (virtio-mem) on the node where the taker's CPU use
+   is highest, when both VMs have a device there with room; otherwise whole
+   VM (balloon) when both have balloon room. One move per pass.
+
+Online vCPUs are the lowest ids of each guest node; every vCPU of a guest
+node (online or not) is pinned to the VM's whole set on that node, or to the
+whole node where the VM holds none (its vCPUs there are all offline). The
+result is deterministic: the same input gives the same output.
+"""
+
+import dataclasses
+import typing as ty
+
+from nova_cacheaware import exception
+
+
+@dataclasses.dataclass(frozen=True)
+class VirtioMem:
+    """One virtio-mem device: ``requested`` of ``size`` MiB plugged."""
+
+    requested_mib: int
+    size_mib: int
+
+
+@dataclasses.dataclass(frozen=True)
+class VM:
+    """A full-NUMA VM.
+
+    ``nodes``: ``{guest node: (vCPU ids)}``; ``node_memory_mib``: boot
+    memory of each guest node (a node with 0 is memoryless); ``use``:
+    ``{guest node: busy CPUs}`` (CPU time per wall time over the last
+    period); ``free_mib``: guest free memory (None: unknown, never a taker);
+    ``virtio_mem``: ``{guest node: VirtioMem}``; ``balloon_mib`` /
+    ``max_mib``: the balloon's current size and the most it may grow to
+    (None: no balloon); ``min_mib``: memory floor of the whole VM.
+    """
+
+    id: str
+    nodes: ty.Dict[int, ty.Tuple[int, ...]]
+    node_memory_mib: ty.Dict[int, int] = dataclasses.field(
+        default_factory=dict)
+    use: ty.Dict[int, float] = dataclasses.field(default_factory=dict)
+    free_mib: ty.Optional[int] = None
+    virtio_mem: ty.Dict[int, VirtioMem] = dataclasses.field(
+        default_factory=dict)
+    balloon_mib: ty.Optional[int] = None
+    max_mib: ty.Optional[int] = None
+    min_mib: int = 0
+
+    def total_mib(self):
+        """Memory the VM has now: balloon (or boot) plus plugged virtio-mem."""
+        base = (self.balloon_mib if self.balloon_mib is not None
+                else sum(self.node_memory_mib.values()))
+        return base + sum(d.requested_mib for d in self.virtio_mem.values())
+
+    def floor_nodes(self, per_node=True):
+        """Guest nodes on which the VM must keep one CPU.
+
+        Every node with memory (``per_node``) and always the node of vCPU 0,
+        which Linux cannot take offline.
+        """
+        out = {n for n, vcpus in self.nodes.items() if 0 in vcpus}
+        if per_node:
+            out |= {n for n, mib in self.node_memory_mib.items() if mib > 0}
+        return out & set(self.nodes)
+
+
+@dataclasses.dataclass(frozen=True)
+class Thresholds:
+    """When CPUs and memory move.
+
+    ``busy``: use per held CPU that asks for one more (study: busy CPU);
+    ``low_free_mib``: free memory under which a VM takes memory (400);
+    ``step_mib``: memory moved at once; ``max_cpu_moves``: CPUs moved per
+    node and pass (the study moves one); ``per_node_floor``: keep one CPU
+    on every guest node with memory (the study's floor); False keeps one
+    only on the node of vCPU 0, for hosts with fewer CPUs per node than
+    full-NUMA VMs (a guest node may then run with every vCPU offline; its
+    memory stays usable, remotely).
+    """
+
+    busy: float = 0.9
+    low_free_mib: int = 400
+    step_mib: int = 400
+    max_cpu_moves: int = 1
+    per_node_floor: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryMove:
+    """``mib`` MiB from ``giver`` to ``taker``.
+
+    Per ``node`` (virtio-mem), or whole VM (``node`` None: balloon).
+    """
+
+    giver: str
+    taker: str
+    mib: int
+    node: ty.Optional[int] = None
+
+    @property
+    def kind(self):
+        """``virtio-mem`` or ``balloon``."""
+        return 'balloon' if self.node is None else 'virtio-mem'
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """One pass's division.
+
+    ``cpus``: ``{host node: {vm: (CPUs)}}``, disjoint per node;
+    ``online``: ``{vm: (online vCPUs)}``; ``pins``: ``{vm: {vcpu: (CPUs)}}``;
+    ``cpu_moves``: ``[(node, giver, taker, cpu)]``; ``memory_moves``;
+    ``virtio_mem``: ``{vm: {node: requested MiB}}`` and ``balloon``:
+    ``{vm: MiB}`` after the moves (only what changed).
+    """
+
+    cpus: ty.Dict[int, ty.Dict[str, ty.Tuple[int, ...]]]
+    online: ty.Dict[str, ty.Tuple[int, ...]]
+    pins: ty.Dict[str, ty.Dict[int, ty.Tuple[int, ...]]]
+    cpu_moves: ty.List[tuple]
+    memory_moves: ty.List[MemoryMove]
+    virtio_mem: ty.Dict[str, ty.Dict[int, int]]
+    balloon: ty.Dict[str, int]
+
+
+def _bad(reason):
+    return exception.InvalidInput(reason='numa balance: ' + reason)
+
+
+def validate(host_nodes, vms, thresholds):
+    """Raise :class:`InvalidInput` for input :func:`balance` cannot use."""
+    if not 0 < thresholds.busy <= 1:
+        raise _bad('busy threshold must be in (0, 1], got %r'
+                   % thresholds.busy)
+    if thresholds.step_mib <= 0 or thresholds.low_free_mib < 0:
+        raise _bad('step_mib must be > 0 and low_free_mib >= 0')
+    if thresholds.max_cpu_moves < 0:
+        raise _bad('max_cpu_moves must be >= 0')
+    seen_cpus = {}
+    for node, cpus in host_nodes.items():
+        for cpu in cpus:
+            if cpu in seen_cpus:
+                raise _bad('CPU %d is in host nodes %d and %d'
+                           % (cpu, seen_cpus[cpu], node))
+            seen_cpus[cpu] = node
+    ids = set()
+    for vm in vms:
+        if vm.id in ids:
+            raise _bad('VM %s given twice' % vm.id)
+        ids.add(vm.id)
+        if set(vm.nodes) != set(host_nodes):
+            raise _bad('VM %s has guest nodes %s, the host has %s: not a '
+                       'full mirror' % (vm.id, sorted(vm.nodes),
+                                        sorted(host_nodes)))
+        vcpus = [v for vs in vm.nodes.values() for v in vs]
+        if len(vcpus) != len(set(vcpus)):
+            raise _bad('VM %s has a vCPU in two guest nodes' % vm.id)
+        if any(u < 0 for u in vm.use.values()):
+            raise _bad('VM %s has negative CPU use' % vm.id)
+        for node, dev in vm.virtio_mem.items():
+            if node not in vm.nodes or not (
+                    0 <= dev.requested_mib <= dev.size_mib):
+                raise _bad('VM %s: bad virtio-mem device on node %s'
+                           % (vm.id, node))
+
+
+def _ratio(vm, node, held, totals):
+    if held:
+        return vm.use.get(node, 0.0) / held
+    # No CPU on this node (floors off): the VM's use per CPU held on all
+    # nodes says whether it wants one here.
+    return sum(vm.use.values()) / max(1, totals.get(vm.id, 0))
+
+
+def _can_give(vm, node, held, floor, busy):
+    # After giving one CPU the VM keeps its floor and stays under the busy
+    # threshold, so the CPU does not come straight back next pass.
+    if held <= floor:
+        return False
+    use = vm.use.get(node, 0.0)
+    if held == 1:
+        return use == 0
+    return use / (held - 1) < busy
+
+
+def _divide_node(node, cpus, vms, current, thresholds, moves, totals):
+    """Steps 1-4 on one host node; returns ``{vm: set(CPUs)}``."""
+    usable = set(cpus)
+    held = {}
+    taken = set()
+    for vm in vms:                     # 1. keep what is still valid
+        mine = sorted((set(current.get(vm.id, {}).get(node, ()))
+                       & usable) - taken)
+        mine = mine[:len(vm.nodes[node])]
+        held[vm.id] = set(mine)
+        taken |= set(mine)
+    free = usable - taken
+    floors = {vm.id: (1 if node in vm.floor_nodes(thresholds.per_node_floor)
+                      else 0) for vm in vms}
+    need = sum(floors.values())
+    if need > len(usable):
+        raise _bad('host node %d has %d usable CPUs for %d full-NUMA VMs '
+                   'that each need one' % (node, len(usable), need))
+    for vm in vms:                     # 2. floors
+        if len(held[vm.id]) >= floors[vm.id]:
+            continue
+        if free:
+            cpu = min(free)
+            free.discard(cpu)
+        else:
+            donor = max((v for v in vms
+                         if len(held[v.id]) > floors[v.id]),
+                        key=lambda v: (len(held[v.id]) - floors[v.id],
+                                       v.id))
+            cpu = max(held[donor.id])
+            held[donor.id].discard(cpu)
+        held[vm.id].add(cpu)
+
+    def ratio(v):
+        return _ratio(v, node, len(held[v.id]), totals)
+
+    while free:                        # 3. free CPUs
+        wanting = [vm for vm in vms
+                   if len(held[vm.id]) < len(vm.nodes[node])]
+        if not wanting:
+            break
+        vm = min(wanting, key=lambda v: (-ratio(v), len(held[v.id]), v.id))
+        cpu = min(free)
+        free.discard(cpu)
+        held[vm.id].add(cpu)
+    for _ in range(thresholds.max_cpu_moves):     # 4. hand-off
+        takers = [vm for vm in vms
+                  if len(held[vm.id]) < len(vm.nodes[node])
+                  and ratio(vm) >= thresholds.busy]
+        givers = [vm for vm in vms
+                  if _can_give(vm, node, len(held[vm.id]), floors[vm.id],
+                               thresholds.busy)]
+        if not takers or not givers:
+            break
+        taker = min(takers, key=lambda v: (-ratio(v), v.id))
+        givers = [g for g in givers if g.id != taker.id]
+        if not givers:
+            break
+        giver = min(givers, key=lambda v: (ratio(v), v.id))
+        cpu = max(held[giver.id])
+        held[giver.id].discard(cpu)
+        held[taker.id].add(cpu)
+        moves.append((node, giver.id, taker.id, cpu))
+    return held
+
+
+def _memory_move(vms, thresholds):
+    """Step 5: at most one :class:`MemoryMove`, or None."""
+    step, low = thresholds.step_mib, thresholds.low_free_mib
+    takers = sorted((vm for vm in vms
+                     if vm.free_mib is not None and vm.free_mib < low),
+                    key=lambda v: (v.free_mib, v.id))
+    for taker in takers:
+        givers = sorted(
+            (vm for vm in vms if vm.id != taker.id
+             and vm.free_mib is not None and vm.free_mib - step >= low
+             and vm.total_mib() - step >= vm.min_mib),
+            key=lambda v: (-v.free_mib, v.id))
+        # The node where the taker computes most gets the memory.
+        nodes = sorted(taker.nodes, key=lambda n: (-taker.use.get(n, 0.0),
+                                                   n))
+        for giver in givers:
+            for node in nodes[:1]:
+                t, g = taker.virtio_mem.get(node), giver.virtio_mem.get(node)
+                if (t is not None and g is not None
+                        and t.requested_mib + step <= t.size_mib
+                        and g.requested_mib >= step):
+                    return MemoryMove(giver.id, taker.id, step, node)
+            if (taker.balloon_mib is not None
+                    and giver.balloon_mib is not None
+                    and taker.max_mib is not None
+                    and taker.balloon_mib + step <= taker.max_mib
+                    and giver.balloon_mib - step > 0):
+                return MemoryMove(giver.id, taker.id, step, None)
+    return None
+
+
+def _pins(vm, host_nodes, cpus):
+    online, pins = [], {}
+    for node, vcpus in sorted(vm.nodes.items()):
+        mine = tuple(sorted(cpus[node].get(vm.id, ())))
+        online.extend(sorted(vcpus)[:len(mine)])
+        target = mine or tuple(sorted(host_nodes[node]))
+        for v in vcpus:
+            pins[v] = target
+    return tuple(sorted(online)), pins
+
+
+def balance(host_nodes, vms, current=None, thresholds=Thresholds()):
+    """One pass of the hand-off; returns a :class:`Result`.
+
+    ``host_nodes``: ``{node: (usable CPUs)}``; ``vms``: :class:`VM` list;
+    ``current``: ``{vm: {node: (CPUs)}}`` from the previous pass (missing:
+    start from an even division). Inputs are not modified.
+    """
+    validate(host_nodes, vms, thresholds)
+    vms = sorted(vms, key=lambda v: v.id)
+    current = current or {}
+    moves = []
+    cpus = {}
+    totals = {vm.id: sum(len(set(c) & set(host_nodes.get(n, ())))
+                         for n, c in current.get(vm.id, {}).items())
+              for vm in vms}
+    for node in sorted(host_nodes):
+        held = _divide_node(node, host_nodes[node], vms, current,
+                            thresholds, moves, totals)
+        cpus[node] = {vid: tuple(sorted(c)) for vid, c in sorted(
+            held.items())}
+    online, pins = {}, {}
+    for vm in vms:
+        online[vm.id], pins[vm.id] = _pins(vm, host_nodes, cpus)
+    memory_moves, virtio_mem, balloon = [], {}, {}
+    move = _memory_move(vms, thresholds) if vms else None
+    if move is not None:
+        memory_moves.append(move)
+        by_id = {vm.id: vm for vm in vms}
+        for vid, sign in ((move.giver, -1), (move.taker, 1)):
+            vm = by_id[vid]
+            if move.node is None:
+                balloon[vid] = vm.balloon_mib + sign * move.mib
+            else:
+                virtio_mem.setdefault(vid, {})[move.node] = (
+                    vm.virtio_mem[move.node].requested_mib + sign * move.mib)
+    return Result(cpus=cpus, online=online, pins=pins, cpu_moves=moves,
+                  memory_moves=memory_moves, virtio_mem=virtio_mem,
+                  balloon=balloon)
