@@ -24,6 +24,7 @@ from nova_cacheaware.agent import specs
 from nova_cacheaware.conf import agent as agent_conf
 from nova_cacheaware.conf import nova as nova_conf
 from nova_cacheaware.conf import topology as topology_conf
+from nova_cacheaware.conf import vcpu_sizing as vcpu_sizing_conf
 from nova_cacheaware import exception
 from nova_cacheaware.topology import cpulist
 from nova_cacheaware.topology import domains
@@ -54,6 +55,7 @@ def make_conf(argv):
     agent_conf.register_opts(conf)
     nova_conf.register_opts(conf)
     topology_conf.register_opts(conf)
+    vcpu_sizing_conf.register_opts(conf)
     logging.register_options(conf)
     # Logs go to stderr (the journal under systemd); stdout carries only
     # the --once table and --dump-state -.

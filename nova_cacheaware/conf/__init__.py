@@ -11,6 +11,7 @@ from nova_cacheaware.conf import nova
 from nova_cacheaware.conf import placement
 from nova_cacheaware.conf import scheduler
 from nova_cacheaware.conf import topology
+from nova_cacheaware.conf import vcpu_sizing
 
 CONF = cfg.CONF
 
@@ -19,3 +20,4 @@ nova.register_opts(CONF)
 placement.register_opts(CONF)
 scheduler.register_opts(CONF)
 topology.register_opts(CONF)
+vcpu_sizing.register_opts(CONF)

@@ -11,10 +11,11 @@ _MODULES = (
     'placement',
     'scheduler',
     'topology',
+    'vcpu_sizing',
 )
 
 # The groups in the agent's own configuration file.
-_AGENT_MODULES = ('agent', 'nova', 'topology')
+_AGENT_MODULES = ('agent', 'nova', 'topology', 'vcpu_sizing')
 
 
 def list_opts():
