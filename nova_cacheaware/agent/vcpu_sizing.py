@@ -594,9 +594,12 @@ class VcpuSizing(capability.Capability):
             return
         try:
             if state.offlined and state.guest_down:
-                # It answers again: give back first, size again later.
-                state.guest_down = False
+                # Give back first once it answers; size again next pass.
                 self._restore(uuid, state, entry, 'guest agent is back')
+                if state.offlined:          # still not answering
+                    entry['offlined'] = cpulist.format_cpulist(
+                        sorted(state.offlined))
+                    return
             elif mode == APPLY:
                 self._apply(uuid, state, estimate, entry)
             else:
@@ -667,6 +670,7 @@ class VcpuSizing(capability.Capability):
                  cpulist.format_cpulist(sorted(back)) or 'none', why)
         state.offlined = frozenset()
         state.pending = None
+        state.guest_down = False
         entry['action'] = 'restored (%s)' % why
         entry['guest_agent'] = 'ok'
 

@@ -12,7 +12,7 @@
 # no root disk, so the guest boots in seconds under TCG.
 # Idempotent: does nothing when DIR/VERSION says this recipe built it.
 set -euo pipefail
-RECIPE=3
+RECIPE=4
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 guest_dir=$(cd "$here/../../agent/guest" && pwd)
