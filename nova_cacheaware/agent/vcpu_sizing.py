@@ -509,7 +509,9 @@ class VcpuSizing(capability.Capability):
         kvm = None
         if not self._kvm_stats_off:
             kvm = self.view.kvm_stats()
-            if kvm is None or not any(kvm.values()):
+            # Off for good when libvirt has no such group, or when it has
+            # domains but no counter for any (TCG, or no KVM stats).
+            if kvm is None or (kvm and not any(kvm.values())):
                 self._kvm_stats_off = True
                 LOG.info('vcpu_sizing: libvirt reports no KVM exit counters '
                          'here (no "vm" statistics group, or not KVM)')
@@ -587,22 +589,25 @@ class VcpuSizing(capability.Capability):
 
     def _guest(self, uuid, mode, estimate, entry, now):
         state = self._state(uuid)
+        restored = False
+        if state.offlined and (mode != APPLY or state.guest_down):
+            # Opted out of apply (off or recommend), or the guest agent was
+            # silent: give every offlined vCPU back first. In apply mode
+            # sizing starts again at the next pass.
+            restored = self._restore(
+                uuid, state, entry,
+                'guest agent is back' if mode == APPLY else 'opted out')
+            if not restored:                # still not answering
+                entry['offlined'] = cpulist.format_cpulist(
+                    sorted(state.offlined))
+                return
         if mode == OFF:
-            if state.offlined:
-                self._restore(uuid, state, entry, 'opted out')
             self._record(uuid, state, mode, estimate)
             return
         try:
-            if state.offlined and state.guest_down:
-                # Give back first once it answers; size again next pass.
-                self._restore(uuid, state, entry, 'guest agent is back')
-                if state.offlined:          # still not answering
-                    entry['offlined'] = cpulist.format_cpulist(
-                        sorted(state.offlined))
-                    return
-            elif mode == APPLY:
+            if mode == APPLY and not restored:
                 self._apply(uuid, state, estimate, entry)
-            else:
+            elif mode != APPLY:
                 state.pending = None
             self._write_file(uuid, state, estimate, mode, entry, now)
             state.guest_down = False
@@ -653,6 +658,7 @@ class VcpuSizing(capability.Capability):
                  uuid, entry['online'], estimate.available_pcpus)
 
     def _restore(self, uuid, state, entry, why):
+        """Online every vCPU we offlined; True when done."""
         try:
             every, online, _ = self.guest_agent.vcpus(uuid)
             back = (state.offlined & every) - online
@@ -665,7 +671,7 @@ class VcpuSizing(capability.Capability):
                             cpulist.format_cpulist(sorted(state.offlined)),
                             uuid, why, e)
             state.guest_down = True
-            return
+            return False
         LOG.info('vcpu_sizing: %s: onlined vCPUs %s again (%s)', uuid,
                  cpulist.format_cpulist(sorted(back)) or 'none', why)
         state.offlined = frozenset()
@@ -673,6 +679,7 @@ class VcpuSizing(capability.Capability):
         state.guest_down = False
         entry['action'] = 'restored (%s)' % why
         entry['guest_agent'] = 'ok'
+        return True
 
     def _write_file(self, uuid, state, estimate, mode, entry, now):
         text = policy.guest_file(estimate, mode)

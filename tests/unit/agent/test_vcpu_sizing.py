@@ -163,6 +163,30 @@ class VcpuSizingTest(testtools.TestCase):
         self.assertEqual('restored (opted out)', report['vms']['vm']['action'])
         self.assertNotIn('vm', self.view.meta)
 
+    def test_apply_to_recommend_restores_and_keeps_recommending(self):
+        cap = self.cap()
+        self.crowd(12)
+        cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
+        self.assertEqual({0}, self.guest.online)
+        report = cap.reconcile(snapshot(
+            [self.vm], {'vm': {'cacheaware:vcpu_sizing': 'recommend'}}))
+        self.assertEqual({0, 1, 2, 3}, self.guest.online)
+        self.assertEqual('restored (opted out)', report['vms']['vm']['action'])
+        self.assertEqual(('recommend', frozenset()),
+                         vs.parse_metadata(self.view.meta['vm']))
+
+    def test_kvm_stats_not_given_up_on_an_empty_host(self):
+        cap = self.cap()
+        self.view.kvm = {}                  # no domain yet
+        cap.reconcile(snapshot([], {}))
+        self.view.kvm = {'vm': {'vm.exits': 10}}
+        cap.reconcile(snapshot([self.vm], {}))
+        self.clock.now += 1
+        self.view.kvm = {'vm': {'vm.exits': 30}}
+        report = cap.reconcile(snapshot([self.vm], {}))
+        self.assertEqual({'vm.exits': 20.0},
+                         report['vms']['vm']['kvm_stats_per_s'])
+
     def test_recommend_never_touches_vcpus(self):
         cap = self.cap()
         self.crowd(12)
