@@ -546,9 +546,15 @@ _SCIPY = _scipy_flow()
 _INT32_MAX = 2 ** 31 - 1
 
 
+#: Networks with fewer class + atom nodes run faster in pure Python (SciPy's
+#: per-call overhead dominates them).
+SCIPY_MIN_NODES = 256
+
+
 def _network(class_ids, atom_ids, classes, atom_sizes, t):
-    """The max-flow network at level ``t``: SciPy's when it fits, else ours."""
-    if _SCIPY is not None:
+    """The max-flow network at level ``t``: SciPy's when it pays, else ours."""
+    if (_SCIPY is not None
+            and len(class_ids) + len(atom_ids) >= SCIPY_MIN_NODES):
         net = _ScipyNetwork(class_ids, atom_ids, classes, atom_sizes, t)
         if net.solved:
             return net

@@ -389,7 +389,8 @@ class FlowBackendTest(testtools.TestCase):
             affs[v] = tuple(range(lo, lo + rng.choice([1, 2, 4, 8])))
             if rng.random() < 0.3:
                 caps[v] = rng.choice(CAPS)
-        with_scipy = pcpu_est.fair_shares(affs, caps)
+        with mock.patch.object(pcpu_est, 'SCIPY_MIN_NODES', new=0):
+            with_scipy = pcpu_est.fair_shares(affs, caps)
         with mock.patch.object(pcpu_est, '_SCIPY', new=None):
             self.assertEqual(with_scipy, pcpu_est.fair_shares(affs, caps))
 
@@ -408,6 +409,8 @@ class FlowBackendTest(testtools.TestCase):
             return real(*args)
 
         self.useFixture(fixtures.MockPatchObject(pcpu_est, '_Network', spy))
+        self.useFixture(fixtures.MockPatchObject(
+            pcpu_est, 'SCIPY_MIN_NODES', 0))
         shares = pcpu_est.fair_shares(affs, caps)
         self.assertNotEqual([], built)
         self.assertEqual(Fraction(1, 7919), shares[0])
