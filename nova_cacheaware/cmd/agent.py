@@ -31,6 +31,7 @@ from nova_cacheaware.conf import numa_balance as numa_balance_conf
 from nova_cacheaware.conf import placement as placement_conf
 from nova_cacheaware.conf import reporting as reporting_conf
 from nova_cacheaware.conf import topology as topology_conf
+from nova_cacheaware.conf import vcpu_sizing as vcpu_sizing_conf
 from nova_cacheaware import exception
 from nova_cacheaware.topology import cpulist
 from nova_cacheaware.topology import domains
@@ -65,6 +66,7 @@ def make_conf(argv):
     topology_conf.register_opts(conf)
     placement_conf.register_opts(conf)
     reporting_conf.register_opts(conf)
+    vcpu_sizing_conf.register_opts(conf)
     logging.register_options(conf)
     # Logs go to stderr (the journal under systemd); stdout carries only
     # the --once table and --dump-state -.

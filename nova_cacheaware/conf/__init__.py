@@ -14,6 +14,7 @@ from nova_cacheaware.conf import placement
 from nova_cacheaware.conf import reporting
 from nova_cacheaware.conf import scheduler
 from nova_cacheaware.conf import topology
+from nova_cacheaware.conf import vcpu_sizing
 
 CONF = cfg.CONF
 
@@ -25,3 +26,4 @@ placement.register_opts(CONF)
 reporting.register_opts(CONF)
 scheduler.register_opts(CONF)
 topology.register_opts(CONF)
+vcpu_sizing.register_opts(CONF)

@@ -14,11 +14,12 @@ _MODULES = (
     'reporting',
     'scheduler',
     'topology',
+    'vcpu_sizing',
 )
 
 # The groups in the agent's own configuration file.
 _AGENT_MODULES = ('agent', 'balloon', 'nova', 'numa_balance', 'placement',
-                  'reporting', 'topology')
+                  'reporting', 'topology', 'vcpu_sizing')
 
 
 def list_opts():

@@ -8,7 +8,8 @@ from oslo_config import cfg
 scheduler_group = cfg.OptGroup(
     'cacheaware_scheduler',
     title='nova-cacheaware scheduler plugins',
-    help='Options of CacheDomainFilter, CacheContentionWeigher and the '
+    help='Options of CacheDomainFilter, CacheContentionWeigher, '
+         'PCPUAvailabilityWeigher and the '
          'live host-state listener that feeds them.')
 
 scheduler_opts = [
@@ -26,6 +27,22 @@ Possible values:
 * a positive number: prefer uncontended hosts (larger = stronger)
 * 0.0: ignore cache contention
 * a negative number: pack memory-bound instances (not recommended)
+"""),
+    cfg.FloatOpt('pcpu_availability_weight_multiplier',
+                 default=1.0,
+                 help="""
+Multiplier of PCPUAvailabilityWeigher.
+
+For requests with ``cacheaware:`` extra specs that are not
+``hw:cpu_policy=dedicated``, the weigher prefers hosts where the new
+instance's estimated available pCPUs (pCPU-Est over the host's current VMs,
+from the agent's live state) are the largest share of its vCPUs. It can be
+overridden per host aggregate with the aggregate metadata key
+``pcpu_availability_weight_multiplier``.
+
+Possible values:
+* a positive number: prefer hosts where the instance gets more pCPUs
+* 0.0: ignore pCPU availability
 """),
     cfg.IntOpt('host_state_ttl',
                default=180,

@@ -309,12 +309,13 @@ def _solve(affinities, caps, pcpus):
 class _Class:
     """vCPUs with one affinity and one cap: ``n`` of them over ``atoms``."""
 
-    __slots__ = ('n', 'cap', 'atoms')
+    __slots__ = ('n', 'cap', 'atoms', 'atom_array')
 
     def __init__(self, n, cap, atoms):
         self.n = n
         self.cap = cap
         self.atoms = atoms
+        self.atom_array = None      # numpy copy of atoms (SciPy flows)
 
 
 def _build_network(affinities, caps, usable):
@@ -515,7 +516,7 @@ def _next_level(active, capped, live_atoms, classes, atom_sizes):
     room -= sum(classes[k].n * classes[k].cap for k in capped)
     t = min(t, Fraction(room, 1) / sum(classes[k].n for k in active))
     while True:
-        net = _Network(active | capped, live_atoms, classes, atom_sizes, t)
+        net = _network(active | capped, live_atoms, classes, atom_sizes, t)
         if net.saturates_demand():
             return t, net.classes_cut_from_sink()
         # Newton step: the violated set X gives the next, lower level.
@@ -528,6 +529,138 @@ def _next_level(active, capped, live_atoms, classes, atom_sizes):
         t = Fraction(room, 1) / sum(classes[k].n for k in x if k in active)
 
 
+def _scipy_flow():
+    # SciPy's max-flow (Dinic, in C) when it is installed; the pure-Python
+    # network below otherwise. Both are exact integer flows.
+    try:
+        import numpy
+        from scipy import sparse
+        from scipy.sparse import csgraph
+    except ImportError:
+        return None
+    return numpy, sparse, csgraph
+
+
+_SCIPY = _scipy_flow()
+#: SciPy's max-flow works on 32-bit capacities.
+_INT32_MAX = 2 ** 31 - 1
+
+
+#: Networks with fewer class + atom nodes run faster in pure Python (SciPy's
+#: per-call overhead dominates them).
+SCIPY_MIN_NODES = 256
+
+
+def _network(class_ids, atom_ids, classes, atom_sizes, t):
+    """The max-flow network at level ``t``: SciPy's when it pays, else ours."""
+    if (_SCIPY is not None
+            and len(class_ids) + len(atom_ids) >= SCIPY_MIN_NODES):
+        net = _ScipyNetwork(class_ids, atom_ids, classes, atom_sizes, t)
+        if net.solved:
+            return net
+    return _Network(class_ids, atom_ids, classes, atom_sizes, t)
+
+
+def _scaled_demands(class_ids, classes, t):
+    """Integer demands at level ``t`` times a common denominator ``scale``.
+
+    Returns ``([demand * scale per class], scale)``. Plain integer
+    arithmetic: a Fraction per class costs more than the flow itself.
+    """
+    t = Fraction(t)
+    scale = t.denominator
+    capped = []
+    for k in class_ids:
+        cap = classes[k].cap
+        if cap < t:
+            capped.append(k)
+            scale = math.lcm(scale, cap.denominator)
+    per_t = t.numerator * (scale // t.denominator)
+    want = {k: classes[k].n * per_t for k in class_ids}
+    for k in capped:
+        cap = classes[k].cap
+        want[k] = classes[k].n * cap.numerator * (scale // cap.denominator)
+    return [want[k] for k in class_ids], scale
+
+
+class _ScipyNetwork:
+    """The network of :class:`_Network`, solved by SciPy's Dinic in C.
+
+    ``solved`` is False when a capacity does not fit 32 bits (then the
+    caller uses :class:`_Network`). The residual graph ``capacity - flow``
+    answers the same cut questions.
+    """
+
+    def __init__(self, class_ids, atom_ids, classes, atom_sizes, t):
+        numpy, sparse, csgraph = _SCIPY
+        self.class_ids = class_ids = sorted(class_ids)
+        atom_ids = sorted(atom_ids)
+        want, scale = _scaled_demands(class_ids, classes, t)
+        n_cls = len(class_ids)
+        self.sink = sink = 1 + n_cls + len(atom_ids)
+        self.total = total = sum(want)
+        inf = total + 1
+        self.solved = (inf <= _INT32_MAX and all(
+            atom_sizes[a] * scale <= _INT32_MAX for a in atom_ids))
+        if not self.solved:
+            return
+        # Class -> atom edges, vectorised: every class's atoms mapped to
+        # their node (-1: not in this network) and filtered.
+        n_atoms = len(atom_ids)
+        atom_node = numpy.full(len(atom_sizes), -1, dtype=numpy.int64)
+        atom_index = numpy.array(atom_ids, dtype=numpy.int64)
+        atom_node[atom_index] = numpy.arange(1 + n_cls, 1 + n_cls + n_atoms)
+        lists = []
+        for k in class_ids:
+            c = classes[k]
+            if c.atom_array is None:
+                c.atom_array = numpy.array(c.atoms, dtype=numpy.int64)
+            lists.append(c.atom_array)
+        lengths = numpy.fromiter((len(a) for a in lists), numpy.int64,
+                                 n_cls)
+        heads = atom_node[numpy.concatenate(lists)] if lists else \
+            numpy.zeros(0, dtype=numpy.int64)
+        tails = numpy.repeat(numpy.arange(1, 1 + n_cls), lengths)
+        keep = heads >= 0
+        sizes = numpy.array(atom_sizes, dtype=numpy.int64)[atom_index]
+        rows = numpy.concatenate((
+            numpy.zeros(n_cls, dtype=numpy.int64),
+            numpy.arange(1 + n_cls, 1 + n_cls + n_atoms), tails[keep]))
+        cols = numpy.concatenate((
+            numpy.arange(1, 1 + n_cls), numpy.full(n_atoms, sink),
+            heads[keep]))
+        caps = numpy.concatenate((
+            numpy.array(want, dtype=numpy.int64), sizes * scale,
+            numpy.full(int(keep.sum()), inf, dtype=numpy.int64)))
+        size = sink + 1
+        graph = sparse.csr_matrix(
+            (caps.astype(numpy.int32), (rows, cols)), shape=(size, size))
+        result = csgraph.maximum_flow(graph, 0, sink, method='dinic')
+        self.flow = int(result.flow_value)
+        residual = (graph - result.flow).tocsr()
+        residual.data[residual.data < 0] = 0
+        residual.eliminate_zeros()
+        self._from_source = set(csgraph.breadth_first_order(
+            residual, 0, directed=True, return_predecessors=False).tolist())
+        self._to_sink = set(csgraph.breadth_first_order(
+            residual.T.tocsr(), sink, directed=True,
+            return_predecessors=False).tolist())
+
+    def saturates_demand(self):
+        """True when every class gets its whole demand."""
+        return self.flow == self.total
+
+    def source_side_classes(self):
+        """Classes reachable from the source in the residual graph."""
+        return {k for i, k in enumerate(self.class_ids)
+                if 1 + i in self._from_source}
+
+    def classes_cut_from_sink(self):
+        """Classes that cannot reach the sink in the residual graph."""
+        return {k for i, k in enumerate(self.class_ids)
+                if 1 + i not in self._to_sink}
+
+
 class _Network:
     """Max-flow on source -> classes -> atoms -> sink, in exact integers.
 
@@ -538,13 +671,7 @@ class _Network:
     def __init__(self, class_ids, atom_ids, classes, atom_sizes, t):
         class_ids = sorted(class_ids)
         atom_ids = sorted(atom_ids)
-        demand = {}
-        for k in class_ids:
-            c = classes[k]
-            demand[k] = c.n * min(t, c.cap)
-        scale = 1
-        for d in demand.values():
-            scale = math.lcm(scale, Fraction(d).denominator)
+        want, scale = _scaled_demands(class_ids, classes, t)
         self.class_ids = class_ids
         n_cls = len(class_ids)
         node_of_atom = {a: 1 + n_cls + i for i, a in enumerate(atom_ids)}
@@ -559,7 +686,6 @@ class _Network:
         for a, node in node_of_atom.items():
             room[node] = atom_sizes[a] * scale
             sink_edge[node] = self._edge(node, self.sink, room[node])
-        want = [int(demand[k] * scale) for k in class_ids]
         total = sum(want)
         inf = total + 1
         source_edge = [self._edge(0, 1 + i, want[i])

@@ -10,6 +10,16 @@ message bus: never trust them blindly).
 Versioning follows Nova's versioned notifications: ``MAJOR.MINOR``. A reader
 accepts any payload of its major version (unknown fields are ignored, so
 minors may add fields); another major is refused.
+
+Minor versions:
+
+* 1.0: domains, VMs, health.
+* 1.1: optional ``vcpu_affinity``: the host's current VMs as the
+  ``pcpu-est`` input document (``{"pcpus": [...], "vms": {uuid: {"vcpus":
+  {index: [pCPU...]}, "caps": {index: cap}}}}``), published by the agent's
+  ``vcpu_sizing`` capability; ``PCPUAvailabilityWeigher`` estimates a new
+  instance's pCPUs from it. A 1.0 reader ignores it; a 1.1 reader treats
+  its absence as "unknown".
 """
 
 import dataclasses
@@ -19,10 +29,11 @@ import math
 import typing as ty
 
 from nova_cacheaware import exception
+from nova_cacheaware.policy import pcpu_est
 
 EVENT_TYPE = 'cacheaware.host.state'
 PAYLOAD_NAME = 'CacheAwareHostStatePayload'
-VERSION = '1.0'
+VERSION = '1.1'
 MAJOR = 1
 
 DOMAIN_STATES = ('empty', 'clean', 'dirty')
@@ -73,6 +84,8 @@ class HostCacheState:
     vms: ty.Tuple[VmState, ...] = ()
     available_pcpus: ty.Optional[float] = None
     version: str = VERSION
+    #: The host's VMs, affinities and caps (payload 1.1); None: unknown.
+    vcpu_affinity: ty.Optional[pcpu_est.EstimateRequest] = None
 
     # Derived values are computed once per received state: the scheduler
     # reads them for every request on every host.
@@ -112,6 +125,8 @@ def to_payload(state):
             'provider_uuid': d.provider_uuid,
         } for d in state.domains],
         'vms': [dataclasses.asdict(vm) for vm in state.vms],
+        'vcpu_affinity': (None if state.vcpu_affinity is None
+                          else state.vcpu_affinity.to_dict()),
     }
 
 
@@ -135,6 +150,13 @@ def from_payload(payload):
     pcpus = doc.get('available_pcpus')
     if pcpus is not None:
         pcpus = _number(pcpus, 'available_pcpus')
+    affinity = doc.get('vcpu_affinity')
+    if affinity is not None:
+        try:
+            affinity = pcpu_est.EstimateRequest.from_dict(affinity)
+        except exception.InvalidInput as e:
+            raise exception.InvalidInput(
+                reason='vcpu_affinity: %s' % e.kwargs.get('reason', e))
     healthy = doc.get('agent_healthy')
     if not isinstance(healthy, bool):
         raise exception.InvalidInput(reason='agent_healthy must be a bool')
@@ -145,7 +167,8 @@ def from_payload(payload):
         domains=domains,
         vms=tuple(_vm(v) for v in _list(doc, 'vms')),
         available_pcpus=pcpus,
-        version=version)
+        version=version,
+        vcpu_affinity=affinity)
 
 
 def _domain(raw):

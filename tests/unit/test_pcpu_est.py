@@ -3,7 +3,9 @@
 from fractions import Fraction
 import json
 import random
+from unittest import mock
 
+import fixtures
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -370,3 +372,47 @@ class ExactnessTest(testtools.TestCase):
             got = float(sum(shares[k] for k in below))
             best = pcpu_lp.lp_max_total(affs, caps, below)
             self.assertLess(abs(best - got), 1e-6, (level, best, got))
+
+
+class FlowBackendTest(testtools.TestCase):
+    """SciPy's max-flow (when installed) and ours give the same shares."""
+
+    @settings(max_examples=15, deadline=None)
+    @given(st.integers(0, 10 ** 6))
+    def test_scipy_and_python_networks_agree(self, seed):
+        if pcpu_est._SCIPY is None:
+            self.skipTest('SciPy is not installed')
+        rng = random.Random(seed)
+        affs, caps = {}, {}
+        for v in range(rng.randint(20, 120)):
+            lo = rng.randrange(40)
+            affs[v] = tuple(range(lo, lo + rng.choice([1, 2, 4, 8])))
+            if rng.random() < 0.3:
+                caps[v] = rng.choice(CAPS)
+        with mock.patch.object(pcpu_est, 'SCIPY_MIN_NODES', new=0):
+            with_scipy = pcpu_est.fair_shares(affs, caps)
+        with mock.patch.object(pcpu_est, '_SCIPY', new=None):
+            self.assertEqual(with_scipy, pcpu_est.fair_shares(affs, caps))
+
+    def test_capacities_beyond_32_bits_use_the_python_network(self):
+        # 1/7919 and 1/7907 caps: the common denominator times the atom
+        # size does not fit SciPy's int32 capacities.
+        affs = {v: tuple(range(3)) for v in range(5)}
+        affs.update({10 + v: (0,) for v in range(3)})
+        caps = {0: Fraction(1, 7919), 10: Fraction(1, 7907),
+                11: Fraction(1, 104729)}
+        built = []
+        real = pcpu_est._Network
+
+        def spy(*args):
+            built.append(args)
+            return real(*args)
+
+        self.useFixture(fixtures.MockPatchObject(pcpu_est, '_Network', spy))
+        self.useFixture(fixtures.MockPatchObject(
+            pcpu_est, 'SCIPY_MIN_NODES', 0))
+        shares = pcpu_est.fair_shares(affs, caps)
+        self.assertNotEqual([], built)
+        self.assertEqual(Fraction(1, 7919), shares[0])
+        self.assertEqual(Fraction(1, 7907), shares[10])
+        self.assertEqual(3, sum(shares.values()))

@@ -14,7 +14,7 @@
 # seconds under TCG.
 # Idempotent: does nothing when DIR/VERSION says this recipe built it.
 set -euo pipefail
-RECIPE=4
+RECIPE=5
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 guest_dir=$(cd "$here/../../agent/guest" && pwd)

@@ -29,7 +29,7 @@ class PayloadTest(testtools.TestCase):
 
     def test_exact_payload(self):
         self.assertEqual({
-            'version': '1.0', 'host': 'cmp1',
+            'version': '1.1', 'host': 'cmp1',
             'timestamp': '2026-11-22T12:00:00.123456Z',
             'agent_healthy': True, 'available_pcpus': 12.5,
             'domains': [
@@ -46,7 +46,24 @@ class PayloadTest(testtools.TestCase):
                  'domain_id': 'L3-1', 'pcpu_estimate': 3.0},
                 {'instance_uuid': 'vm-d', 'workload_class': 'cpu',
                  'domain_id': 'L3-0', 'pcpu_estimate': None}],
+            'vcpu_affinity': None,
         }, hs.to_payload(sample()))
+
+    def test_vcpu_affinity_round_trip_and_1_0_without_it(self):
+        doc = {'pcpus': [0, 1, 2, 3],
+               'vms': {'vm-a': {'vcpus': {'0': [0, 1], '1': [0, 1]},
+                                'caps': {'1': 0.5}}}}
+        payload = dict(hs.to_payload(sample()), vcpu_affinity=doc)
+        state = hs.from_payload(payload)
+        self.assertEqual((0, 1, 2, 3), state.vcpu_affinity.pcpus)
+        self.assertEqual({0: (0, 1), 1: (0, 1)},
+                         state.vcpu_affinity.vms['vm-a'].vcpus)
+        self.assertEqual({1: 0.5}, state.vcpu_affinity.vms['vm-a'].caps)
+        self.assertEqual(doc, hs.to_payload(state)['vcpu_affinity'])
+        # A 1.0 agent sends no vcpu_affinity: unknown, not an error.
+        old = dict(hs.to_payload(sample()), version='1.0')
+        del old['vcpu_affinity']
+        self.assertIsNone(hs.from_payload(old).vcpu_affinity)
 
     def test_round_trip_and_counts(self):
         state = hs.from_payload(hs.to_payload(sample()))
@@ -90,6 +107,9 @@ class PayloadTest(testtools.TestCase):
              "workload_class 'gpu'"),
             (bad(vms=[{'instance_uuid': 'x', 'pcpu_estimate': -1}]),
              'pcpu_estimate must be'),
+            (bad(vcpu_affinity={'vms': {'a': {'vcpus': {'0': [-1]}}}}),
+             'vcpu_affinity: VM \'a\' vCPU 0: -1 is not a pCPU'),
+            (bad(vcpu_affinity=[]), 'vcpu_affinity: the document must'),
         ]
         for payload, message in cases:
             ex = self.assertRaises(exception.InvalidInput, hs.from_payload,

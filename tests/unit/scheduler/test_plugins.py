@@ -12,6 +12,7 @@ from nova.scheduler import host_manager
 
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import names
+from nova_cacheaware.policy import pcpu_est
 from nova_cacheaware.scheduler import filters
 from nova_cacheaware.scheduler import host_state as hs
 from nova_cacheaware.scheduler import live_state
@@ -213,5 +214,94 @@ class CacheContentionWeigherTest(PluginTestCase):
         self.assertEqual(7.5, self.weigher.weight_multiplier(state))
 
     def test_all_weighers(self):
-        self.assertEqual([weights.CacheContentionWeigher],
+        self.assertEqual([weights.CacheContentionWeigher,
+                          weights.PCPUAvailabilityWeigher],
                          weights.all_weighers())
+
+
+def with_vms(name, vms, pcpus=(0, 1, 2, 3), healthy=True):
+    """A fresh state whose vcpu_affinity holds ``vms`` (pcpu-est input)."""
+    return hs.HostCacheState(
+        host=name, timestamp=datetime.datetime.now(datetime.timezone.utc),
+        agent_healthy=healthy,
+        vcpu_affinity=pcpu_est.EstimateRequest.from_dict(
+            {'pcpus': list(pcpus), 'vms': vms}))
+
+
+def floating(n, cpus, caps=None):
+    vm = {'vcpus': {str(i): list(cpus) for i in range(n)}}
+    if caps:
+        vm['caps'] = {str(i): c for i, c in caps.items()}
+    return vm
+
+
+class PCPUAvailabilityWeigherTest(PluginTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.weigher = weights.PCPUAvailabilityWeigher()
+
+    def test_score_table(self):
+        busy = {'a': floating(6, range(4))}          # 6 vCPUs on 4 pCPUs
+        table = [
+            # (state, new vCPUs, cap, score)
+            (None, 2, None, 0.0),
+            (live('h', [[]]), 2, None, 0.0),          # 1.0 payload: unknown
+            (with_vms('h', {}), 2, None, 1.0),        # empty host: all 2
+            (with_vms('h', {}), 8, None, 2 * 4 / 8 - 1),
+            # 8 vCPUs on 4 pCPUs: the new 2 get 2 x 0.5.
+            (with_vms('h', busy), 2, None, 2 * 1.0 / 2 - 1),
+            # Capped at 0.25 each: 0.5 of 2.
+            (with_vms('h', {}), 2, 0.25, 2 * 0.5 / 2 - 1),
+            # A VM pinned to pCPUs 0-1 leaves the new VM 2 pCPUs of 4.
+            (with_vms('h', {'p': floating(4, (0, 1))}), 4, None, 0.0),
+            (with_vms('h', busy, healthy=False), 2, None, 0.0),
+            (with_vms('h', {}, pcpus=()), 2, None, 0.0),
+        ]
+        for state, vcpus, cap, expected in table:
+            self.assertAlmostEqual(
+                expected, weights.availability_score(state, vcpus, cap),
+                msg=str((state, vcpus, cap)))
+
+    def test_flavor_cap(self):
+        self.assertIsNone(weights.flavor_cap({}))
+        self.assertIsNone(weights.flavor_cap({'quota:cpu_quota': '-1'}))
+        self.assertEqual(0.5, weights.flavor_cap(
+            {'quota:cpu_quota': '50000'}))
+        self.assertEqual(0.25, weights.flavor_cap(
+            {'quota:cpu_quota': '5000', 'quota:cpu_period': '20000'}))
+        self.assertEqual(1.0, weights.flavor_cap(
+            {'quota:cpu_quota': '300000'}))
+        self.assertIsNone(weights.flavor_cap({'quota:cpu_quota': 'lots'}))
+
+    def test_weigh_by_request(self):
+        self.cache.update(with_vms('h1', {}))
+        self.cache.update(with_vms('h2', {'a': floating(6, range(4))}))
+        h1, h2, h3 = host('h1', []), host('h2', []), host('h3', [])
+        sizing = {'cacheaware:vcpu_sizing': 'recommend'}
+        table = [
+            ({}, [0.0, 0.0, 0.0]),                   # no cacheaware: keys
+            (sizing, [1.0, 0.0, 0.0]),
+            ({'cacheaware:workload': 'cpu'}, [1.0, 0.0, 0.0]),
+            (dict(sizing, **{'hw:cpu_policy': 'dedicated'}),
+             [0.0, 0.0, 0.0]),
+            (dict(sizing, **{'quota:cpu_quota': '25000'}),
+             [-0.5, -0.5, 0.0]),            # 2 x 0.25 anywhere
+            ({'cacheaware:bad': 'x'}, [0.0, 0.0, 0.0]),
+        ]
+        for extra, expected in table:
+            got = [self.weigher._weigh_object(h, spec(extra))
+                   for h in (h1, h2, h3)]
+            for want, value in zip(expected, got):
+                self.assertAlmostEqual(want, value, msg=str(extra))
+
+    def test_multiplier_from_conf_and_aggregate(self):
+        fixture = self.useFixture(config_fixture.Config(ca_conf.CONF))
+        fixture.config(pcpu_availability_weight_multiplier=2.0,
+                       group='cacheaware_scheduler')
+        state = host('h1', [])
+        self.assertEqual(2.0, self.weigher.weight_multiplier(state))
+        state.aggregates = [objects.Aggregate(
+            id=1, name='a', hosts=['h1'],
+            metadata={'pcpu_availability_weight_multiplier': '0'})]
+        self.assertEqual(0.0, self.weigher.weight_multiplier(state))

@@ -1,0 +1,80 @@
+"""``[vcpu_sizing]``: the agent's pCPU-Est vCPU sizing capability.
+
+Read by nova-cacheaware-agent when ``[agent] capabilities`` names
+``vcpu_sizing``.
+"""
+
+from oslo_config import cfg
+
+vcpu_sizing_group = cfg.OptGroup(
+    'vcpu_sizing',
+    title='pCPU-Est vCPU sizing (agent capability vcpu_sizing)',
+    help='Estimates the pCPUs each instance really gets, publishes them, '
+         'and for instances with cacheaware:vcpu_sizing=recommend or apply '
+         'tells the guest (and for apply, onlines that many vCPUs).')
+
+vcpu_sizing_opts = [
+    cfg.FloatOpt('hysteresis',
+                 default=0.25,
+                 min=0.0,
+                 help="""
+Band, in pCPUs, around the online vCPU count within which ``apply`` changes
+nothing.
+
+With ``k`` vCPUs online, the count stays while the estimate lies in
+``(k - 1 - hysteresis, k + hysteresis]``; outside it the count becomes the
+recommendation.
+
+Related options:
+
+* ``stable_passes``
+"""),
+    cfg.IntOpt('stable_passes',
+               default=2,
+               min=1,
+               help="""
+Passes in a row a new vCPU count must be recommended before ``apply``
+onlines or offlines vCPUs (1: act at once).
+"""),
+    cfg.IntOpt('guest_agent_timeout_s',
+               default=5,
+               min=1,
+               help="""
+Seconds to wait for an instance's QEMU guest agent to answer one command.
+A guest that does not answer is left as it is and retried next pass.
+"""),
+    cfg.StrOpt('guest_file',
+               default='/run/cacheaware/pcpus',
+               help="""
+File inside the guest, written through the QEMU guest agent, that holds the
+recommended thread count on its first line (``recommend`` and ``apply``).
+The guest helper ``cacheaware-pcpus`` prints it.
+"""),
+    cfg.IntOpt('guest_refresh_s',
+               default=300,
+               min=0,
+               help="""
+Rewrite the guest file at least this often even when nothing changed (a
+rebooted guest loses ``/run``). 0: only on change.
+"""),
+    cfg.BoolOpt('kvm_exit_tracepoint',
+                default=True,
+                help="""
+Count KVM exits (all, and pause-loop exits) per vCPU thread through the
+``kvm:kvm_exit`` tracepoint with ``perf_event_open``. Needs tracefs and the
+kvm module; where either is missing the agent says so once and goes on
+without it. Reading vCPU thread ids is a QEMU monitor command, which libvirt
+marks as ``custom-monitor`` taint.
+"""),
+]
+
+
+def register_opts(conf):
+    """Register the ``[vcpu_sizing]`` options on ``conf``."""
+    conf.register_group(vcpu_sizing_group)
+    conf.register_opts(vcpu_sizing_opts, group=vcpu_sizing_group)
+
+
+def list_opts():
+    """Options for oslo-config-generator."""
+    return {vcpu_sizing_group: vcpu_sizing_opts}

@@ -1,0 +1,174 @@
+"""Spin-aware vCPU sizing: the pure decisions behind ``vcpu_sizing``.
+
+The agent capability (:mod:`nova_cacheaware.agent.vcpu_sizing`) reads
+affinities and caps from libvirt and talks to guests; everything it decides
+is here, without I/O:
+
+* :func:`cap_from_quota` turns libvirt ``<cputune>`` quota/period values
+  into the per-vCPU caps of :mod:`~nova_cacheaware.policy.pcpu_est`;
+* :func:`new_instance_estimate` is what the scheduler's
+  ``PCPUAvailabilityWeigher`` asks: how many pCPUs would a new instance get
+  next to a host's current VMs;
+* :func:`target_online` is the ``apply`` mode's hysteresis and
+  :func:`plan_online` the vCPUs to online or offline to reach a count
+  (never vCPU 0);
+* :func:`delay_fraction` and :func:`rate` turn cumulative counters into
+  per-second figures; :func:`guest_file` is the text applications read in
+  the guest.
+"""
+
+import dataclasses
+
+from nova_cacheaware import exception
+from nova_cacheaware.policy import pcpu_est
+
+#: libvirt's default CFS period (µs) when a quota is given without one.
+DEFAULT_PERIOD_US = 100000
+
+#: Name of the hypothetical instance in :func:`new_instance_estimate`.
+NEW_VM = '\x00new'
+
+
+def cap_from_quota(quota_us, period_us=None, vcpus=1):
+    """The per-vCPU cap in ``0..1`` of a CFS quota, or None when unlimited.
+
+    ``quota_us`` <= 0 (libvirt's -1, or 0 / unset) means no limit. With
+    ``vcpus`` > 1 the quota is the whole domain's (``global_quota``) and is
+    spread evenly over its vCPUs, which is a lower bound of what each gets
+    when the others are idle. Bad values raise :class:`InvalidInput`.
+    """
+    if quota_us is None:
+        return None
+    try:
+        quota = int(quota_us)
+        period = int(period_us) if period_us else DEFAULT_PERIOD_US
+    except (TypeError, ValueError):
+        raise exception.InvalidInput(
+            reason='CPU quota %r / period %r are not integers'
+                   % (quota_us, period_us)) from None
+    if quota <= 0:
+        return None
+    if period <= 0 or vcpus < 1:
+        raise exception.InvalidInput(
+            reason='CPU period %r (vCPUs %r) must be positive'
+                   % (period_us, vcpus))
+    return min(1.0, quota / (period * vcpus))
+
+
+def combine_caps(*caps):
+    """The tightest of several caps (None: no cap); None if all are None."""
+    given = [c for c in caps if c is not None]
+    return min(given) if given else None
+
+
+def new_instance_estimate(affinity_request, vcpus, cap=None):
+    """Available pCPUs of a new floating instance next to the current VMs.
+
+    ``affinity_request`` is the host's
+    :class:`~nova_cacheaware.policy.pcpu_est.EstimateRequest` (its VMs and
+    the pCPUs guests may use); the new instance gets ``vcpus`` vCPUs over
+    all those pCPUs (over every pCPU some VM uses when the request names
+    none), each capped at ``cap``. Returns the new instance's
+    :class:`~nova_cacheaware.policy.pcpu_est.VMEstimate`, or None when the
+    host has no known pCPU.
+    """
+    if vcpus < 1:
+        raise exception.InvalidInput(reason='vCPUs must be >= 1')
+    pcpus = affinity_request.pcpus
+    if pcpus is None:
+        pcpus = tuple(sorted({p for vm in affinity_request.vms.values()
+                              for a in vm.vcpus.values() for p in a}))
+    if not pcpus:
+        return None
+    new = pcpu_est.VMAffinity(
+        vcpus={i: tuple(pcpus) for i in range(vcpus)},
+        caps={} if cap is None else {i: cap for i in range(vcpus)})
+    vms = dict(affinity_request.vms)
+    vms[NEW_VM] = new
+    result = pcpu_est.estimate(pcpu_est.EstimateRequest(
+        vms=vms, pcpus=affinity_request.pcpus))
+    return result.vms[NEW_VM]
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """What ``apply`` wants online next, and whether it is time to act."""
+
+    online: int
+    act: bool
+    reason: str
+
+
+def target_online(current, available, vcpus, band=0.25, pending=None,
+                  stable_passes=2):
+    """The online vCPU count ``apply`` aims for, with hysteresis.
+
+    ``current`` online vCPUs stay while ``available`` lies within
+    ``(current - 1 - band, current + band]``: a recommendation that only
+    flickers across an integer never changes the guest. Outside that band
+    the new count is :func:`pcpu_est.recommended_vcpus`; it is acted on
+    once the same count was wanted ``stable_passes`` passes in a row
+    (``pending`` is ``(count, passes so far)`` of the previous call, or
+    None). Returns ``(Target, new pending)``.
+    """
+    if vcpus < 1 or not 1 <= current <= vcpus:
+        raise exception.InvalidInput(
+            reason='online vCPUs %r out of 1..%r' % (current, vcpus))
+    if band < 0 or stable_passes < 1:
+        raise exception.InvalidInput(
+            reason='hysteresis band and stable passes must be >= 0 / >= 1')
+    if current - 1 - band < available <= current + band:
+        return Target(current, False, 'within hysteresis band'), None
+    want = pcpu_est.recommended_vcpus(available, vcpus)
+    if want == current:
+        # Only reachable with a band of 0 at an exact integer.
+        return Target(current, False, 'at recommendation'), None
+    seen = pending[1] + 1 if pending and pending[0] == want else 1
+    if seen < stable_passes:
+        return (Target(want, False, 'waiting (%d/%d passes)'
+                       % (seen, stable_passes)), (want, seen))
+    return Target(want, True, 'recommendation %d held %d passes'
+                  % (want, seen)), None
+
+
+def plan_online(every, online, offlinable, count):
+    """``(to_online, to_offline)`` that leave ``count`` vCPUs online.
+
+    Offlines the highest-numbered offlinable vCPUs and onlines the lowest
+    offline ones; vCPU 0 is never offlined (whatever the guest claims), so
+    the result may stay above ``count`` when too few are offlinable.
+    """
+    every, online = set(every), set(online) & set(every)
+    count = max(1, min(count, len(every)))
+    if len(online) < count:
+        missing = sorted(every - online)[:count - len(online)]
+        return frozenset(missing), frozenset()
+    spare = sorted((set(offlinable) & online) - {0}, reverse=True)
+    return frozenset(), frozenset(spare[:len(online) - count])
+
+
+def delay_fraction(before, after, seconds):
+    """Share of the last ``seconds`` a vCPU spent runnable but not running.
+
+    ``before``/``after`` are cumulative ``vcpu.N.delay`` values (ns). None
+    when there is no earlier sample, the interval is empty or the counter
+    went back (domain restarted).
+    """
+    return rate(before, after, seconds, scale=1e-9)
+
+
+def rate(before, after, seconds, scale=1.0):
+    """``(after - before) * scale / seconds``; None when not meaningful."""
+    if before is None or after is None or seconds <= 0 or after < before:
+        return None
+    return (after - before) * scale / seconds
+
+
+def guest_file(estimate, mode):
+    """The ``/run/cacheaware/pcpus`` text: the count alone on line one.
+
+    Applications read the first line (``$(head -n1 ...)``); the rest is for
+    people: the estimate and the mode.
+    """
+    return '%d\navailable_pcpus %.3f\nmode %s\n' % (
+        estimate.recommended_vcpus, estimate.available_pcpus, mode)

@@ -1,0 +1,418 @@
+"""The vcpu_sizing capability's decisions, with doubles for libvirt/guests.
+
+The real libvirt and a real guest agent are in
+``tests/functional/agent/test_vcpu_sizing.py``; here are the paths a real
+guest cannot be made to take on demand.
+"""
+
+import os
+
+import fixtures
+import testtools
+
+from nova_cacheaware.agent import counters
+from nova_cacheaware.agent import domain_xml
+from nova_cacheaware.agent import guest_agent as ga_mod
+from nova_cacheaware.agent import hypervisor as hv
+from nova_cacheaware.agent import service
+from nova_cacheaware.agent import vcpu_sizing as vs
+from nova_cacheaware import exception
+from nova_cacheaware.policy import pcpu_est
+
+
+def instance(uuid, live):
+    nova = domain_xml.NovaDomain(
+        uuid=uuid, name=uuid, instance_name=uuid, flavor='f',
+        vcpus=len(live), allowed=dict(live), nova_pinned=False,
+        dedicated=False)
+    return hv.Instance(nova=nova, live=dict(live))
+
+
+class View:
+    """Domains, metadata and KVM stats as a dict."""
+
+    def __init__(self):
+        self.others = {}
+        self.meta = {}
+        self.kvm = None
+
+    def domains(self, instances):
+        out = {i.uuid: pcpu_est.VMAffinity(vcpus=dict(i.live))
+               for i in instances}
+        out.update(self.others)
+        return out
+
+    def kvm_stats(self):
+        return self.kvm
+
+    def metadata(self, uuid):
+        return self.meta.get(uuid)
+
+    def set_metadata(self, uuid, xml):
+        if xml is None:
+            self.meta.pop(uuid, None)
+        else:
+            self.meta[uuid] = xml
+
+
+class Guest:
+    """A guest agent: vCPU online state, files, and an off switch."""
+
+    def __init__(self, n):
+        self.every = frozenset(range(n))
+        self.online = set(self.every)
+        self.files = {}
+        self.up = True
+        self.calls = []
+
+    def _check(self, uuid):
+        if not self.up:
+            raise ga_mod.GuestAgentUnavailable(uuid=uuid, reason='timeout')
+
+    def vcpus(self, uuid):
+        self._check(uuid)
+        return self.every, frozenset(self.online), self.every - {0}
+
+    def set_vcpus(self, uuid, vcpus, online):
+        self._check(uuid)
+        self.calls.append((sorted(vcpus), online))
+        if online:
+            self.online |= set(vcpus)
+        else:
+            self.online -= set(vcpus)
+
+    def write_file(self, uuid, path, data):
+        self._check(uuid)
+        self.files[path] = data
+
+
+class Guests:
+    def __init__(self, **by_uuid):
+        self.by_uuid = by_uuid
+
+    def __getattr__(self, name):
+        def call(uuid, *args, **kwargs):
+            return getattr(self.by_uuid[uuid], name)(uuid, *args, **kwargs)
+        return call
+
+
+def snapshot(instances, specs, delays=None):
+    stats = {u: {v: {'time': 0, 'delay': d} for v, d in per.items()}
+             for u, per in (delays or {}).items()}
+    return service.Snapshot(instances=instances, specs=specs,
+                            spec_errors={}, stats=stats, counters={},
+                            host_cpus=(0, 1, 2, 3))
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+APPLY = {'cacheaware:vcpu_sizing': 'apply'}
+
+
+class VcpuSizingTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.view = View()
+        self.guest = Guest(4)
+        self.clock = Clock()
+        self.vm = instance('vm', {v: (0, 1, 2, 3) for v in range(4)})
+
+    def cap(self, **kw):
+        kw.setdefault('stable_passes', 1)
+        return vs.VcpuSizing(None, Guests(vm=self.guest), view=self.view,
+                             clock=self.clock, **kw)
+
+    def crowd(self, n):
+        """Another (non-Nova) domain with ``n`` vCPUs on the 4 pCPUs."""
+        self.view.others['other'] = pcpu_est.VMAffinity(
+            vcpus={v: (0, 1, 2, 3) for v in range(n)})
+
+    def test_apply_follows_the_estimate_and_restores_on_opt_out(self):
+        cap = self.cap()
+        self.crowd(4)                    # 8 vCPUs on 4 pCPUs: 2.0 each VM
+        report = cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
+        entry = report['vms']['vm']
+        self.assertEqual((2.0, 2, 2, '2-3'), (
+            entry['available_pcpus'], entry['recommended_vcpus'],
+            entry['online'], entry['offlined']))
+        self.assertEqual({0, 1}, self.guest.online)
+        self.assertEqual('2\navailable_pcpus 2.000\nmode apply\n',
+                         self.guest.files['/run/cacheaware/pcpus'])
+        self.assertEqual(['other'], report['others'])
+        self.assertEqual(('apply', frozenset({2, 3})),
+                         vs.parse_metadata(self.view.meta['vm']))
+        # The other domain leaves: 4.0 -> all online again.
+        del self.view.others['other']
+        cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
+        self.assertEqual({0, 1, 2, 3}, self.guest.online)
+        self.assertEqual(('apply', frozenset()),
+                         vs.parse_metadata(self.view.meta['vm']))
+        # Crowded again, then the flavor opts out: restored, metadata gone.
+        self.crowd(12)                   # 16 vCPUs: 1.0
+        cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
+        self.assertEqual({0}, self.guest.online)
+        report = cap.reconcile(snapshot([self.vm], {}))
+        self.assertEqual({0, 1, 2, 3}, self.guest.online)
+        self.assertEqual('restored (opted out)', report['vms']['vm']['action'])
+        self.assertNotIn('vm', self.view.meta)
+
+    def test_apply_to_recommend_restores_and_keeps_recommending(self):
+        cap = self.cap()
+        self.crowd(12)
+        cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
+        self.assertEqual({0}, self.guest.online)
+        report = cap.reconcile(snapshot(
+            [self.vm], {'vm': {'cacheaware:vcpu_sizing': 'recommend'}}))
+        self.assertEqual({0, 1, 2, 3}, self.guest.online)
+        self.assertEqual('restored (opted out)', report['vms']['vm']['action'])
+        self.assertEqual(('recommend', frozenset()),
+                         vs.parse_metadata(self.view.meta['vm']))
+
+    def test_kvm_stats_not_given_up_on_an_empty_host(self):
+        cap = self.cap()
+        self.view.kvm = {}                  # no domain yet
+        cap.reconcile(snapshot([], {}))
+        self.view.kvm = {'vm': {'vm.exits': 10}}
+        cap.reconcile(snapshot([self.vm], {}))
+        self.clock.now += 1
+        self.view.kvm = {'vm': {'vm.exits': 30}}
+        report = cap.reconcile(snapshot([self.vm], {}))
+        self.assertEqual({'vm.exits': 20.0},
+                         report['vms']['vm']['kvm_stats_per_s'])
+
+    def test_recommend_never_touches_vcpus(self):
+        cap = self.cap()
+        self.crowd(12)
+        report = cap.reconcile(snapshot(
+            [self.vm], {'vm': {'cacheaware:vcpu_sizing': 'recommend'}}))
+        self.assertEqual({0, 1, 2, 3}, self.guest.online)
+        self.assertEqual([], self.guest.calls)
+        self.assertEqual(1, report['vms']['vm']['recommended_vcpus'])
+        self.assertEqual('1\navailable_pcpus 1.000\nmode recommend\n',
+                         self.guest.files['/run/cacheaware/pcpus'])
+        # Unchanged: not rewritten until the refresh interval passed.
+        self.guest.files.clear()
+        report = cap.reconcile(snapshot(
+            [self.vm], {'vm': {'cacheaware:vcpu_sizing': 'recommend'}}))
+        self.assertEqual('unchanged', report['vms']['vm']['guest_file'])
+        self.clock.now += 301
+        cap.reconcile(snapshot(
+            [self.vm], {'vm': {'cacheaware:vcpu_sizing': 'recommend'}}))
+        self.assertIn('/run/cacheaware/pcpus', self.guest.files)
+
+    def test_numa_full_and_off_are_left_alone(self):
+        cap = self.cap()
+        self.crowd(12)
+        report = cap.reconcile(snapshot([self.vm], {'vm': dict(
+            APPLY, **{'cacheaware:numa': 'full'})}))
+        self.assertEqual([], self.guest.calls)
+        self.assertEqual({}, self.guest.files)
+        self.assertEqual('off', report['vms']['vm']['mode'])
+        self.assertIn('numa_balance', report['vms']['vm']['reason'])
+        report = cap.reconcile(snapshot([self.vm], {}))
+        self.assertEqual([], self.guest.calls)
+        self.assertEqual(1.0, report['vms']['vm']['available_pcpus'])
+
+    def test_guest_agent_down_keeps_then_restores_when_back(self):
+        cap = self.cap()
+        self.crowd(12)
+        cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
+        self.assertEqual({0}, self.guest.online)
+        self.guest.up = False
+        logs = self.useFixture(fixtures.FakeLogger())
+        del self.view.others['other']          # would online all 4 ...
+        for _ in range(3):
+            report = cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
+            self.assertEqual('not answering',
+                             report['vms']['vm']['guest_agent'])
+            self.assertEqual('1-3', report['vms']['vm']['offlined'])
+        # ... logged once, not silently and not every pass.
+        self.assertEqual(1, logs.output.count('stay offline until it'))
+        self.guest.up = True
+        self.crowd(12)
+        report = cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
+        self.assertEqual({0, 1, 2, 3}, self.guest.online)
+        self.assertEqual('restored (guest agent is back)',
+                         report['vms']['vm']['action'])
+        # Sized again from the next pass on.
+        cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
+        self.assertEqual({0}, self.guest.online)
+
+    def test_release_and_restart_restore_from_metadata(self):
+        cap = self.cap()
+        self.crowd(12)
+        cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
+        self.assertEqual({0}, self.guest.online)
+        # A new agent (restart) reads what was offlined; the VM opted out.
+        fresh = self.cap()
+        fresh.reconcile(snapshot([self.vm], {}))
+        self.assertEqual({0, 1, 2, 3}, self.guest.online)
+        # Release onlines everything and clears the record.
+        cap = self.cap()
+        cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
+        self.assertEqual({0}, self.guest.online)
+        cap.release()
+        self.assertEqual({0, 1, 2, 3}, self.guest.online)
+        self.assertNotIn('vm', self.view.meta)
+
+    def test_release_with_the_guest_agent_down_says_so(self):
+        cap = self.cap()
+        self.crowd(12)
+        cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
+        self.guest.up = False
+        logs = self.useFixture(fixtures.FakeLogger())
+        cap.release()
+        self.assertEqual({0}, self.guest.online)
+        self.assertIn('stay offline', logs.output)
+        self.assertEqual(frozenset({1, 2, 3}),
+                         vs.parse_metadata(self.view.meta['vm'])[1])
+
+    def test_hysteresis_and_stable_passes(self):
+        cap = self.cap(stable_passes=2, hysteresis=0.25)
+        self.crowd(6)                    # 10 vCPUs: 1.6 -> 2
+        report = cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
+        self.assertEqual('waiting (1/2 passes)',
+                         report['vms']['vm']['action'])
+        self.assertEqual({0, 1, 2, 3}, self.guest.online)
+        cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
+        self.assertEqual({0, 1}, self.guest.online)
+        self.crowd(5)                    # 9 vCPUs: 1.78, 2.0 ... within
+        report = cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
+        self.assertEqual('within hysteresis band',
+                         report['vms']['vm']['action'])
+
+    def test_spin_rates_and_host_state(self):
+        cap = self.cap()
+        self.view.kvm = {'vm': {'vm.exits': 100}}
+        cap.reconcile(snapshot([self.vm], {}, {'vm': {0: 0, 1: 10}}))
+        self.clock.now += 10
+        self.view.kvm = {'vm': {'vm.exits': 600}}
+        report = cap.reconcile(snapshot([self.vm], {},
+                                        {'vm': {0: 2.5e9, 1: 10}}))
+        entry = report['vms']['vm']
+        self.assertEqual({'0': 0.25, '1': 0.0}, entry['run_delay'])
+        self.assertEqual({'vm.exits': 50.0}, entry['kvm_stats_per_s'])
+        state = cap.host_state(report)
+        doc = pcpu_est.EstimateRequest.from_dict(state['vcpu_affinity'])
+        self.assertEqual((0, 1, 2, 3), doc.pcpus)
+        self.assertEqual(4.0, state['vms']['vm']['available_pcpus'])
+        self.assertIn('run_delay', state['vms']['vm'])
+        lines = cap.format_report(report)
+        self.assertIn('4.00 pCPUs -> 4', lines[1])
+
+    def test_no_kvm_stats_is_said_once(self):
+        cap = self.cap()
+        logs = self.useFixture(fixtures.FakeLogger())
+        cap.reconcile(snapshot([self.vm], {}))
+        cap.reconcile(snapshot([self.vm], {}))
+        self.assertEqual(1, logs.output.count('no KVM exit counters'))
+
+
+class CapsTest(testtools.TestCase):
+
+    def test_from_xml(self):
+        xml = ("<domain><cputune><period>50000</period><quota>25000</quota>"
+               "</cputune></domain>")
+        self.assertEqual({0: 0.5, 1: 0.5}, vs.caps_from_xml(xml, 2))
+        xml = ("<domain><cputune><global_quota>100000</global_quota>"
+               "<quota>80000</quota></cputune></domain>")
+        self.assertEqual({v: 0.25 for v in range(4)},
+                         vs.caps_from_xml(xml, 4))
+        self.assertEqual({}, vs.caps_from_xml('<domain/>', 2))
+        self.assertEqual({}, vs.caps_from_xml(
+            '<domain><cputune><quota>-1</quota></cputune></domain>', 2))
+        self.assertRaises(exception.InvalidInput, vs.caps_from_xml, '<', 1)
+
+    def test_from_params(self):
+        self.assertIsNone(vs.caps_from_params({'weight': 50}, 2))
+        self.assertEqual({0: 0.5, 1: 0.5}, vs.caps_from_params(
+            {'vcpu_quota': 50000, 'vcpu_period': 100000,
+             'global_quota': -1, 'global_period': 100000}, 2))
+        self.assertEqual({}, vs.caps_from_params(
+            {'vcpu_quota': -1, 'vcpu_period': 100000}, 2))
+
+    def test_metadata_round_trip(self):
+        est = pcpu_est.VMEstimate(1.5, 2, {0: 0.75, 1: 0.75})
+        xml = vs.metadata_xml('apply', est, {3, 2})
+        self.assertEqual(
+            '<sizing mode="apply" available_pcpus="1.500000" '
+            'recommended_vcpus="2" offlined="2-3" />', xml)
+        self.assertEqual(('apply', frozenset({2, 3})),
+                         vs.parse_metadata(xml))
+        self.assertRaises(exception.InvalidInput, vs.parse_metadata, '<x')
+
+
+class KvmExitCounterTest(testtools.TestCase):
+
+    def tracefs(self, cpu_flag='vmx'):
+        root = self.useFixture(fixtures.TempDir()).path
+        os.makedirs(os.path.join(root, 'events', 'kvm', 'kvm_exit'))
+        with open(os.path.join(root, 'events', 'kvm', 'kvm_exit',
+                               'id'), 'w') as f:
+            f.write('1234\n')
+        cpuinfo = os.path.join(root, 'cpuinfo')
+        with open(cpuinfo, 'w') as f:
+            f.write('processor : 0\nflags : fpu %s sse\n' % cpu_flag)
+        return root, cpuinfo
+
+    def test_no_tracefs_switches_off_once(self):
+        logs = self.useFixture(fixtures.FakeLogger())
+        c = vs.KvmExitCounter(roots=('/nonexistent/tracing',))
+        self.assertFalse(c.available())
+        self.assertEqual({}, c.sample({'a/0': 1}))
+        self.assertIn('no kvm:kvm_exit tracepoint', c.unsupported)
+        self.assertEqual(1, logs.output.count('KVM exits are not counted'))
+
+    def test_counts_all_and_pause_exits_with_a_filter(self):
+        root, cpuinfo = self.tracefs('vmx')
+        opened, filters = [], []
+
+        def opener(attr, tid):
+            opened.append((attr.type, attr.config, tid))
+            return os.open(os.devnull, os.O_RDONLY)
+
+        c = vs.KvmExitCounter(roots=(root,), opener=opener,
+                              reader=lambda fd: 7,
+                              set_filter=lambda fd, text: filters.append(
+                                  text), cpuinfo=cpuinfo)
+        self.assertEqual({'a/0': {'exits': 7, 'pause_exits': 7}},
+                         c.sample({'a/0': 42}))
+        self.assertEqual([(vs.PERF_TYPE_TRACEPOINT, 1234, 42)] * 2, opened)
+        self.assertEqual(['exit_reason == 40'], filters)
+        c.sample({'a/0': 42})
+        self.assertEqual(2, len(opened))           # fds kept open
+        c.sample({})
+        self.assertEqual({}, c._fds)               # closed when gone
+
+    def test_refused_filter_counts_all_exits_only(self):
+        root, cpuinfo = self.tracefs('svm')
+
+        def refuse(fd, text):
+            self.assertEqual('exit_reason == 119', text)
+            raise OSError(22, 'Invalid argument')
+
+        c = vs.KvmExitCounter(
+            roots=(root,),
+            opener=lambda attr, tid: os.open(os.devnull, os.O_RDONLY),
+            reader=lambda fd: 3, set_filter=refuse, cpuinfo=cpuinfo)
+        self.assertEqual({'a/0': {'exits': 3}}, c.sample({'a/0': 1}))
+        self.assertEqual({'a/0': {'exits': 3}}, c.sample({'a/0': 1}))
+        c.close()
+
+    def test_no_permission_switches_off(self):
+        root, cpuinfo = self.tracefs('none')
+
+        def opener(attr, tid):
+            raise counters.PerfUnsupported(2, 'No such file or directory')
+
+        c = vs.KvmExitCounter(roots=(root,), opener=opener,
+                              cpuinfo=cpuinfo)
+        self.assertEqual({}, c.sample({'a/0': 1}))
+        self.assertFalse(c.available())
