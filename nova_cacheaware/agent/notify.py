@@ -28,6 +28,7 @@ from oslo_utils import timeutils
 
 from nova_cacheaware.agent import reporting
 from nova_cacheaware import notifications
+from nova_cacheaware.policy import pcpu_est
 from nova_cacheaware.scheduler import host_state
 
 #: The messagingv2 envelope version.
@@ -42,7 +43,8 @@ def to_host_cache_state(report, host, now=None):
     ``report`` is :func:`reporting.host_state`'s dict: ``domains`` (state
     and memory-bound VMs per domain), ``vms`` (class and domains per VM),
     ``health``, and optionally ``usable_cpus`` and ``providers`` per domain
-    and ``available_pcpus``.
+    and ``available_pcpus``; the ``vcpu_sizing`` capability's section
+    carries the host's vCPU affinities (payload 1.1 ``vcpu_affinity``).
     """
     usable = report.get('usable_cpus', {})
     providers = report.get('providers', {})
@@ -62,12 +64,15 @@ def to_host_cache_state(report, host, now=None):
             workload_class=(klass if klass in host_state.VM_CLASSES
                             else 'unknown'),
             domain_id=placed[0] if len(placed) == 1 else None))
+    affinity = (report.get('vcpu_sizing') or {}).get('vcpu_affinity')
     return host_state.HostCacheState(
         host=host, timestamp=now or datetime.datetime.now(
             datetime.timezone.utc),
         agent_healthy=report.get('health', 'ok') == 'ok',
         domains=tuple(domains), vms=tuple(vms),
-        available_pcpus=report.get('available_pcpus'))
+        available_pcpus=report.get('available_pcpus'),
+        vcpu_affinity=(None if affinity is None
+                       else pcpu_est.EstimateRequest.from_dict(affinity)))
 
 
 class NotificationStatePublisher(reporting.StatePublisher):

@@ -6,6 +6,7 @@ import testtools
 
 from nova_cacheaware.agent import notify
 from nova_cacheaware.agent import sampling
+from nova_cacheaware.policy import pcpu_est
 from nova_cacheaware.scheduler import host_state
 
 DOMAINS = [{'id': 'L2-0', 'cpus': (0, 1)}, {'id': 'L2-1', 'cpus': (2, 3)}]
@@ -40,6 +41,20 @@ class HostCacheStateTest(testtools.TestCase):
         # What the scheduler's listener accepts, round trip.
         self.assertEqual(state, host_state.from_payload(
             host_state.to_payload(state)))
+
+    def test_vcpu_sizing_affinity_reaches_the_weigher_field(self):
+        affinity = {'pcpus': [0, 1],
+                    'vms': {'a': {'vcpus': {'0': [0, 1], '1': [0, 1]},
+                                  'caps': {'0': 1.0, '1': 0.5}}}}
+        report = {'health': 'ok',
+                  'vcpu_sizing': {'vcpu_affinity': affinity, 'vms': {}}}
+        state = notify.to_host_cache_state(report, 'cn1', NOW)
+        self.assertEqual(pcpu_est.EstimateRequest.from_dict(affinity),
+                         state.vcpu_affinity)
+        back = host_state.from_payload(host_state.to_payload(state))
+        self.assertEqual(state.vcpu_affinity, back.vcpu_affinity)
+        self.assertIsNone(notify.to_host_cache_state(
+            {'health': 'ok'}, 'cn1', NOW).vcpu_affinity)
 
     def test_unhealthy(self):
         state = notify.to_host_cache_state({'health': 'degraded'}, 'h', NOW)
