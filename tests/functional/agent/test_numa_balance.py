@@ -113,14 +113,16 @@ class NumaBalanceQemuTest(base.QemuTestCase):
         total_a, total_b = self.mem_total(a), self.mem_total(b)
         # The balloon statistics (period 1 s) see b's new memory.
         deadline = time.monotonic() + 20
-        while self.free(b) < self.free(a) + 200:
+        while self.free(b) < self.free(a) + 230:
             self.assertLess(time.monotonic(), deadline, 'no statistics')
             time.sleep(0.2)
         free_a = self.free(a)
-        # a is under the threshold; b has 256 MiB more and can give.
+        # a is under the threshold; b has about 256 MiB more and can give
+        # (it keeps threshold + step free). The margins absorb the guests'
+        # own free-memory drift between the statistics and the pass.
         cap.thresholds = policy.Thresholds(per_node_floor=False,
                                            step_mib=128,
-                                           low_free_mib=free_a + 1)
+                                           low_free_mib=free_a + 48)
         report = self.run_pass(cap)
         [move] = report['memory_moves']
         node = move['node']
@@ -146,7 +148,7 @@ class NumaBalanceQemuTest(base.QemuTestCase):
         for uuid in (a, b):
             self.assertTrue(self.ga.wait(uuid, 120), 'no guest agent')
         deadline = time.monotonic() + 20
-        while self.free(b) < self.free(a) + 200:
+        while self.free(b) < self.free(a) + 230:
             self.assertLess(time.monotonic(), deadline, 'no statistics')
             time.sleep(0.2)
         total_a, total_b = self.mem_total(a), self.mem_total(b)
