@@ -208,6 +208,52 @@ def _pinning(server):
     return ' '.join('%s->%s' % r for r in rows) or out.stderr.strip()
 
 
+def agent_view(timeout=45):
+    """The agent's decisions ``{uuid: {...}}``, read-only, once settled.
+
+    ``nova-cacheaware-agent --dump-state -`` with the daemon's own config:
+    it observes and plans but never pins, syncs or publishes, so it runs
+    safely next to the daemon. Waits until no instance has a pending
+    repin (the daemon pinned them) or ``timeout`` passes.
+
+    :returns: ``(decisions, note)``; note is None or why it is missing.
+    """
+    conf = os.path.join(os.environ['DEVCLOUD_DIR'], 'etc',
+                        'nova-cacheaware', 'agent.conf')
+    if not os.path.exists(conf):
+        return {}, ("the agent's view is not shown: no agent in this "
+                    'devcloud (DEVCLOUD_LIBVIRT=0)')
+    tool = os.path.join(os.path.dirname(sys.executable),
+                        'nova-cacheaware-agent')
+    deadline = time.time() + timeout
+    while True:
+        done = subprocess.run([tool, '--config-file', conf, '--dump-state',
+                               '-'], capture_output=True, text=True)
+        if done.returncode != 0:
+            return {}, ("the agent's view failed: %s" % ' '.join(
+                done.stderr.strip().splitlines()[-1:]))
+        agent = json.loads(done.stdout)['agent']
+        if 'decisions' not in agent:
+            return {}, "the agent's view: %s" % agent.get('decisions_error')
+        decisions = agent['decisions']
+        pending = [d for d in decisions.values() if d['action'] in (
+            'repin', 'restore')]
+        if not pending or time.time() > deadline:
+            note = None
+            if pending:
+                note = ('the agent had not applied its plan after %ds: %s'
+                        % (timeout, ', '.join(d['name'] for d in pending)))
+            return decisions, note
+        time.sleep(2)
+
+
+def _agent_column(decision):
+    if not decision:
+        return '-'
+    return '%s %s %s' % (decision['workload'], decision['action'],
+                         ','.join(decision['domains']) or '-')
+
+
 def demo(cloud, keep=False):
     """Cache-aware flavors, a set of servers, where each landed; teardown."""
     notes = {}
@@ -239,9 +285,14 @@ def demo(cloud, keep=False):
         except RuntimeError as e:
             notes['boot-' + name] = str(e)
     servers = _wait_servers(cloud, ids)
-    print('%-13s %-8s %-24s %-44s %s' % (
+    on_libvirt = [s for s in servers if s['status'] == 'ACTIVE' and
+                  s.get('OS-EXT-SRV-ATTR:host') == LIBVIRT_HOST]
+    decisions, note = agent_view() if on_libvirt else ({}, None)
+    if note:
+        notes['agent'] = note
+    print('%-13s %-8s %-24s %-44s %-22s %s' % (
         'SERVER', 'STATUS', 'HOST', 'ALLOCATION (provider: resources)',
-        'PINNING (libvirt)'))
+        "AGENT'S VIEW", 'PINNING (libvirt)'))
     names = {r['uuid']: r['name'] for r in cloud.placement(
         'GET', '/resource_providers')['resource_providers']}
     for s in servers:
@@ -258,14 +309,14 @@ def demo(cloud, keep=False):
                 '%s=%s' % (k.replace('CUSTOM_CACHE_DOMAIN_', 'D_'), v)
                 for k, v in sorted(a['resources'].items()))))
         host = s.get('OS-EXT-SRV-ATTR:host') or '-'
-        pin = _pinning(s) if (host == LIBVIRT_HOST
-                              and s['status'] == 'ACTIVE') else ''
-        print('%-13s %-8s %-24s %-44s %s' % (
-            s['name'], s['status'], host, '; '.join(parts) or '-', pin))
+        live = host == LIBVIRT_HOST and s['status'] == 'ACTIVE'
+        pin = _pinning(s) if live else ''
+        view = _agent_column(decisions.get(s['id'])) if live else ''
+        print('%-13s %-8s %-24s %-44s %-22s %s' % (
+            s['name'], s['status'], host, '; '.join(parts) or '-', view,
+            pin))
         if s['status'] == 'ERROR':
             print('    fault: %s' % (s.get('fault') or {}).get('message'))
-    notes['agent'] = ("the agent's view is not shown: nova-cacheaware-agent "
-                      'is not part of the devcloud yet')
     for key in sorted(notes):
         print('note: ' + notes[key])
     print('booted %d servers in %.1f s' % (len(servers), time.time() - t0))

@@ -11,7 +11,8 @@ image schema, for three images built by ``build_image.sh``:
 * ``devcloud-kernel`` (aki), ``devcloud-initrd`` (ari) and
 * ``devcloud-busybox`` (ami, a 1 MiB raw root disk whose ``kernel_id`` and
   ``ramdisk_id`` point at the two above, so the libvirt driver boots the
-  kernel with the busybox initramfs directly).
+  kernel with the busybox initramfs directly; ``hw_qemu_guest_agent=yes``,
+  so Nova gives it the QEMU guest agent's channel).
 
 Writes (image upload, snapshots) answer 501. The Neutron side answers every
 ``GET`` on a collection with an empty list, which is all Nova needs for
@@ -72,7 +73,10 @@ def load_images(image_dir):
                   'ami', 'ami',
                   {'kernel_id': KERNEL_ID, 'ramdisk_id': RAMDISK_ID,
                    'os_command_line': 'console=ttyS0 rdinit=/init',
-                   'hw_disk_bus': 'virtio'})
+                   'hw_disk_bus': 'virtio',
+                   # The initramfs runs qemu-ga: Nova adds the
+                   # org.qemu.guest_agent.0 channel the agent talks to.
+                   'hw_qemu_guest_agent': 'yes'})
     return {i[0]['id']: i for i in (kernel, ramdisk, disk)}
 
 
