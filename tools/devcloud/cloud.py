@@ -197,6 +197,47 @@ def _wait_servers(cloud, ids, timeout=240):
         time.sleep(1)
 
 
+def _wait_scheduled(cloud, server_id, timeout=60):
+    """Wait until the scheduler has claimed (or failed) for one server.
+
+    Nova's scheduler tries only the first allocation candidate of each
+    host: servers scheduled at the same moment pick the same free domain
+    of a host, all but one claim fail with 409 and move on to the next
+    host, and with few hosts the last ones get NoValidHost although free
+    domains are left. Booting one after the other avoids that race.
+    """
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        server = cloud.nova('GET', '/servers/' + server_id)['server']
+        if (server['status'] != 'BUILD'
+                or server.get('OS-EXT-STS:task_state') != 'scheduling'):
+            return
+        time.sleep(0.3)
+
+
+def over_capacity(cloud, names):
+    """Notes for every domain provider whose usage exceeds its capacity.
+
+    Placement refuses such claims, but accepts an inventory update that
+    leaves existing allocations above the new capacity; this shows it.
+    """
+    out = []
+    for rp, name in sorted(names.items(), key=lambda x: x[1]):
+        if ':cacheaware:' not in name:
+            continue
+        invs = cloud.placement('GET', '/resource_providers/%s/inventories'
+                               % rp)['inventories']
+        usages = cloud.placement('GET', '/resource_providers/%s/usages'
+                                 % rp)['usages']
+        for rc, inv in sorted(invs.items()):
+            capacity = (inv['total'] - inv['reserved']) * inv[
+                'allocation_ratio']
+            if usages.get(rc, 0) > capacity:
+                out.append('%s: %s used %d > capacity %g (inventory %s)'
+                           % (name, rc, usages[rc], capacity, inv))
+    return out
+
+
 def _pinning(server):
     """``virsh vcpupin`` of a server on the libvirt compute, as text."""
     uri = ('qemu+unix:///system?socket=%s/libvirt/sock/libvirt-sock'
@@ -284,6 +325,8 @@ def demo(cloud, keep=False):
                        ['server']['id'])
         except RuntimeError as e:
             notes['boot-' + name] = str(e)
+            continue
+        _wait_scheduled(cloud, ids[-1])
     servers = _wait_servers(cloud, ids)
     on_libvirt = [s for s in servers if s['status'] == 'ACTIVE' and
                   s.get('OS-EXT-SRV-ATTR:host') == LIBVIRT_HOST]
@@ -317,6 +360,8 @@ def demo(cloud, keep=False):
             pin))
         if s['status'] == 'ERROR':
             print('    fault: %s' % (s.get('fault') or {}).get('message'))
+    for problem in over_capacity(cloud, names):
+        print('WARNING: over capacity: ' + problem)
     for key in sorted(notes):
         print('note: ' + notes[key])
     print('booted %d servers in %.1f s' % (len(servers), time.time() - t0))
