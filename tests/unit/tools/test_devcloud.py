@@ -31,6 +31,7 @@ def _load(name):
 
 render = _load('render')
 image_stub = _load('image_stub')
+cloud = _load('cloud')
 
 
 class ResolvePluginsTest(testtools.TestCase):
@@ -218,3 +219,46 @@ class WsgiServeTest(testtools.TestCase):
         proc.terminate()
         self.assertIn('"GET /logged HTTP/1.1" 200',
                       proc.communicate(timeout=10)[1])
+
+
+class OverCapacityTest(testtools.TestCase):
+    """The demo's check for domain providers used beyond capacity."""
+
+    class FakeCloud:
+        def __init__(self, providers):
+            self.providers = providers
+
+        def placement(self, method, path):
+            rp, what = path.split('/')[2:4]
+            return {what: self.providers[rp][what]}
+
+    def _inv(self, total, reserved=0, ratio=1.0):
+        return {'total': total, 'reserved': reserved,
+                'allocation_ratio': ratio}
+
+    def test_reports_only_domains_above_capacity(self):
+        fake = self.FakeCloud({
+            'a': {'inventories': {
+                'CUSTOM_CACHE_DOMAIN_MEMBOUND': self._inv(1)},
+                'usages': {'CUSTOM_CACHE_DOMAIN_MEMBOUND': 2}},
+            'b': {'inventories': {
+                'CUSTOM_CACHE_DOMAIN_MEMBOUND': self._inv(1, reserved=1)},
+                'usages': {'CUSTOM_CACHE_DOMAIN_MEMBOUND': 0}},
+            'c': {'inventories': {
+                'CUSTOM_CACHE_DOMAIN_VCPU': self._inv(4, ratio=2.0)},
+                'usages': {'CUSTOM_CACHE_DOMAIN_VCPU': 8}},
+        })
+        names = {'a': 'h:cacheaware:L3-2', 'b': 'h:cacheaware:L3-0',
+                 'c': 'h:cacheaware:L3-1', 'root': 'h'}
+        self.assertEqual(
+            ["h:cacheaware:L3-2: CUSTOM_CACHE_DOMAIN_MEMBOUND used 2 > "
+             "capacity 1 (inventory {'total': 1, 'reserved': 0, "
+             "'allocation_ratio': 1.0})"],
+            cloud.over_capacity(fake, names))
+
+    def test_agent_column(self):
+        self.assertEqual('memory keep L3-0', cloud._agent_column(
+            {'workload': 'memory', 'action': 'keep', 'domains': ['L3-0']}))
+        self.assertEqual('unknown keep -', cloud._agent_column(
+            {'workload': 'unknown', 'action': 'keep', 'domains': []}))
+        self.assertEqual('-', cloud._agent_column(None))
