@@ -8,13 +8,15 @@
 #
 # Keystone, Placement, the Nova API (stdlib WSGI server each), nova-conductor,
 # nova-scheduler, one libvirt nova-compute on QEMU TCG (its own libvirtd in a
-# private mount namespace) and two fake-driver computes with NUMA topologies,
-# plus a read-only image/network stub. Uses this machine's MariaDB and
+# private mount namespace) with nova-cacheaware-agent next to it, and two
+# fake-driver computes with NUMA topologies, plus a read-only image/network
+# stub. Uses this machine's MariaDB and
 # RabbitMQ. See doc/source/contributor/devcloud.rst.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 TOOLS=$ROOT/tools/devcloud
+WSGI_SERVE=("$ROOT/tools/wsgi_serve.py" --access-log)
 DC=${DEVCLOUD_DIR:-$ROOT/.devcloud}
 VENV=$DC/venv
 PY=$VENV/bin/python
@@ -181,7 +183,7 @@ keystone_up() {
         touch "$DC/keystone/.bootstrapped"
     fi
     OS_KEYSTONE_CONFIG_FILES=$conf start_svc keystone \
-        "$PY" "$TOOLS/wsgi_serve.py" keystone.wsgi.api "$KEYSTONE_PORT"
+        "$PY" "${WSGI_SERVE[@]}" keystone.wsgi.api "$KEYSTONE_PORT"
 }
 
 nova_db() {
@@ -230,6 +232,26 @@ computes_up() {
     done
 }
 
+# nova-cacheaware-agent next to the libvirt compute, on the same private
+# libvirtd, with its own config (rendered by render.py). It must stay up:
+# a config or import error shows within seconds, so wait a little and check.
+agent_up() {
+    [ "$WITH_LIBVIRT" = 1 ] || return 0
+    if alive agent; then return 0; fi
+    start_svc agent "$VENV/bin/nova-cacheaware-agent" \
+        --config-file "$DC/etc/nova-cacheaware/agent.conf"
+    local _
+    for _ in $(seq 50); do
+        grep -q 'nova-cacheaware-agent .* starting' "$LOGS/agent.log" 2>/dev/null && break
+        alive agent || break
+        sleep 0.2
+    done
+    if ! alive agent; then
+        tail -n 30 "$LOGS/agent.log" >&2
+        die "nova-cacheaware-agent exited (log: $LOGS/agent.log)"
+    fi
+}
+
 cmd_up() {
     local t0 n
     t0=$(date +%s)
@@ -256,7 +278,7 @@ cmd_up() {
         touch "$DC/nova/.placement-synced"
     fi
     OS_PLACEMENT_CONFIG_DIR=$DC/etc/placement start_svc placement \
-        "$PY" "$TOOLS/wsgi_serve.py" placement.wsgi.api "$PLACEMENT_PORT"
+        "$PY" "${WSGI_SERVE[@]}" placement.wsgi.api "$PLACEMENT_PORT"
     nova_db
     wait_http keystone "http://127.0.0.1:$KEYSTONE_PORT/v3"
     "$PY" "$TOOLS/keystone_setup.py" >> "$LOGS/keystone-setup.log" 2>&1 \
@@ -264,9 +286,10 @@ cmd_up() {
     start_svc conductor "$VENV/bin/nova-conductor" --config-file "$DC/etc/nova/nova.conf"
     start_svc scheduler "$VENV/bin/nova-scheduler" --config-file "$DC/etc/nova/nova.conf"
     OS_NOVA_CONFIG_DIR=$DC/etc/nova start_svc nova-api \
-        "$PY" "$TOOLS/wsgi_serve.py" nova.wsgi.osapi_compute "$NOVA_PORT"
+        "$PY" "${WSGI_SERVE[@]}" nova.wsgi.osapi_compute "$NOVA_PORT"
     libvirt_up
     computes_up
+    agent_up
     wait_http placement "http://127.0.0.1:$PLACEMENT_PORT/"
     wait_http nova-api "http://127.0.0.1:$NOVA_PORT/"
     n=$(echo "$DEVCLOUD_COMPUTES" | grep -o '"name"' | wc -l)
@@ -316,7 +339,7 @@ cmd_down() {
     fi
     # Nova services first (they talk to the rest while shutting down), all
     # at once: nova-compute's graceful stop takes seconds each.
-    local first=(nova-api scheduler conductor compute-devcloud-libvirt)
+    local first=(agent nova-api scheduler conductor compute-devcloud-libvirt)
     for t in $FAKE_COMPUTES; do first+=("compute-devcloud-$t"); done
     stop_many "${first[@]}"
     stop_many placement keystone image libvirtd virtlogd

@@ -7,7 +7,8 @@
 # "N passed, N failed, N skipped" over every suite.
 #
 # NOVA_CACHEAWARE_SKIP_DEVCLOUD=1 leaves out the devcloud + tempest stage
-# (about 8 minutes cold, 3 warm) for a quick local run.
+# (about 4-5 minutes cold, 2-3 warm on a 2-core machine) for a quick
+# local run.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 bash tools/setup.sh || exit 1

@@ -278,9 +278,13 @@ class LibvirtHypervisor(Hypervisor):
                 try:
                     instance = self._instance(dom, uuid, host, pin_flags)
                 except libvirt.libvirtError as e:
-                    if e.get_error_code() != libvirt.VIR_ERR_NO_DOMAIN:
+                    # Destroyed (NO_DOMAIN) or stopped ("domain is not
+                    # running": OPERATION_INVALID) between the listing and
+                    # the read: skip it, the others are still planned.
+                    if e.get_error_code() not in (
+                            libvirt.VIR_ERR_NO_DOMAIN,
+                            libvirt.VIR_ERR_OPERATION_INVALID):
                         raise
-                    # Destroyed between the listing and the read: skip it.
                     LOG.info('domain vanished while listing: %s', e)
                     continue
                 except exception.InvalidInput as e:

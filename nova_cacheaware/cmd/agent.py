@@ -4,7 +4,10 @@
 [--dump-state FILE]``. Without ``--once`` or ``--dump-state`` it runs until
 SIGTERM/SIGINT. ``--once`` reconciles once and prints the decisions as a
 table; ``--dump-state FILE`` writes the ``plan`` input document (plus an
-``"agent"`` section) that ``nova-cacheaware plan --input FILE`` replays.
+``"agent"`` section) that ``nova-cacheaware plan --input FILE`` replays;
+the section includes the agent's decisions (workload, action, domains) for
+the observed state, so ``--dump-state -`` alone is a read-only view of what
+the agent would do (it never pins, syncs or publishes).
 """
 
 import json
@@ -158,6 +161,44 @@ def build_publisher(conf):
         conf.cacheaware_scheduler.host_state_topic)
 
 
+def decisions_doc(decisions):
+    """The decisions as JSON: ``{uuid: {workload, action, domains, ...}}``.
+
+    ``action`` is ``keep`` when nothing would change, as in the ``--once``
+    table; ``current``/``desired`` are ``{vcpu: cpulist}``.
+    """
+    def pins(m):
+        return {str(v): cpulist.format_cpulist(c)
+                for v, c in sorted(m.items())}
+
+    out = {}
+    for d in decisions:
+        action = (d.action if d.changes() or d.action == decide.AUDIT
+                  else decide.KEEP)
+        out[d.uuid] = {'name': d.name, 'workload': d.workload,
+                       'movable': d.movable, 'action': action,
+                       'domains': list(d.domains), 'reason': d.reason,
+                       'current': pins(d.current),
+                       'desired': pins(d.desired)}
+    return out
+
+
+def _dump_with_decisions(agent, unplanned=None):
+    # Observe once and decide on that same snapshot; no actuation.
+    snapshot = agent.observe()
+    doc = agent.dump_state(snapshot)
+    if unplanned:
+        doc['agent']['decisions_error'] = unplanned
+        return doc
+    try:
+        decisions = agent.decide(snapshot)[2]
+    except decide.PlannerError as e:
+        doc['agent']['decisions_error'] = str(e)
+    else:
+        doc['agent']['decisions'] = decisions_doc(decisions)
+    return doc
+
+
 def _write_state(path, doc):
     text = json.dumps(doc, indent=2, sort_keys=True) + '\n'
     if path == '-':
@@ -173,18 +214,26 @@ def main(argv=None, planner=None, hv=None):
     conf = make_conf(argv)
     logging.setup(conf, 'nova-cacheaware-agent')
     try:
-        needs_planner = conf.once or not conf.dump_state
-        if needs_planner and planner is None:
-            planner = decide.default_planner()
+        unplanned = None
+        if planner is None:
+            try:
+                planner = decide.default_planner()
+            except decide.PlannerUnavailable as e:
+                # A dump without decisions is still a replayable state.
+                if conf.once or not conf.dump_state:
+                    raise
+                unplanned = str(e)
         agent = build_agent(conf, planner=planner, hv=hv)
         if conf.dump_state and not conf.once:
-            _write_state(conf.dump_state, agent.dump_state())
+            _write_state(conf.dump_state,
+                         _dump_with_decisions(agent, unplanned))
             return 0
         if conf.once:
             one = agent.reconcile()
             if conf.dump_state:
-                _write_state(conf.dump_state, agent.dump_state(
-                    one.snapshot, one.capabilities))
+                doc = agent.dump_state(one.snapshot, one.capabilities)
+                doc['agent']['decisions'] = decisions_doc(one.decisions)
+                _write_state(conf.dump_state, doc)
             print(service.format_decisions(one.decisions, one.result))
             for cap in agent.capabilities:
                 report = one.capabilities.get(cap.name)

@@ -197,6 +197,47 @@ def _wait_servers(cloud, ids, timeout=240):
         time.sleep(1)
 
 
+def _wait_scheduled(cloud, server_id, timeout=60):
+    """Wait until the scheduler has claimed (or failed) for one server.
+
+    Nova's scheduler tries only the first allocation candidate of each
+    host: servers scheduled at the same moment pick the same free domain
+    of a host, all but one claim fail with 409 and move on to the next
+    host, and with few hosts the last ones get NoValidHost although free
+    domains are left. Booting one after the other avoids that race.
+    """
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        server = cloud.nova('GET', '/servers/' + server_id)['server']
+        if (server['status'] != 'BUILD'
+                or server.get('OS-EXT-STS:task_state') != 'scheduling'):
+            return
+        time.sleep(0.3)
+
+
+def over_capacity(cloud, names):
+    """Notes for every domain provider whose usage exceeds its capacity.
+
+    Placement refuses such claims, but accepts an inventory update that
+    leaves existing allocations above the new capacity; this shows it.
+    """
+    out = []
+    for rp, name in sorted(names.items(), key=lambda x: x[1]):
+        if ':cacheaware:' not in name:
+            continue
+        invs = cloud.placement('GET', '/resource_providers/%s/inventories'
+                               % rp)['inventories']
+        usages = cloud.placement('GET', '/resource_providers/%s/usages'
+                                 % rp)['usages']
+        for rc, inv in sorted(invs.items()):
+            capacity = (inv['total'] - inv['reserved']) * inv[
+                'allocation_ratio']
+            if usages.get(rc, 0) > capacity:
+                out.append('%s: %s used %d > capacity %g (inventory %s)'
+                           % (name, rc, usages[rc], capacity, inv))
+    return out
+
+
 def _pinning(server):
     """``virsh vcpupin`` of a server on the libvirt compute, as text."""
     uri = ('qemu+unix:///system?socket=%s/libvirt/sock/libvirt-sock'
@@ -206,6 +247,52 @@ def _pinning(server):
                          capture_output=True, text=True)
     rows = re.findall(r'^\s*(\d+)\s+(\S+)\s*$', out.stdout, re.M)
     return ' '.join('%s->%s' % r for r in rows) or out.stderr.strip()
+
+
+def agent_view(timeout=45):
+    """The agent's decisions ``{uuid: {...}}``, read-only, once settled.
+
+    ``nova-cacheaware-agent --dump-state -`` with the daemon's own config:
+    it observes and plans but never pins, syncs or publishes, so it runs
+    safely next to the daemon. Waits until no instance has a pending
+    repin (the daemon pinned them) or ``timeout`` passes.
+
+    :returns: ``(decisions, note)``; note is None or why it is missing.
+    """
+    conf = os.path.join(os.environ['DEVCLOUD_DIR'], 'etc',
+                        'nova-cacheaware', 'agent.conf')
+    if not os.path.exists(conf):
+        return {}, ("the agent's view is not shown: no agent in this "
+                    'devcloud (DEVCLOUD_LIBVIRT=0)')
+    tool = os.path.join(os.path.dirname(sys.executable),
+                        'nova-cacheaware-agent')
+    deadline = time.time() + timeout
+    while True:
+        done = subprocess.run([tool, '--config-file', conf, '--dump-state',
+                               '-'], capture_output=True, text=True)
+        if done.returncode != 0:
+            return {}, ("the agent's view failed: %s" % ' '.join(
+                done.stderr.strip().splitlines()[-1:]))
+        agent = json.loads(done.stdout)['agent']
+        if 'decisions' not in agent:
+            return {}, "the agent's view: %s" % agent.get('decisions_error')
+        decisions = agent['decisions']
+        pending = [d for d in decisions.values() if d['action'] in (
+            'repin', 'restore')]
+        if not pending or time.time() > deadline:
+            note = None
+            if pending:
+                note = ('the agent had not applied its plan after %ds: %s'
+                        % (timeout, ', '.join(d['name'] for d in pending)))
+            return decisions, note
+        time.sleep(2)
+
+
+def _agent_column(decision):
+    if not decision:
+        return '-'
+    return '%s %s %s' % (decision['workload'], decision['action'],
+                         ','.join(decision['domains']) or '-')
 
 
 def demo(cloud, keep=False):
@@ -238,10 +325,17 @@ def demo(cloud, keep=False):
                        ['server']['id'])
         except RuntimeError as e:
             notes['boot-' + name] = str(e)
+            continue
+        _wait_scheduled(cloud, ids[-1])
     servers = _wait_servers(cloud, ids)
-    print('%-13s %-8s %-24s %-44s %s' % (
+    on_libvirt = [s for s in servers if s['status'] == 'ACTIVE' and
+                  s.get('OS-EXT-SRV-ATTR:host') == LIBVIRT_HOST]
+    decisions, note = agent_view() if on_libvirt else ({}, None)
+    if note:
+        notes['agent'] = note
+    print('%-13s %-8s %-24s %-44s %-22s %s' % (
         'SERVER', 'STATUS', 'HOST', 'ALLOCATION (provider: resources)',
-        'PINNING (libvirt)'))
+        "AGENT'S VIEW", 'PINNING (libvirt)'))
     names = {r['uuid']: r['name'] for r in cloud.placement(
         'GET', '/resource_providers')['resource_providers']}
     for s in servers:
@@ -258,14 +352,16 @@ def demo(cloud, keep=False):
                 '%s=%s' % (k.replace('CUSTOM_CACHE_DOMAIN_', 'D_'), v)
                 for k, v in sorted(a['resources'].items()))))
         host = s.get('OS-EXT-SRV-ATTR:host') or '-'
-        pin = _pinning(s) if (host == LIBVIRT_HOST
-                              and s['status'] == 'ACTIVE') else ''
-        print('%-13s %-8s %-24s %-44s %s' % (
-            s['name'], s['status'], host, '; '.join(parts) or '-', pin))
+        live = host == LIBVIRT_HOST and s['status'] == 'ACTIVE'
+        pin = _pinning(s) if live else ''
+        view = _agent_column(decisions.get(s['id'])) if live else ''
+        print('%-13s %-8s %-24s %-44s %-22s %s' % (
+            s['name'], s['status'], host, '; '.join(parts) or '-', view,
+            pin))
         if s['status'] == 'ERROR':
             print('    fault: %s' % (s.get('fault') or {}).get('message'))
-    notes['agent'] = ("the agent's view is not shown: nova-cacheaware-agent "
-                      'is not part of the devcloud yet')
+    for problem in over_capacity(cloud, names):
+        print('WARNING: over capacity: ' + problem)
     for key in sorted(notes):
         print('note: ' + notes[key])
     print('booted %d servers in %.1f s' % (len(servers), time.time() - t0))

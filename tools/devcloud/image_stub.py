@@ -11,7 +11,8 @@ image schema, for three images built by ``build_image.sh``:
 * ``devcloud-kernel`` (aki), ``devcloud-initrd`` (ari) and
 * ``devcloud-busybox`` (ami, a 1 MiB raw root disk whose ``kernel_id`` and
   ``ramdisk_id`` point at the two above, so the libvirt driver boots the
-  kernel with the busybox initramfs directly).
+  kernel with the busybox initramfs directly; ``hw_qemu_guest_agent=yes``,
+  so Nova gives it the QEMU guest agent's channel).
 
 Writes (image upload, snapshots) answer 501. The Neutron side answers every
 ``GET`` on a collection with an empty list, which is all Nova needs for
@@ -72,17 +73,39 @@ def load_images(image_dir):
                   'ami', 'ami',
                   {'kernel_id': KERNEL_ID, 'ramdisk_id': RAMDISK_ID,
                    'os_command_line': 'console=ttyS0 rdinit=/init',
-                   'hw_disk_bus': 'virtio'})
+                   'hw_disk_bus': 'virtio',
+                   # The initramfs runs qemu-ga: Nova adds the
+                   # org.qemu.guest_agent.0 channel the agent talks to.
+                   'hw_qemu_guest_agent': 'yes'})
     return {i[0]['id']: i for i in (kernel, ramdisk, disk)}
 
 
+#: Glance's own image attributes; every other key is a custom property.
+BASE_ATTRIBUTES = frozenset((
+    'id', 'name', 'status', 'visibility', 'protected', 'os_hidden',
+    'checksum', 'os_hash_algo', 'os_hash_value', 'owner', 'size',
+    'virtual_size', 'container_format', 'disk_format', 'created_at',
+    'updated_at', 'tags', 'direct_url', 'locations', 'min_ram', 'min_disk',
+    'self', 'file', 'schema'))
+
+
 def _schema(images):
+    """The image schema, with ``is_base: false`` on custom properties.
+
+    Nova (through glanceclient's ``Schema.is_base_property``) passes on
+    only the keys the schema marks as not base as image *properties*:
+    without the mark, ``kernel_id``, ``ramdisk_id``, ``os_command_line``
+    and ``hw_qemu_guest_agent`` were dropped and the guest booted its empty
+    disk instead of the kernel.
+    """
     keys = set()
     for doc, _ in images.values():
         keys.update(doc)
     return {'name': 'image', 'links': [],
             'additionalProperties': {'type': 'string'},
-            'properties': {k: {} for k in sorted(keys)}}
+            'properties': {k: ({} if k in BASE_ATTRIBUTES
+                               else {'type': 'string', 'is_base': False})
+                           for k in sorted(keys)}}
 
 
 class Handler(http.server.BaseHTTPRequestHandler):

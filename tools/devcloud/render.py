@@ -118,6 +118,46 @@ region_name = RegionOne
 {extra}""".format(group=group, extra=extra, **v)
 
 
+def online_cpus(path='/sys/devices/system/cpu/online'):
+    """This machine's online CPUs as a cpulist (``0-1``)."""
+    with open(path) as f:
+        return f.read().strip()
+
+
+def agent_conf(v):
+    """``nova-cacheaware-agent``'s config for the libvirt compute.
+
+    Same libvirtd and the same ``cpu_shared_set`` as that nova-compute;
+    specs from the Nova API with the ``nova`` service user. The
+    ``[placement]`` and ``[oslo_messaging_notifications]`` sections are for
+    the agent's Placement sync and host-state notifications (an agent
+    without those options ignores them: oslo.config skips unknown options
+    in a file).
+    """
+    return """\
+[DEFAULT]
+debug = {debug}
+transport_url = {transport}
+[agent]
+libvirt_uri = {libvirt_uri}
+# A few seconds, so the demo sees pins soon after a server is ACTIVE (the
+# agent also wakes on every libvirt lifecycle event).
+period_s = {agent_period}
+cpu_shared_set = {cpu_shared_set}
+spec_source = nova
+# No hardware PMU in a TCG devcloud; reading vCPU thread ids would also
+# taint every guest with "custom-monitor".
+counters = False
+[topology]
+libvirt_uri = {libvirt_uri}
+""".format(**v) + _ksa('nova', v, 'interface = public\n') + _ksa(
+        'placement', v, 'valid_interfaces = public\n') + """
+[oslo_messaging_notifications]
+driver = messagingv2
+transport_url = {transport}
+""".format(**v)
+
+
 def main():
     """Render every file; print the plugin resolution as JSON."""
     dc = _env('DIR')
@@ -134,6 +174,10 @@ def main():
         'service_password': _env('SERVICE_PASSWORD'),
         'libvirt_uri': _env('LIBVIRT_URI'),
         'debug': os.environ.get('DEVCLOUD_DEBUG', '0') == '1',
+        # The libvirt compute and its agent float guests on the same CPUs.
+        'cpu_shared_set': os.environ.get('DEVCLOUD_CPU_SHARED_SET')
+        or online_cpus(),
+        'agent_period': os.environ.get('DEVCLOUD_AGENT_PERIOD', '3'),
     }
     plugins = resolve_plugins(_split(_env('AVAILABLE_FILTERS')),
                               _split(_env('ENABLED_FILTERS')),
@@ -231,6 +275,8 @@ lock_path = {dc}/nova/{name}/lock
             text += """\
 [DEFAULT]
 compute_driver = libvirt.LibvirtDriver
+[compute]
+cpu_shared_set = {cpu_shared_set}
 [libvirt]
 virt_type = qemu
 cpu_mode = none
@@ -281,6 +327,9 @@ export OS_REGION_NAME=RegionOne
 export OS_IDENTITY_API_VERSION=3
 export OS_CLOUD=
 """.format(**v))
+    if any(c['driver'] == 'libvirt' for c in computes):
+        _write(os.path.join(etc, 'nova-cacheaware', 'agent.conf'),
+               agent_conf(v))
     _write(os.path.join(etc, 'plugins.json'), json.dumps(plugins, indent=1))
     json.dump(plugins, sys.stdout)
     print()

@@ -8,6 +8,7 @@ prints them as ``--property k=v`` lines for ``openstack flavor set``,
 touching nothing. The mapping is :mod:`nova_cacheaware.api.flavor_specs`.
 """
 
+import contextlib
 import sys
 
 from nova_cacheaware.api import flavor_specs
@@ -138,18 +139,30 @@ def nova_client(args):
                                   **{k: v for k, v in kwargs.items() if v})
 
 
-def find_flavor(args, flavor_ref):
-    """The novaclient flavor named or numbered ``flavor_ref``."""
+@contextlib.contextmanager
+def cloud_errors(flavor_ref):
+    """Turn novaclient/keystoneauth failures into :class:`CloudRequestFailed`.
+
+    One line naming the flavor instead of a traceback: the cloud refused
+    (e.g. Nova's validators, HTTP 400), the flavor was not found, or the
+    cloud could not be reached.
+    """
     from keystoneauth1 import exceptions as ks_exc
     from novaclient import exceptions as nova_exc
-    from novaclient import utils as nova_utils
     try:
-        return _WritableFlavor(nova_utils.find_resource(
-            nova_client(args).flavors, flavor_ref), flavor_ref)
+        yield
     except (nova_exc.ClientException, nova_exc.CommandError,
             ks_exc.ClientException) as e:
         raise CloudRequestFailed(
             reason='flavor %s: %s' % (flavor_ref, e)) from None
+
+
+def find_flavor(args, flavor_ref):
+    """The novaclient flavor named or numbered ``flavor_ref``."""
+    from novaclient import utils as nova_utils
+    with cloud_errors(flavor_ref):
+        return _WritableFlavor(nova_utils.find_resource(
+            nova_client(args).flavors, flavor_ref), flavor_ref)
 
 
 class _WritableFlavor:
@@ -163,13 +176,8 @@ class _WritableFlavor:
 
     def set_keys(self, specs):
         """Write extra specs; Nova's validators may refuse (HTTP 400)."""
-        from keystoneauth1 import exceptions as ks_exc
-        from novaclient import exceptions as nova_exc
-        try:
+        with cloud_errors(self._ref):
             self._flavor.set_keys(specs)
-        except (nova_exc.ClientException, ks_exc.ClientException) as e:
-            raise CloudRequestFailed(
-                reason='flavor %s: %s' % (self._ref, e)) from None
 
 
 def run_numa_full(args):
@@ -184,10 +192,8 @@ def apply_to_flavor(nova, flavor_ref, options, dry_run=False):
     Nova's extra spec validators check the keys when they are written: a
     refusal (HTTP 400) leaves the flavor as it was.
     """
-    from keystoneauth1 import exceptions as ks_exc
-    from novaclient import exceptions as nova_exc
     from novaclient import utils as nova_utils
-    try:
+    with cloud_errors(flavor_ref):
         flavor = nova_utils.find_resource(nova.flavors, flavor_ref)
         current = flavor.get_keys()
         change = flavor_specs.compute_specs(options, flavor.vcpus, current,
@@ -197,10 +203,6 @@ def apply_to_flavor(nova, flavor_ref, options, dry_run=False):
                 flavor.set_keys(change.set)
             if change.unset:
                 flavor.unset_keys(list(change.unset))
-    except (nova_exc.ClientException, nova_exc.CommandError,
-            ks_exc.ClientException) as e:
-        raise CloudRequestFailed(
-            reason='flavor %s: %s' % (flavor_ref, e)) from None
     return change
 
 

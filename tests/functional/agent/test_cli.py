@@ -82,6 +82,14 @@ class AgentCliTest(base.AgentTestCase):
                            'movable': True}], doc['vms'])
         self.assertEqual('nca-' + m[:8],
                          doc['agent']['instances'][m]['name'])
+        # The decisions of that pass (a dry run: the repin is pending).
+        self.assertEqual(
+            {m: {'name': 'nca-' + m[:8], 'workload': 'memory',
+                 'movable': True, 'action': 'repin', 'domains': ['pkg-0'],
+                 'reason': 'memory-bound: All-share',
+                 'current': {'0': '3', '1': '0-7'},
+                 'desired': {'0': '0-7', '1': '0-7'}}},
+            doc['agent']['decisions'])
         # The snapshot replays as is with the real CLI and planner.
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
@@ -101,6 +109,42 @@ class AgentCliTest(base.AgentTestCase):
                                  '--dump-state', '-'], hv=self.hv)
         self.assertEqual(0, rc, err.getvalue())
         self.assertEqual(1, len(json.loads(out.getvalue())['vms']))
+
+    def test_dump_state_alone_is_a_read_only_view(self):
+        # --dump-state without --once: the real planner's decisions on
+        # the observed state, and no pin changes (not even a dry-run one).
+        m = self.define(2, cpuset='0-7', workload='memory')
+        self.dom(m).pinVcpuFlags(0, tuple(i == 3 for i in range(8)), 0)
+        with open(self.dir.join('specs.json'), 'w') as f:
+            json.dump(self.specs, f)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = agent_cmd.main(['--config-file', self.conf,
+                                 '--dump-state', '-'], hv=self.hv)
+        self.assertEqual(0, rc, err.getvalue())
+        decision = json.loads(out.getvalue())['agent']['decisions'][m]
+        self.assertEqual(('memory', 'repin', ['pkg-0']),
+                         (decision['workload'], decision['action'],
+                          decision['domains']))
+        self.assertEqual({'0': '3', '1': '0-7'}, decision['current'])
+        self.assertEqual((3,), self.live_pins(m)[0])
+
+    def test_dump_state_without_planner_has_no_decisions(self):
+        self.define(1, cpuset='0-7')
+        with open(self.dir.join('specs.json'), 'w') as f:
+            json.dump(self.specs, f)
+        self.useFixture(fixtures.MockPatch(
+            'nova_cacheaware.agent.decide.default_planner',
+            side_effect=agent_cmd.decide.PlannerUnavailable(reason='gone')))
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = agent_cmd.main(['--config-file', self.conf,
+                                 '--dump-state', '-'], hv=self.hv)
+        self.assertEqual(0, rc, err.getvalue())
+        doc = json.loads(out.getvalue())
+        self.assertEqual(1, len(doc['vms']))
+        self.assertNotIn('decisions', doc['agent'])
+        self.assertIn('gone', doc['agent']['decisions_error'])
 
     def test_version_and_bad_config(self):
         p = subprocess.run([sys.executable, '-m', 'nova_cacheaware.cmd.agent',

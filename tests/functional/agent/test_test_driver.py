@@ -125,6 +125,27 @@ class ReconcileTest(base.AgentTestCase):
         self.assertEqual(2, result.repins)
         self.assertEqual(1, len(set(self.live_pins(b).values())))
 
+    def test_domain_stopped_while_listing(self):
+        # Seen in the devcloud: a server deleted between the listing and
+        # the live pin read gives "domain is not running"; the pass goes
+        # on with the other domains instead of failing as a whole.
+        import libvirt
+        a = self.define(2, cpuset='0-7', workload='memory')
+        b = self.define(2, cpuset='0-7', workload='memory')
+        real = self.hv._instance
+
+        def stopped(dom, uuid, host, flags):
+            if uuid == a:
+                e = libvirt.libvirtError('Requested operation is not '
+                                         'valid: domain is not running')
+                e.err = (libvirt.VIR_ERR_OPERATION_INVALID, 10, str(e), 2,
+                         None, None, None, 0, 0)
+                raise e
+            return real(dom, uuid, host, flags)
+
+        self.hv._instance = stopped
+        self.assertEqual([b], [i.uuid for i in self.hv.list_instances()])
+
     def test_stopped_domains_are_ignored(self):
         self.define(2, cpuset='0-7', workload='memory', start=False)
         self.assertEqual([], self.agent(FOUR).reconcile().decisions)

@@ -78,3 +78,46 @@ class TestSetArguments(base.CLITestCase):
         self.assertOneLineError(['flavor', 'set', 'm1.small',
                                  '--cache-share', 'all'],
                                 'nova-cacheaware flavor: error: ')
+
+
+class TestCloudErrors(base.CLITestCase):
+    """novaclient/keystoneauth failures become one CloudRequestFailed."""
+
+    def _raise_in(self, exc):
+        from nova_cacheaware.cmd.commands import flavor
+        with flavor.cloud_errors('m1.small'):
+            raise exc
+
+    def test_each_client_error_is_mapped(self):
+        from keystoneauth1 import exceptions as ks_exc
+        from novaclient import exceptions as nova_exc
+
+        from nova_cacheaware.cmd.commands import flavor
+        for exc, text in (
+                (nova_exc.BadRequest(400, 'bad spec'), 'bad spec'),
+                (nova_exc.CommandError('No flavor with a name or ID of '
+                                       "'m1.small' exists."), 'No flavor'),
+                (ks_exc.ConnectFailure('refused'), 'refused')):
+            e = self.assertRaises(flavor.CloudRequestFailed,
+                                  self._raise_in, exc)
+            self.assertTrue(str(e).startswith('flavor m1.small: '), str(e))
+            self.assertIn(text, str(e))
+
+    def test_other_errors_pass_through(self):
+        self.assertRaises(KeyError, self._raise_in, KeyError('x'))
+
+    def test_writable_flavor_set_keys(self):
+        from novaclient import exceptions as nova_exc
+
+        from nova_cacheaware.cmd.commands import flavor
+
+        class Refusing:
+            vcpus, ram = 2, 256
+
+            def set_keys(self, specs):
+                raise nova_exc.BadRequest(400, 'Validation failed')
+
+        e = self.assertRaises(flavor.CloudRequestFailed,
+                              flavor._WritableFlavor(Refusing(), 'f1')
+                              .set_keys, {'cacheaware:workload': 'x'})
+        self.assertEqual('flavor f1: Validation failed (HTTP 400)', str(e))

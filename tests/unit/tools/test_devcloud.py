@@ -8,6 +8,8 @@ import http.server
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -29,6 +31,7 @@ def _load(name):
 
 render = _load('render')
 image_stub = _load('image_stub')
+cloud = _load('cloud')
 
 
 class ResolvePluginsTest(testtools.TestCase):
@@ -108,6 +111,20 @@ class ImageStubTest(testtools.TestCase):
         self.assertEqual(image_stub.KERNEL_ID, doc['kernel_id'])
         self.assertEqual(image_stub.RAMDISK_ID, doc['ramdisk_id'])
         self.assertEqual(image_stub.ROOT_DISK_BYTES, doc['size'])
+        # Nova adds the QEMU guest agent channel for this image.
+        self.assertEqual('yes', doc['hw_qemu_guest_agent'])
+
+    def test_schema_marks_custom_properties(self):
+        # Nova keeps only non-base keys as image properties (kernel_id,
+        # hw_qemu_guest_agent, ...), as glanceclient's schema says.
+        from glanceclient.v2 import schemas
+        _, body = self._get('image', '/v2/schemas/image')
+        schema = schemas.Schema(json.loads(body))
+        self.assertEqual(
+            [False, False, False, False, True, True],
+            [schema.is_base_property(k) for k in (
+                'kernel_id', 'ramdisk_id', 'os_command_line',
+                'hw_qemu_guest_agent', 'disk_format', 'min_ram')])
 
     def test_file_download(self):
         status, body = self._get(
@@ -127,3 +144,121 @@ class ImageStubTest(testtools.TestCase):
     def test_network_collections_empty(self):
         status, body = self._get('network', '/v2.0/ports?device_id=x')
         self.assertEqual((200, {'ports': []}), (status, json.loads(body)))
+
+
+class AgentConfTest(testtools.TestCase):
+    """The devcloud agent's config, read by the agent's own option parser."""
+
+    def test_agent_reads_it(self):
+        from nova_cacheaware.cmd import agent as agent_cmd
+        uri = 'qemu+unix:///system?socket=/x/libvirt-sock'
+        text = render.agent_conf({
+            'debug': False, 'transport': 'rabbit://g:g@127.0.0.1:5672/v',
+            'libvirt_uri': uri, 'agent_period': '3', 'cpu_shared_set': '0-1',
+            'keystone': 'http://127.0.0.1:15000/v3',
+            'service_password': 'pw'})
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'agent.conf')
+        with open(path, 'w') as f:
+            f.write(text)
+        conf = agent_cmd.make_conf(['--config-file', path])
+        self.assertEqual(
+            (uri, 3.0, '0-1', 'nova', False, uri),
+            (conf.agent.libvirt_uri, conf.agent.period_s,
+             conf.agent.cpu_shared_set, conf.agent.spec_source,
+             conf.agent.counters, conf.topology.libvirt_uri))
+        # Loading the auth plugin registers (and reads) its options.
+        from keystoneauth1 import loading as ks_loading
+        self.assertEqual('Password', type(
+            ks_loading.load_auth_from_conf_options(conf, 'nova')).__name__)
+        self.assertEqual(('password', 'nova', 'pw', 'public', 'RegionOne'),
+                         (conf.nova.auth_type, conf.nova.username,
+                          conf.nova.password, conf.nova.interface,
+                          conf.nova.region_name))
+        # For the agent's Placement and notification reporting.
+        self.assertIn('\n[placement]\nauth_type = password\n', text)
+        self.assertIn('[oslo_messaging_notifications]\ndriver = messagingv2',
+                      text)
+
+    def test_online_cpus(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path, 'on')
+        with open(path, 'w') as f:
+            f.write('0-3,8\n')
+        self.assertEqual('0-3,8', render.online_cpus(path))
+
+
+class WsgiServeTest(testtools.TestCase):
+    """tools/wsgi_serve.py serves an app over real HTTP on loopback."""
+
+    SCRIPT = os.path.join(TOOLS, '..', 'wsgi_serve.py')
+
+    def _serve(self, *args):
+        proc = subprocess.Popen(
+            [sys.executable, self.SCRIPT] + list(args),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(proc.wait, 10)
+        self.addCleanup(proc.terminate)
+        line = proc.stdout.readline()
+        self.assertTrue(line.startswith('serving wsgiref.simple_server:'
+                                        'demo_app on http://127.0.0.1:'),
+                        line)
+        return proc, line.split()[-1]
+
+    def test_quiet_by_default_free_port(self):
+        proc, url = self._serve('wsgiref.simple_server:demo_app')
+        with urllib.request.urlopen(url + '/x', timeout=10) as resp:
+            self.assertIn(b'Hello world!', resp.read())
+        proc.terminate()
+        self.assertEqual('', proc.communicate(timeout=10)[1])
+
+    def test_access_log(self):
+        proc, url = self._serve('--access-log',
+                                'wsgiref.simple_server:demo_app', '0')
+        with urllib.request.urlopen(url + '/logged', timeout=10) as resp:
+            resp.read()
+        proc.terminate()
+        self.assertIn('"GET /logged HTTP/1.1" 200',
+                      proc.communicate(timeout=10)[1])
+
+
+class OverCapacityTest(testtools.TestCase):
+    """The demo's check for domain providers used beyond capacity."""
+
+    class FakeCloud:
+        def __init__(self, providers):
+            self.providers = providers
+
+        def placement(self, method, path):
+            rp, what = path.split('/')[2:4]
+            return {what: self.providers[rp][what]}
+
+    def _inv(self, total, reserved=0, ratio=1.0):
+        return {'total': total, 'reserved': reserved,
+                'allocation_ratio': ratio}
+
+    def test_reports_only_domains_above_capacity(self):
+        fake = self.FakeCloud({
+            'a': {'inventories': {
+                'CUSTOM_CACHE_DOMAIN_MEMBOUND': self._inv(1)},
+                'usages': {'CUSTOM_CACHE_DOMAIN_MEMBOUND': 2}},
+            'b': {'inventories': {
+                'CUSTOM_CACHE_DOMAIN_MEMBOUND': self._inv(1, reserved=1)},
+                'usages': {'CUSTOM_CACHE_DOMAIN_MEMBOUND': 0}},
+            'c': {'inventories': {
+                'CUSTOM_CACHE_DOMAIN_VCPU': self._inv(4, ratio=2.0)},
+                'usages': {'CUSTOM_CACHE_DOMAIN_VCPU': 8}},
+        })
+        names = {'a': 'h:cacheaware:L3-2', 'b': 'h:cacheaware:L3-0',
+                 'c': 'h:cacheaware:L3-1', 'root': 'h'}
+        self.assertEqual(
+            ["h:cacheaware:L3-2: CUSTOM_CACHE_DOMAIN_MEMBOUND used 2 > "
+             "capacity 1 (inventory {'total': 1, 'reserved': 0, "
+             "'allocation_ratio': 1.0})"],
+            cloud.over_capacity(fake, names))
+
+    def test_agent_column(self):
+        self.assertEqual('memory keep L3-0', cloud._agent_column(
+            {'workload': 'memory', 'action': 'keep', 'domains': ['L3-0']}))
+        self.assertEqual('unknown keep -', cloud._agent_column(
+            {'workload': 'unknown', 'action': 'keep', 'domains': []}))
+        self.assertEqual('-', cloud._agent_column(None))
