@@ -109,6 +109,23 @@ def _domain_set_for(host):
         return domains.cache_domains(report.from_report(json.load(f)))
 
 
+def _wait_for_agent_sync(placement, cn_uuid, domain_set, timeout=120):
+    """Wait until the agent created the libvirt compute's domain providers."""
+    deadline = time.time() + timeout
+    want = len(domain_set.domains)
+    while True:
+        have = len(placement.providers_in_tree(cn_uuid)) - 1
+        if have >= want:
+            print('domain providers of %s synced by the agent: %d'
+                  % (LIBVIRT_HOST, have))
+            return
+        if time.time() > deadline:
+            raise SystemExit('the agent did not sync the domain providers of '
+                             '%s in %ds (see .devcloud/logs/agent.log)'
+                             % (LIBVIRT_HOST, timeout))
+        time.sleep(1)
+
+
 def sync_domains(cloud):
     """Create/refresh the cache domain providers of every devcloud compute.
 
@@ -130,6 +147,12 @@ def sync_domains(cloud):
         host = hv['service']['host']
         domain_set = _domain_set_for(host)
         if domain_set is None:
+            continue
+        if host == LIBVIRT_HOST:
+            # The agent next to the libvirt compute owns its providers
+            # (and their MEMBOUND reserved): wait for its sync, never
+            # write over it.
+            _wait_for_agent_sync(placement, hv['id'], domain_set)
             continue
         provider_sync.sync_domain_providers(placement, hv['id'], domain_set)
         print('domain providers synced for %s: %d domains (L%s)' % (

@@ -130,9 +130,7 @@ def agent_conf(v):
     Same libvirtd and the same ``cpu_shared_set`` as that nova-compute;
     specs from the Nova API with the ``nova`` service user. The
     ``[placement]`` and ``[oslo_messaging_notifications]`` sections are for
-    the agent's Placement sync and host-state notifications (an agent
-    without those options ignores them: oslo.config skips unknown options
-    in a file).
+    the agent's Placement sync and host-state notifications.
     """
     return """\
 [DEFAULT]
@@ -148,6 +146,12 @@ spec_source = nova
 # No hardware PMU in a TCG devcloud; reading vCPU thread ids would also
 # taint every guest with "custom-monitor".
 counters = False
+# Report to Placement (domain providers, MEMBOUND reserved, allocations)
+# and send cacheaware.host.state for the scheduler, as the libvirt
+# compute's service host.
+report_placement = True
+notifications = True
+host = devcloud-libvirt
 [topology]
 libvirt_uri = {libvirt_uri}
 """.format(**v) + _ksa('nova', v, 'interface = public\n') + _ksa(

@@ -176,6 +176,9 @@ class AgentConfTest(testtools.TestCase):
                           conf.nova.password, conf.nova.interface,
                           conf.nova.region_name))
         # For the agent's Placement and notification reporting.
+        self.assertEqual((True, True, 'devcloud-libvirt'),
+                         (conf.agent.report_placement,
+                          conf.agent.notifications, conf.agent.host))
         self.assertIn('\n[placement]\nauth_type = password\n', text)
         self.assertIn('[oslo_messaging_notifications]\ndriver = messagingv2',
                       text)
