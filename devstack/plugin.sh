@@ -56,14 +56,24 @@ function configure_nova_cacheaware_agent {
     iniset "$conf" DEFAULT transport_url "$(get_transport_url)"
     iniset "$conf" oslo_messaging_notifications driver messagingv2
     iniset "$conf" agent libvirt_uri "qemu:///system"
-    iniset "$conf" placement auth_type password
-    iniset "$conf" placement auth_url "$KEYSTONE_SERVICE_URI"
-    iniset "$conf" placement username nova
-    iniset "$conf" placement password "$SERVICE_PASSWORD"
-    iniset "$conf" placement user_domain_name "$SERVICE_DOMAIN_NAME"
-    iniset "$conf" placement project_name "$SERVICE_PROJECT_NAME"
-    iniset "$conf" placement project_domain_name "$SERVICE_DOMAIN_NAME"
-    iniset "$conf" placement region_name "$REGION_NAME"
+    # Declared workloads from the flavors; report to Placement and the
+    # scheduler; run-time capabilities act only on flavors that opt in.
+    iniset "$conf" agent spec_source nova
+    iniset "$conf" agent report_placement True
+    iniset "$conf" agent notifications True
+    iniset "$conf" agent capabilities "$NOVA_CACHEAWARE_AGENT_CAPABILITIES"
+    local section
+    for section in nova placement; do
+        iniset "$conf" "$section" auth_type password
+        iniset "$conf" "$section" auth_url "$KEYSTONE_SERVICE_URI"
+        iniset "$conf" "$section" username nova
+        iniset "$conf" "$section" password "$SERVICE_PASSWORD"
+        iniset "$conf" "$section" user_domain_name "$SERVICE_DOMAIN_NAME"
+        iniset "$conf" "$section" project_name "$SERVICE_PROJECT_NAME"
+        iniset "$conf" "$section" project_domain_name "$SERVICE_DOMAIN_NAME"
+        iniset "$conf" "$section" region_name "$REGION_NAME"
+    done
+    iniset "$conf" nova interface public
     iniset "$conf" placement valid_interfaces public
 }
 

@@ -82,14 +82,24 @@ class DevstackPluginTest(base.FunctionalTestCase):
         self.phase('n-cpu', 'stack', 'post-config')
         self.phase('n-cpu', 'stack', 'extra')
         self.assertFalse(os.path.exists(self.nova_conf))
-        conf = cfg.ConfigOpts()
-        conf.register_opts([cfg.StrOpt('libvirt_uri')], group='agent')
-        conf.register_opts([cfg.StrOpt('auth_type'), cfg.StrOpt('auth_url'),
-                            cfg.StrOpt('username')], group='placement')
-        conf(args=[], default_config_files=[self.agent_conf])
-        self.assertEqual('qemu:///system', conf.agent.libvirt_uri)
-        self.assertEqual('password', conf.placement.auth_type)
-        self.assertEqual('nova', conf.placement.username)
+        # Read with the agent's own option parser.
+        from nova_cacheaware.cmd import agent as agent_cmd
+        conf = agent_cmd.make_conf(['--config-file', self.agent_conf])
+        self.assertEqual(
+            ('qemu:///system', 'nova', True, True,
+             ['vcpu_sizing', 'balloon', 'numa_balance']),
+            (conf.agent.libvirt_uri, conf.agent.spec_source,
+             conf.agent.report_placement, conf.agent.notifications,
+             conf.agent.capabilities))
+        from nova_cacheaware.agent import capability
+        self.assertLessEqual(set(conf.agent.capabilities),
+                             set(capability.available()))
+        from keystoneauth1 import loading as ks_loading
+        for group in ('nova', 'placement'):
+            self.assertEqual('Password', type(
+                ks_loading.load_auth_from_conf_options(conf, group)).__name__)
+            self.assertEqual(('password', 'nova'),
+                             (conf[group].auth_type, conf[group].username))
         calls = self.calls()
         self.assertIn('setup_develop %s/opt/nova-cacheaware' % self.scratch,
                       calls)
