@@ -215,12 +215,17 @@ class PerfCounterSource(CounterSource):
 
     def close(self):
         """Close every open counter."""
-        for fd in self._fds.values():
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._fds.clear()
+        close_all(self._fds)
+
+
+def close_all(fds):
+    """Close every file descriptor in the dict ``fds`` and empty it."""
+    for fd in fds.values():
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    fds.clear()
 
 
 def derived(before, after):

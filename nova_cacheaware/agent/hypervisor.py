@@ -511,6 +511,21 @@ class LibvirtHypervisor(Hypervisor):
             self._on_event(None, CLOSED)
 
 
+def vcpu_thread_ids(hypervisor, instances):
+    """``{"<uuid>/<vcpu>": thread id}`` of the instances' vCPU threads.
+
+    Instances that disappeared meanwhile are left out.
+    """
+    threads = {}
+    for instance in instances:
+        try:
+            for vcpu, tid in hypervisor.vcpu_threads(instance.uuid).items():
+                threads['%s/%d' % (instance.uuid, vcpu)] = tid
+        except DomainGone:
+            continue
+    return threads
+
+
 def _is_test_driver(conn):
     """True for libvirt's test:/// driver, whose quirks we work around."""
     return conn.getType() == 'TEST'

@@ -120,15 +120,8 @@ class Agent:
     def _sample_counters(self, instances):
         if not self.counter_source.available():
             return {}
-        threads = {}
-        for instance in instances:
-            try:
-                for vcpu, tid in self.hypervisor.vcpu_threads(
-                        instance.uuid).items():
-                    threads['%s/%d' % (instance.uuid, vcpu)] = tid
-            except hv.DomainGone:
-                continue
-        counts = self.counter_source.sample(threads)
+        counts = self.counter_source.sample(
+            hv.vcpu_thread_ids(self.hypervisor, instances))
         out = {}
         for key, now in counts.items():
             before = self._last_counts.get(key)

@@ -174,12 +174,7 @@ class KvmExitCounter:
 
     def close(self):
         """Close every open event."""
-        for fd in self._fds.values():
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._fds.clear()
+        counters.close_all(self._fds)
 
 
 def _ioctl_filter(fd, text):
@@ -560,15 +555,8 @@ class VcpuSizing(capability.Capability):
         counter = self.exit_counter
         if counter is None or not counter.available():
             return {}
-        threads = {}
-        for instance in snapshot.instances:
-            try:
-                for vcpu, tid in self.hypervisor.vcpu_threads(
-                        instance.uuid).items():
-                    threads['%s/%d' % (instance.uuid, vcpu)] = tid
-            except hv.DomainGone:
-                continue
-        return counter.sample(threads)
+        return counter.sample(hv.vcpu_thread_ids(self.hypervisor,
+                                                 snapshot.instances))
 
     # -- recommend and apply ------------------------------------------------
 
