@@ -23,8 +23,13 @@ def _ks_loading():
 
 def register_opts(conf):
     """Register ``[nova]``: keystoneauth session and auth options."""
-    conf.register_group(nova_group)
-    conf.register_opts(nova_opts, group=nova_group)
+    # A fresh OptGroup per ConfigOpts: oslo.config shares the _opts of
+    # a registered group object between every conf it is registered
+    # on, so the password plugin options (auth_url required) that
+    # keystoneauth adds to one conf would leak into all others.
+    conf.register_group(cfg.OptGroup(nova_group.name, title=nova_group.title,
+                                     help=nova_group.help))
+    conf.register_opts(nova_opts, group=nova_group.name)
     ks = _ks_loading()
     ks.register_session_conf_options(conf, nova_group.name)
     ks.register_auth_conf_options(conf, nova_group.name)

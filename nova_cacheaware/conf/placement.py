@@ -61,7 +61,13 @@ def register_opts(conf):
     Safe to call on a ``conf`` where Nova already registered its own
     ``[placement]`` group: options that exist are left alone.
     """
-    conf.register_group(placement_group)
+    # A fresh OptGroup per ConfigOpts: oslo.config shares the _opts of
+    # a registered group object between every conf it is registered
+    # on, so the password plugin options (auth_url required) that
+    # keystoneauth adds to one conf would leak into all others.
+    conf.register_group(cfg.OptGroup(placement_group.name,
+                                     title=placement_group.title,
+                                     help=placement_group.help))
     group = placement_group.name
     for register in (ks_loading.register_session_conf_options,
                      ks_loading.register_auth_conf_options):

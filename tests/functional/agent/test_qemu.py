@@ -123,7 +123,8 @@ class QemuAgentTest(base.QemuTestCase):
     def test_reconnects_after_libvirtd_drops_the_client(self):
         # libvirtd ends our connection server-side (virt-admin
         # client-disconnect): what a libvirtd restart looks like to the
-        # agent, without restarting the libvirtd other tests share.
+        # agent, without restarting the libvirtd other tests share (a real
+        # restart: test_private_libvirtd.LibvirtdRestartTest).
         self.require(shutil.which('virt-admin')
                      and os.path.exists('/run/libvirt/libvirt-admin-sock'),
                      'virt-admin and the libvirtd admin socket')
