@@ -8,6 +8,7 @@ import http.server
 import importlib.util
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -219,9 +220,11 @@ class WsgiServeTest(testtools.TestCase):
                                 'wsgiref.simple_server:demo_app', '0')
         with urllib.request.urlopen(url + '/logged', timeout=10) as resp:
             resp.read()
-        proc.terminate()
-        self.assertIn('"GET /logged HTTP/1.1" 200',
-                      proc.communicate(timeout=10)[1])
+        # The server logs after it has sent the response: wait for the
+        # line instead of racing it with terminate().
+        ready, _, _ = select.select([proc.stderr], [], [], 10)
+        self.assertTrue(ready, 'no access log line within 10 s')
+        self.assertIn('"GET /logged HTTP/1.1" 200', proc.stderr.readline())
 
 
 class OverCapacityTest(testtools.TestCase):
