@@ -126,6 +126,13 @@ def _wait_for_agent_sync(placement, cn_uuid, domain_set, timeout=120):
         time.sleep(1)
 
 
+def format_table(rows):
+    """Lines of ``rows`` (tuples of str), columns as wide as their widest."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return ['  '.join(c.ljust(w) for c, w in zip(r, widths)) + '  ' + r[-1]
+            for r in rows]
+
+
 def sync_domains(cloud):
     """Create/refresh the cache domain providers of every devcloud compute.
 
@@ -356,9 +363,9 @@ def demo(cloud, keep=False):
     decisions, note = agent_view() if on_libvirt else ({}, None)
     if note:
         notes['agent'] = note
-    print('%-13s %-8s %-24s %-44s %-22s %s' % (
-        'SERVER', 'STATUS', 'HOST', 'ALLOCATION (provider: resources)',
-        "AGENT'S VIEW", 'PINNING (libvirt)'))
+    rows = [('SERVER', 'STATUS', 'HOST', 'ALLOCATION (provider: resources)',
+             "AGENT'S VIEW", 'PINNING (libvirt)')]
+    faults = {}
     names = {r['uuid']: r['name'] for r in cloud.placement(
         'GET', '/resource_providers')['resource_providers']}
     for s in servers:
@@ -378,11 +385,14 @@ def demo(cloud, keep=False):
         live = host == LIBVIRT_HOST and s['status'] == 'ACTIVE'
         pin = _pinning(s) if live else ''
         view = _agent_column(decisions.get(s['id'])) if live else ''
-        print('%-13s %-8s %-24s %-44s %-22s %s' % (
-            s['name'], s['status'], host, '; '.join(parts) or '-', view,
-            pin))
+        rows.append((s['name'], s['status'], host, '; '.join(parts) or '-',
+                     view, pin))
         if s['status'] == 'ERROR':
-            print('    fault: %s' % (s.get('fault') or {}).get('message'))
+            faults[s['name']] = (s.get('fault') or {}).get('message')
+    for line in format_table(rows):
+        print(line)
+    for name, message in sorted(faults.items()):
+        print('fault of %s: %s' % (name, message))
     for problem in over_capacity(cloud, names):
         print('WARNING: over capacity: ' + problem)
     for key in sorted(notes):

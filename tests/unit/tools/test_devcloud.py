@@ -227,6 +227,15 @@ class WsgiServeTest(testtools.TestCase):
         self.assertIn('"GET /logged HTTP/1.1" 200', proc.stderr.readline())
 
 
+class FormatTableTest(testtools.TestCase):
+
+    def test_columns_as_wide_as_their_widest_cell(self):
+        self.assertEqual(
+            ['NAME    HOST  PIN', 'a-long  h     0->0-1', 'b       -     '],
+            cloud.format_table([('NAME', 'HOST', 'PIN'),
+                                ('a-long', 'h', '0->0-1'), ('b', '-', '')]))
+
+
 class OverCapacityTest(testtools.TestCase):
     """The demo's check for domain providers used beyond capacity."""
 
