@@ -37,11 +37,6 @@ from nova_cacheaware.policy import guest_report
 LOG = logging.getLogger(__name__)
 
 
-def _libvirt():
-    import libvirt
-    return libvirt
-
-
 @dataclasses.dataclass(frozen=True)
 class DomainMemory:
     """A domain's memory as the host sees it, in MiB."""
@@ -61,7 +56,7 @@ class LibvirtMemory:
 
     def read(self, uuid):
         """:class:`DomainMemory` of ``uuid``."""
-        libvirt = _libvirt()
+        libvirt = hv_mod.libvirt_module()
 
         def ask(conn):
             dom = self.hypervisor.lookup(conn, uuid)
@@ -90,7 +85,7 @@ class LibvirtMemory:
 
     def set(self, uuid, mib):
         """Set the live balloon target of ``uuid`` to ``mib`` MiB."""
-        libvirt = _libvirt()
+        libvirt = hv_mod.libvirt_module()
 
         def apply(conn):
             dom = self.hypervisor.lookup(conn, uuid)
@@ -104,7 +99,7 @@ class LibvirtMemory:
         self._flavor.pop(uuid, None)
 
     def _call(self, uuid, fn):
-        libvirt = _libvirt()
+        libvirt = hv_mod.libvirt_module()
 
         def guarded(conn):
             try:

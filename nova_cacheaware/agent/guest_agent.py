@@ -36,11 +36,6 @@ class GuestAgentUnavailable(GuestAgentError):
     msg_fmt = 'guest agent of %(uuid)s is not answering: %(reason)s'
 
 
-def _libvirt():
-    import libvirt
-    return libvirt
-
-
 def _libvirt_qemu():
     import libvirt_qemu
     return libvirt_qemu
@@ -56,7 +51,7 @@ class GuestAgent:
     # -- plumbing -----------------------------------------------------------
 
     def _on_domain(self, uuid, fn):
-        libvirt = _libvirt()
+        libvirt = hv.libvirt_module()
 
         def call(conn):
             dom = self.hypervisor.lookup(conn, uuid)

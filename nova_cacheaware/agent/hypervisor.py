@@ -95,10 +95,16 @@ class Hypervisor(abc.ABC):
         """Stop delivering events and close connections."""
 
 
-def _libvirt():
-    # Imported lazily so that pure modules and unit tests never need it.
+def libvirt_module():
+    """libvirt-python, imported on first use.
+
+    Lazily, so that pure modules and unit tests never need it.
+    """
     import libvirt
     return libvirt
+
+
+_libvirt = libvirt_module
 
 
 _EVENT_LOOP_LOCK = threading.Lock()

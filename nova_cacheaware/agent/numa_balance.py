@@ -51,12 +51,6 @@ _TO_KIB = {'b': 1.0 / 1024, 'bytes': 1.0 / 1024, 'k': 1, 'kib': 1,
            't': 1024 ** 3, 'tib': 1024 ** 3}
 
 
-def _libvirt():
-    # Imported lazily so that the pure helpers here never need it.
-    import libvirt
-    return libvirt
-
-
 @dataclasses.dataclass(frozen=True)
 class VirtioMemDevice:
     """A virtio-mem device as the live XML shows it (MiB)."""
@@ -193,7 +187,7 @@ class NumaBalance(capability.Capability):
     # -- observe --------------------------------------------------------------
 
     def _read(self, uuid):
-        libvirt = _libvirt()
+        libvirt = hv.libvirt_module()
 
         def read(conn):
             dom = self.hypervisor.lookup(conn, uuid)
@@ -450,7 +444,7 @@ class NumaBalance(capability.Capability):
 
     def set_virtio_mem(self, uuid, device, mib):
         """Ask the virtio-mem ``device`` of ``uuid`` for ``mib`` MiB, live."""
-        libvirt = _libvirt()
+        libvirt = hv.libvirt_module()
         xml = requested_xml(device.xml, mib)
 
         def update(conn):
@@ -463,7 +457,7 @@ class NumaBalance(capability.Capability):
 
     def set_balloon(self, uuid, mib):
         """Set the balloon target of ``uuid`` to ``mib`` MiB, live."""
-        libvirt = _libvirt()
+        libvirt = hv.libvirt_module()
 
         def update(conn):
             dom = self.hypervisor.lookup(conn, uuid)

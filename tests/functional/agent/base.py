@@ -51,8 +51,12 @@ class AgentTestCase(base.FunctionalTestCase):
         name = 'nca-%s' % uuid[:8]
         xml = nova_domains.domain_xml(name, vcpus, cpuset=cpuset, pins=pins,
                                       uuid=uuid, kind=self.kind)
-        conn = self.hv.connection()
-        dom = conn.defineXML(xml)
+        self._define_mine(uuid, xml, workload, extra, start)
+        return uuid
+
+    def _define_mine(self, uuid, xml, workload, extra, start=True):
+        # Define (and start) a domain this test owns, with its specs.
+        dom = self.hv.connection().defineXML(xml)
         self.addCleanup(self._remove, uuid)
         spec = dict(extra or {})
         if workload:
@@ -61,7 +65,6 @@ class AgentTestCase(base.FunctionalTestCase):
         self.mine.add(uuid)
         if start:
             dom.create()
-        return uuid
 
     def _remove(self, uuid):
         import libvirt
@@ -132,12 +135,5 @@ class QemuTestCase(AgentTestCase):
         xml = linux_guest.domain_xml(
             'nca-%s' % uuid[:8], uuid, vcpus, memory_mib,
             self.serial_logs[uuid], **kw)
-        dom = self.hv.connection().defineXML(xml)
-        self.addCleanup(self._remove, uuid)
-        spec = dict(extra or {})
-        if workload:
-            spec['cacheaware:workload'] = workload
-        self.specs[uuid] = spec
-        self.mine.add(uuid)
-        dom.create()
+        self._define_mine(uuid, xml, workload, extra)
         return uuid
