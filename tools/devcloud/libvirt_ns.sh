@@ -13,6 +13,11 @@ set -euo pipefail
 dir=$1
 for d in run etc-qemu lib-qemu log-qemu cache-qemu sock; do mkdir -p "$dir/$d"; done
 mount --make-rprivate /
+# On a machine where libvirtd never ran, the package leaves some of these
+# paths uncreated (/run/libvirt is made by libvirtd itself): a bind mount
+# needs its mount point.
+mkdir -p /run/libvirt /etc/libvirt/qemu /var/lib/libvirt/qemu \
+    /var/log/libvirt/qemu
 mount --bind "$dir/run" /run/libvirt
 mount --bind "$dir/etc-qemu" /etc/libvirt/qemu
 mount --bind "$dir/lib-qemu" /var/lib/libvirt/qemu
