@@ -7,21 +7,22 @@ cd "$(dirname "$0")/.." || exit 1
 state="$PWD/.test-state/services-started"
 mkdir -p .test-state
 
-# True when a live (not zombie) process of that name runs.
-running() {
+# True when the daemon of this pidfile runs (a live, not zombie, process
+# of that name). By pidfile, not by name: the devcloud's private libvirtd
+# (or a test's) must not count as the machine's qemu:///system daemon.
+running() {  # name pidfile
     local pid
-    for pid in $(pgrep -x "$1"); do
-        case "$(ps -o stat= -p "$pid" 2>/dev/null)" in
-            Z*|"") ;;
-            *) return 0 ;;
-        esac
-    done
-    return 1
+    [ -s "$2" ] || return 1
+    read -r pid < "$2"
+    [ "$(ps -o comm= -p "$pid" 2>/dev/null)" = "$1" ] || return 1
+    case "$(ps -o stat= -p "$pid" 2>/dev/null)" in
+        Z*|"") return 1 ;;
+    esac
 }
 
 start_daemon() {  # name pidfile command...
     local name=$1 pidfile=$2; shift 2
-    if running "$name"; then
+    if running "$name" "$pidfile"; then
         return 0
     fi
     if ! command -v "$1" >/dev/null; then
