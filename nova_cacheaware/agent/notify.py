@@ -48,13 +48,20 @@ def to_host_cache_state(report, host, now=None):
     """
     usable = report.get('usable_cpus', {})
     providers = report.get('providers', {})
+    used = {}
+    counted = all('vcpus' in doc for doc in report.get('vms', {}).values())
+    for doc in report.get('vms', {}).values() if counted else ():
+        placed = list(doc.get('domains', ()))
+        if len(placed) == 1:
+            used[placed[0]] = used.get(placed[0], 0) + int(doc['vcpus'])
     domains = []
     for domain_id, doc in sorted(report.get('domains', {}).items()):
         vms = tuple(doc.get('memory_vms', ()))
         domains.append(host_state.DomainState(
             id=domain_id, state=host_state.domain_state(len(vms)),
             memory_bound_vms=vms, usable_cpus=int(usable.get(domain_id, 0)),
-            provider_uuid=providers.get(domain_id)))
+            provider_uuid=providers.get(domain_id),
+            vcpus_used=used.get(domain_id, 0) if counted else None))
     vms = []
     for uuid, doc in sorted(report.get('vms', {}).items()):
         klass = doc.get('workload', 'unknown')

@@ -89,5 +89,7 @@ def host_state(plan_output, decisions, health='ok'):
                     for d, v in sorted(plan_output.get('domains',
                                                        {}).items())},
         'vms': {d.uuid: {'workload': d.workload, 'movable': d.movable,
-                         'domains': list(d.domains)} for d in decisions},
+                         'domains': list(d.domains),
+                         'vcpus': len(d.desired or d.current)}
+                for d in decisions},
     }

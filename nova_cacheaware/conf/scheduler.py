@@ -54,6 +54,40 @@ Older (or missing) state makes the weigher neutral for that host and the
 filter rely on Placement alone. Set it to two or three times the agent's
 report interval.
 """),
+    cfg.IntOpt('claim_memory_seconds',
+               default=600,
+               min=0,
+               help="""
+Seconds at most a scheduler process remembers a cache-domain claim it made.
+
+Each scheduler process remembers the domains it handed out and saw claimed,
+so that a burst of requests (a multi-create, concurrent boots) is spread
+over a host's domains before the agent's live state shows the new
+instances. A claim is forgotten as soon as the live state lists the
+instance, when a state received ``claim_settle_seconds`` later still does
+not (the claim did not stick), or after this many seconds (hosts without
+an agent). 0 turns the memory off.
+
+Related options:
+
+* ``claim_settle_seconds``
+"""),
+    cfg.IntOpt('claim_settle_seconds',
+               default=60,
+               min=1,
+               help="""
+Seconds after a claim by which the agent's live state is expected to list
+the new instance.
+
+A live state received this long after a claim that does not list the
+instance ends the scheduler's memory of the claim (the build failed or
+went elsewhere). Set it above the time an instance takes to spawn plus the
+agent's report interval.
+
+Related options:
+
+* ``claim_memory_seconds``
+"""),
     cfg.BoolOpt('listen_for_host_state',
                 default=True,
                 help="""

@@ -16,6 +16,12 @@ filter checks what Placement cannot:
 * a host whose agent reports itself unhealthy in fresh live state gets no
   All-share or Clean request (its pinning would not be applied).
 
+The candidates left are then **ordered** (Nova claims the first one): the
+domain policy of :mod:`nova_cacheaware.policy.domain_choice`, fed with the
+host's live state and this process's own recent claims
+(:mod:`~nova_cacheaware.scheduler.claims`), so a multi-create or a burst
+spreads over the host's domains instead of colliding on one.
+
 Candidates that fail are pruned from ``host_state.allocation_candidates``
 (the contract of Nova's ``CandidateFilterMixin``; we prune in one list
 comprehension instead of its ``filter_candidates``, which formats three
@@ -31,12 +37,16 @@ from oslo_log import log as logging
 from nova.scheduler import filters
 
 from nova_cacheaware.api import specs
+from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import exception
 from nova_cacheaware import names
+from nova_cacheaware.scheduler import claims
+from nova_cacheaware.scheduler import domain_order
 from nova_cacheaware.scheduler import full_numa
 from nova_cacheaware.scheduler import live_state
 
 LOG = logging.getLogger(__name__)
+CONF = ca_conf.CONF
 
 #: Importable as ``nova_cacheaware.scheduler.filters.FullNUMAFilter``.
 FullNUMAFilter = full_numa.FullNUMAFilter
@@ -82,8 +92,8 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         before = host_state.allocation_candidates
         kept = [c for c in before
                 if candidate_reason(c, vcpus, clean, busy) is None]
-        host_state.allocation_candidates = kept
         if not kept:
+            host_state.allocation_candidates = kept
             why = (candidate_reason(before[0], vcpus, request.clean_required,
                                     busy) if before else
                    'Placement returned no allocation candidate')
@@ -94,12 +104,27 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
                              if request.clean_required else '',
                              len(before), why))
             return False
+        # Nova claims the first candidate: put the domain to claim first.
+        opts = CONF.cacheaware_scheduler
+        host_state.allocation_candidates = domain_order.order_candidates(
+            host_state, kept, vcpus, request.clean_wanted,
+            _instance_uuid(spec_obj), live,
+            cache.received(host_state.host) if live is not None else None,
+            claims.get_ledger(opts.claim_memory_seconds,
+                              opts.claim_settle_seconds))
         return True
 
     @staticmethod
     def _reject(host_state, reason):
         LOG.info('CacheDomainFilter rejects host %s (node %s): %s',
                  host_state.host, host_state.nodename, reason)
+
+
+def _instance_uuid(spec_obj):
+    # Unset on specs built without an instance (e.g. some move checks).
+    if spec_obj.obj_attr_is_set('instance_uuid'):
+        return spec_obj.instance_uuid
+    return None
 
 
 def candidate_reason(candidate, vcpus, clean_required, busy_providers):

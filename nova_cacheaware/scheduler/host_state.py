@@ -20,6 +20,10 @@ Minor versions:
   ``vcpu_sizing`` capability; ``PCPUAvailabilityWeigher`` estimates a new
   instance's pCPUs from it. A 1.0 reader ignores it; a 1.1 reader treats
   its absence as "unknown".
+* 1.2: optional ``vcpus_used`` per domain: the vCPUs of the instances the
+  agent keeps in that domain (absent or null: unknown). The scheduler's
+  in-host domain choice uses it for best fit
+  (:mod:`nova_cacheaware.policy.domain_choice`).
 """
 
 import dataclasses
@@ -33,7 +37,7 @@ from nova_cacheaware.policy import pcpu_est
 
 EVENT_TYPE = 'cacheaware.host.state'
 PAYLOAD_NAME = 'CacheAwareHostStatePayload'
-VERSION = '1.1'
+VERSION = '1.2'
 MAJOR = 1
 
 DOMAIN_STATES = ('empty', 'clean', 'dirty')
@@ -56,6 +60,8 @@ class DomainState:
     memory_bound_vms: ty.Tuple[str, ...] = ()
     usable_cpus: int = 0
     provider_uuid: ty.Optional[str] = None
+    #: vCPUs of the instances kept in the domain (1.2); None: unknown.
+    vcpus_used: ty.Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +129,7 @@ def to_payload(state):
             'memory_bound_vms': list(d.memory_bound_vms),
             'usable_cpus': d.usable_cpus,
             'provider_uuid': d.provider_uuid,
+            'vcpus_used': d.vcpus_used,
         } for d in state.domains],
         'vms': [dataclasses.asdict(vm) for vm in state.vms],
         'vcpu_affinity': (None if state.vcpu_affinity is None
@@ -189,8 +196,14 @@ def _domain(raw):
     provider = doc.get('provider_uuid')
     if provider is not None and not isinstance(provider, str):
         raise exception.InvalidInput(reason='provider_uuid must be a string')
+    used = doc.get('vcpus_used')
+    if used is not None and (not isinstance(used, int)
+                             or isinstance(used, bool) or used < 0):
+        raise exception.InvalidInput(
+            reason='vcpus_used must be an int >= 0 or null')
     return DomainState(id=_str(doc, 'id'), state=state, memory_bound_vms=vms,
-                       usable_cpus=usable, provider_uuid=provider)
+                       usable_cpus=usable, provider_uuid=provider,
+                       vcpus_used=used)
 
 
 def _vm(raw):

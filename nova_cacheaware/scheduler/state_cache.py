@@ -47,6 +47,16 @@ class HostStateCache:
             return None
         return entry[1]
 
+    def received(self, host):
+        """When the host's fresh state was received (this cache's clock).
+
+        None when the state is missing or older than the TTL.
+        """
+        entry = self._states.get(host)
+        if entry is None or self._clock() - entry[0] > self._ttl:
+            return None
+        return entry[0]
+
     def forget(self, host):
         """Drop a host's state (e.g. when its compute service is deleted)."""
         with self._lock:

@@ -17,8 +17,8 @@ T0 = datetime.datetime(2026, 11, 22, 12, 0, 0, 123456,
 def sample():
     return hs.HostCacheState(
         host='cmp1', timestamp=T0, agent_healthy=True,
-        domains=(hs.DomainState('L3-0', 'empty', (), 8, 'rp-0'),
-                 hs.DomainState('L3-1', 'clean', ('vm-a',), 8, 'rp-1'),
+        domains=(hs.DomainState('L3-0', 'empty', (), 8, 'rp-0', 2),
+                 hs.DomainState('L3-1', 'clean', ('vm-a',), 8, 'rp-1', 4),
                  hs.DomainState('L3-2', 'dirty', ('vm-b', 'vm-c'), 8)),
         vms=(hs.VmState('vm-a', 'memory', 'L3-1', 3.0),
              hs.VmState('vm-d', 'cpu', 'L3-0', None)),
@@ -29,18 +29,19 @@ class PayloadTest(testtools.TestCase):
 
     def test_exact_payload(self):
         self.assertEqual({
-            'version': '1.1', 'host': 'cmp1',
+            'version': '1.2', 'host': 'cmp1',
             'timestamp': '2026-11-22T12:00:00.123456Z',
             'agent_healthy': True, 'available_pcpus': 12.5,
             'domains': [
                 {'id': 'L3-0', 'state': 'empty', 'memory_bound_vms': [],
-                 'usable_cpus': 8, 'provider_uuid': 'rp-0'},
+                 'usable_cpus': 8, 'provider_uuid': 'rp-0',
+                 'vcpus_used': 2},
                 {'id': 'L3-1', 'state': 'clean',
                  'memory_bound_vms': ['vm-a'], 'usable_cpus': 8,
-                 'provider_uuid': 'rp-1'},
+                 'provider_uuid': 'rp-1', 'vcpus_used': 4},
                 {'id': 'L3-2', 'state': 'dirty',
                  'memory_bound_vms': ['vm-b', 'vm-c'], 'usable_cpus': 8,
-                 'provider_uuid': None}],
+                 'provider_uuid': None, 'vcpus_used': None}],
             'vms': [
                 {'instance_uuid': 'vm-a', 'workload_class': 'memory',
                  'domain_id': 'L3-1', 'pcpu_estimate': 3.0},
@@ -72,6 +73,19 @@ class PayloadTest(testtools.TestCase):
         self.assertEqual(3, state.memory_bound_vms)
         self.assertEqual(['rp-0', 'rp-1'],
                          sorted(state.domain_by_provider()))
+
+    def test_1_1_payload_without_vcpus_used_is_unknown(self):
+        old = dict(hs.to_payload(sample()), version='1.1')
+        for domain in old['domains']:
+            del domain['vcpus_used']
+        self.assertEqual([None, None, None],
+                         [d.vcpus_used for d in hs.from_payload(old).domains])
+
+    def test_bad_vcpus_used_refused(self):
+        for bad in (-1, 1.5, True, '2'):
+            doc = hs.to_payload(sample())
+            doc['domains'][0]['vcpus_used'] = bad
+            self.assertRaises(exception.InvalidInput, hs.from_payload, doc)
 
     def test_minor_version_with_new_fields_accepted(self):
         doc = dict(hs.to_payload(sample()), version='1.7', extra='x')

@@ -1,0 +1,139 @@
+"""This scheduler process's own cache-domain claims since the live state.
+
+The agents' live state arrives once per agent period; a burst (a
+multi-create, a Heat stack) places several instances inside one period.
+Without memory of its own claims the scheduler would hand every instance of
+the burst the same "best" domain, and the second claim would fail in
+Placement (HTTP 409) - for a multi-create on one host, NoValidHost for all.
+
+Nova gives plugins no hook after a claim, but it does two observable
+things: it claims the *first* allocation candidate of the chosen host, and
+it then consumes the request on that host's ``HostState``
+(``num_instances`` grows by one) - before the filters run for the next
+instance of a multi-create, and before the next request in this process.
+So :class:`ClaimLedger` remembers, per host, the domain it put first (a
+*hand-out*) and the host's ``num_instances`` at that moment; when the host
+is seen again with more instances, the hand-out was claimed.
+
+A recorded claim counts until the agent's live state shows it (the
+instance is listed on the host), until a state received ``settle`` seconds
+after the claim still does not list it (the claim did not stick), or at
+most ``memory`` seconds (hosts without an agent). The ledger only reorders
+candidates, never removes one: a wrong guess costs a less good domain, not
+a placement.
+
+Limits (documented in ``doc/source/admin/scheduler.rst``): claims made by
+other scheduler workers are unknown here until the live state shows them
+(the hash tie-break spreads those), and a host state refreshed from the
+database between two visits may attribute another worker's instance to this
+process's last hand-out (a conservative error).
+"""
+
+import dataclasses
+import os
+import threading
+import time
+import typing as ty
+
+#: Claims remembered per host at most (oldest dropped first).
+MAX_CLAIMS_PER_HOST = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """One domain claim (or hand-out) of this process."""
+
+    provider: str
+    instance: ty.Optional[str]
+    vcpus: int
+    memory_bound: bool
+    at: float
+
+
+@dataclasses.dataclass(frozen=True)
+class _HandOut:
+    num_instances: int
+    claim: Claim
+
+
+class ClaimLedger:
+    """Per-host domain claims of this process; thread-safe."""
+
+    def __init__(self, memory, settle, clock=time.monotonic):
+        self._memory = float(memory)
+        self._settle = float(settle)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._claims = {}
+        self._handouts = {}
+
+    def now(self):
+        """The ledger's clock (monotonic seconds)."""
+        return self._clock()
+
+    def observe(self, host, num_instances):
+        """Record the last hand-out of ``host`` as claimed if it was.
+
+        ``num_instances`` is the host's ``HostState.num_instances`` now.
+        """
+        with self._lock:
+            handout = self._handouts.get(host)
+            if handout is None or num_instances <= handout.num_instances:
+                return
+            del self._handouts[host]
+            claims = self._claims.setdefault(host, [])
+            claims.append(handout.claim)
+            del claims[:-MAX_CLAIMS_PER_HOST]
+
+    def hand_out(self, host, num_instances, claim):
+        """Remember that ``claim``'s domain is first for ``host`` now."""
+        with self._lock:
+            self._handouts[host] = _HandOut(num_instances, claim)
+
+    def claims(self, host, received=None, listed=frozenset()):
+        """This process's claims on ``host`` that the live state lacks.
+
+        :param received: when the host's fresh live state was received
+            (this ledger's clock), or None without one.
+        :param listed: instance uuids that state lists on the host.
+        """
+        now = self._clock()
+        with self._lock:
+            held = self._claims.get(host)
+            if not held:
+                return []
+            kept = [c for c in held
+                    if now - c.at <= self._memory
+                    and c.instance not in listed
+                    and (received is None or received - c.at < self._settle)]
+            if kept:
+                self._claims[host] = kept
+            else:
+                del self._claims[host]
+            return list(kept)
+
+    def forget(self):
+        """Drop everything (tests, reload)."""
+        with self._lock:
+            self._claims.clear()
+            self._handouts.clear()
+
+
+_ledger = {'pid': None, 'ledger': None}
+_ledger_lock = threading.Lock()
+
+
+def get_ledger(memory, settle):
+    """This process's ledger (a forked worker gets its own)."""
+    pid = os.getpid()
+    if _ledger['pid'] != pid:
+        with _ledger_lock:
+            if _ledger['pid'] != pid:
+                _ledger.update(pid=pid, ledger=ClaimLedger(memory, settle))
+    return _ledger['ledger']
+
+
+def reset():
+    """Forget this process's ledger (tests)."""
+    with _ledger_lock:
+        _ledger.update(pid=None, ledger=None)

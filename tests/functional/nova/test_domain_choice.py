@@ -1,0 +1,142 @@
+"""The domain inside a host, under multi-create and bursts (real Nova).
+
+Nova's scheduler claims the first allocation candidate of the host it
+picks, for every instance of a multi-create; these tests show that
+``CacheDomainFilter``'s ordering gives each instance a domain with room,
+spills to a second host when the first is full, and spreads sequential
+``preferred`` memory-bound servers over distinct domains - with and without
+the agents' live state.
+"""
+
+import collections
+import datetime
+
+from nova_cacheaware import names
+from nova_cacheaware.scheduler import claims
+from nova_cacheaware.scheduler import host_state
+from nova_cacheaware.scheduler import live_state
+from tests.functional.nova import base
+from tests.functional.nova import test_cache_domain_scheduling as cds
+
+
+def live(host, providers, memory_vms=None, vcpus_used=None):
+    """A fresh live state naming the host's domain providers."""
+    memory_vms = memory_vms or {}
+    vcpus_used = vcpus_used or {}
+    domains = []
+    for i, (name, uuid) in enumerate(sorted(providers.items())):
+        vms = tuple(memory_vms.get(name, ()))
+        domains.append(host_state.DomainState(
+            id=name.rsplit(':', 1)[1], state=host_state.domain_state(len(vms)),
+            memory_bound_vms=vms, usable_cpus=3, provider_uuid=uuid,
+            vcpus_used=vcpus_used.get(name, 0)))
+    return host_state.HostCacheState(
+        host=host, timestamp=datetime.datetime.now(datetime.timezone.utc),
+        agent_healthy=True, domains=tuple(domains))
+
+
+class DomainChoiceTest(base.CacheAwareTestBase):
+
+    def setUp(self):
+        super().setUp()
+        claims.reset()
+        self.addCleanup(claims.reset)
+
+    def _flavor(self, vcpus, **keys):
+        return self._create_flavor(vcpu=vcpus, memory_mb=256,
+                                   extra_spec=cds.all_share_specs(vcpus,
+                                                                  **keys))
+
+    def _multi_create(self, flavor, count):
+        """Boot ``count`` servers in one request; wait for each to settle."""
+        request = self._build_server(flavor_id=flavor, networks='none')
+        request['min_count'] = count
+        request['max_count'] = count
+        self.api.post_server({'server': request})
+        servers = self.api.get_servers(detail=False)
+        self.assertEqual(count, len(servers))
+        return [self._wait_for_state_change(s, 'ACTIVE') for s in servers]
+
+    def _domain(self, server):
+        allocs = self.allocations(server)
+        domains = [uuid for uuid, res in allocs.items()
+                   if names.RC_DOMAIN_VCPU in res]
+        self.assertEqual(1, len(domains), allocs)
+        return domains[0]
+
+    def test_multi_create_required_fills_every_domain_of_a_host(self):
+        providers = self.start_host('compute1', cores=6, threads=2,
+                                    domain_cpus=3)
+        self.assertEqual(4, len(providers))
+        servers = self._multi_create(self._flavor(2, clean='required'), 4)
+        self.assertEqual(sorted(providers.values()),
+                         sorted(self._domain(s) for s in servers))
+        for server in servers:
+            self.assertEqual({names.RC_DOMAIN_VCPU: 2,
+                              names.RC_DOMAIN_MEMBOUND: 1},
+                             self.allocations(server)[self._domain(server)])
+
+    def test_multi_create_spills_to_a_second_host(self):
+        first = self.start_host('compute1', cores=6, threads=2,
+                                domain_cpus=3)
+        second = self.start_host('compute2', cores=4, threads=2,
+                                 domain_cpus=4)
+        servers = self._multi_create(self._flavor(2, clean='required'), 6)
+        used = [self._domain(s) for s in servers]
+        self.assertEqual(sorted(list(first.values()) + list(second.values())),
+                         sorted(used))
+        hosts = collections.Counter(s['OS-EXT-SRV-ATTR:host']
+                                    for s in servers)
+        self.assertEqual({'compute1': 4, 'compute2': 2}, dict(hosts))
+
+    def test_multi_create_preferred_memory_bound_gets_distinct_domains(self):
+        providers = self.start_host('compute1', cores=6, threads=2,
+                                    domain_cpus=3)
+        servers = self._multi_create(self._flavor(2, clean='preferred'), 4)
+        self.assertEqual(sorted(providers.values()),
+                         sorted(self._domain(s) for s in servers))
+
+    def test_multi_create_cpu_bound_packs_two_domains(self):
+        # Two 4-vCPU domains (ratio 1.0), four 2-vCPU CPU-bound servers:
+        # the third claim must not land on the full first domain.
+        providers = self.start_host('compute1', cores=4, threads=2,
+                                    domain_cpus=4)
+        self.assertEqual(2, len(providers))
+        servers = self._multi_create(
+            self._flavor(2, workload='cpu', clean='off'), 4)
+        per_domain = collections.Counter(self._domain(s) for s in servers)
+        self.assertEqual([2, 2], sorted(per_domain.values()))
+
+    def test_sequential_preferred_memory_bound_land_in_distinct_domains(self):
+        providers = self.start_host('compute1', cores=4, threads=2,
+                                    domain_cpus=4)
+        flavor = self._flavor(2, clean='preferred')
+        first = self._create_server(flavor_id=flavor, networks='none')
+        second = self._create_server(flavor_id=flavor, networks='none')
+        self.assertEqual(sorted(providers.values()),
+                         sorted([self._domain(first), self._domain(second)]))
+
+    def test_live_state_memory_bound_domain_is_avoided(self):
+        providers = self.start_host('compute1', cores=6, threads=2,
+                                    domain_cpus=3)
+        names_ = sorted(providers)
+        # The agent saw undeclared memory-bound VMs in three domains.
+        live_state.get_cache().update(live('compute1', providers, {
+            names_[0]: ['x'], names_[1]: ['y'], names_[3]: ['z']}))
+        server = self._create_server(
+            flavor_id=self._flavor(2, clean='preferred'), networks='none')
+        self.assertEqual(providers[names_[2]], self._domain(server))
+
+    def test_live_state_best_fit_for_cpu_bound(self):
+        providers = self.start_host('compute1', cores=6, threads=2,
+                                    domain_cpus=3)
+        names_ = sorted(providers)
+        # Domain 1 holds a memory-bound VM and 1 of 3 vCPUs: the best fit
+        # for a 2-vCPU CPU-bound server, which keeps the others Empty.
+        live_state.get_cache().update(live(
+            'compute1', providers, {names_[1]: ['x']},
+            {names_[0]: 0, names_[1]: 1, names_[2]: 0, names_[3]: 3}))
+        server = self._create_server(
+            flavor_id=self._flavor(2, workload='cpu', clean='off'),
+            networks='none')
+        self.assertEqual(providers[names_[1]], self._domain(server))

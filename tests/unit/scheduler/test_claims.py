@@ -1,0 +1,157 @@
+"""The scheduler process's claim ledger and the candidate ordering."""
+
+import datetime
+
+import testtools
+
+from nova_cacheaware import names
+from nova_cacheaware.scheduler import claims
+from nova_cacheaware.scheduler import domain_order
+from nova_cacheaware.scheduler import host_state as hs
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def claim(provider, instance='vm', vcpus=2, memory=True, at=100.0):
+    return claims.Claim(provider, instance, vcpus, memory, at)
+
+
+class ClaimLedgerTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.clock = Clock()
+        self.ledger = claims.ClaimLedger(memory=600, settle=60,
+                                         clock=self.clock)
+
+    def test_hand_out_counts_only_once_the_host_grew(self):
+        self.ledger.hand_out('h', 3, claim('a'))
+        self.ledger.observe('h', 3)
+        self.assertEqual([], self.ledger.claims('h'))
+        self.ledger.observe('h', 4)
+        self.assertEqual([claim('a')], self.ledger.claims('h'))
+        # The hand-out is consumed: a second growth adds nothing.
+        self.ledger.observe('h', 5)
+        self.assertEqual([claim('a')], self.ledger.claims('h'))
+
+    def test_claim_ends_when_live_state_lists_the_instance(self):
+        self.ledger.hand_out('h', 0, claim('a', instance='vm-1'))
+        self.ledger.observe('h', 1)
+        self.assertEqual([], self.ledger.claims('h', received=101.0,
+                                                listed={'vm-1'}))
+
+    def test_claim_ends_when_a_settled_state_lacks_it(self):
+        self.ledger.hand_out('h', 0, claim('a'))
+        self.ledger.observe('h', 1)
+        self.assertEqual(1, len(self.ledger.claims('h', received=159.0)))
+        self.assertEqual([], self.ledger.claims('h', received=160.0))
+
+    def test_claim_ends_after_its_memory_without_state(self):
+        self.ledger.hand_out('h', 0, claim('a'))
+        self.ledger.observe('h', 1)
+        self.clock.now = 700.0
+        self.assertEqual(1, len(self.ledger.claims('h')))
+        self.clock.now = 700.1
+        self.assertEqual([], self.ledger.claims('h'))
+
+    def test_claims_per_host_are_bounded(self):
+        for n in range(claims.MAX_CLAIMS_PER_HOST + 10):
+            self.ledger.hand_out('h', n, claim('a', instance=str(n)))
+            self.ledger.observe('h', n + 1)
+        held = self.ledger.claims('h')
+        self.assertEqual(claims.MAX_CLAIMS_PER_HOST, len(held))
+        self.assertEqual('10', held[0].instance)
+
+
+def candidate(root, provider, vcpus=2, membound=True):
+    resources = {names.RC_DOMAIN_VCPU: vcpus}
+    if membound:
+        resources[names.RC_DOMAIN_MEMBOUND] = 1
+    return {'allocations': {root: {'resources': {'VCPU': vcpus}},
+                            provider: {'resources': resources}},
+            'mappings': {}}
+
+
+class FakeHostState:
+    """Only the HostState attributes the ordering reads."""
+
+    def __init__(self, uuid='root', num_instances=0, ratio=1.0):
+        self.uuid = uuid
+        self.host = 'compute1'
+        self.num_instances = num_instances
+        self.cpu_allocation_ratio = ratio
+
+
+def live(domains):
+    """A HostCacheState: ``domains`` is ``[(provider, [vms], used)]``."""
+    return hs.HostCacheState(
+        host='compute1',
+        timestamp=datetime.datetime.now(datetime.timezone.utc),
+        agent_healthy=True,
+        domains=tuple(hs.DomainState(
+            id='L3-%d' % i, state=hs.domain_state(len(vms)),
+            memory_bound_vms=tuple(vms), usable_cpus=4,
+            provider_uuid=provider, vcpus_used=used)
+            for i, (provider, vms, used) in enumerate(domains)))
+
+
+class OrderCandidatesTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.clock = Clock()
+        self.ledger = claims.ClaimLedger(600, 60, clock=self.clock)
+        self.cands = [candidate('root', p) for p in ('a', 'b', 'c', 'd')]
+
+    def first(self, host, vcpus=2, memory=True, instance='vm-0',
+              state=None, received=None, cands=None):
+        ordered = domain_order.order_candidates(
+            host, cands or self.cands, vcpus, memory, instance, state,
+            received, self.ledger)
+        return domain_order.candidate_provider(ordered[0])
+
+    def test_multi_create_gets_a_new_domain_per_instance(self):
+        host = FakeHostState()
+        used = []
+        for n in range(4):
+            used.append(self.first(host, instance='vm-%d' % n))
+            host.num_instances += 1     # what Nova's claim + consume does
+        self.assertEqual(['a', 'b', 'c', 'd'], sorted(used))
+
+    def test_live_state_memory_bound_domains_come_last(self):
+        state = live([('a', ['x'], 2), ('b', [], 0), ('c', ['y'], 2),
+                      ('d', ['z'], 2)])
+        self.assertEqual('b', self.first(FakeHostState(), state=state,
+                                         received=100.0))
+
+    def test_best_fit_with_live_capacity(self):
+        state = live([('a', [], 0), ('b', ['x'], 2), ('c', ['y'], 4),
+                      ('d', ['z'], 1)])
+        cands = [candidate('root', p, membound=False) for p in 'abcd']
+        # c is full (4 of 4): b (2 of 4) is the fullest that fits.
+        self.assertEqual('b', self.first(FakeHostState(), memory=False,
+                                         state=state, received=100.0,
+                                         cands=cands))
+
+    def test_own_claims_add_to_live_state(self):
+        state = live([('a', [], 0), ('b', [], 0)])
+        host = FakeHostState()
+        cands = [candidate('root', p) for p in 'ab']
+        first = self.first(host, state=state, received=100.0, cands=cands)
+        host.num_instances += 1
+        second = self.first(host, instance='vm-1', state=state,
+                            received=100.0, cands=cands)
+        self.assertEqual({'a', 'b'}, {first, second})
+
+    def test_candidates_without_a_domain_keep_their_place_at_the_end(self):
+        plain = {'allocations': {'root': {'resources': {'VCPU': 2}}}}
+        ordered = domain_order.order_candidates(
+            FakeHostState(), [plain] + self.cands[:1], 2, True, 'vm', None,
+            None, self.ledger)
+        self.assertEqual([self.cands[0], plain], ordered)
