@@ -42,10 +42,18 @@ WEIGHERS=${DEVCLOUD_WEIGHERS:-nova_cacheaware.scheduler.weights.all_weighers}
 WITH_LIBVIRT=${DEVCLOUD_LIBVIRT:-1}
 LIBVIRT_DIR=$DC/libvirt
 LIBVIRT_URI="qemu+unix:///system?socket=$LIBVIRT_DIR/sock/libvirt-sock"
-FAKE_COMPUTES="fake-zen fake-ecluster"
+# Fake-driver computes: one per name; the topology is the name without a
+# trailing "-plain" and/or "-NN" (fake-zen-03 -> topologies/fake-zen.json);
+# "-plain" hosts get no cache-domain providers (a host not opted in).
+FAKE_COMPUTES=${DEVCLOUD_FAKE_COMPUTES:-"fake-zen fake-ecluster"}
 
 log() { printf 'devcloud: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+
+topology_of() {  # fake compute name -> topology file name
+    local t=${1%-[0-9]*}
+    echo "${t%-plain}"
+}
 
 mysql_q() { mysql -h "$DB_HOST" -u "$DB_USER" -N -B -e "$1"; }
 
@@ -55,7 +63,7 @@ computes_json() {
         out+='{"name": "devcloud-libvirt", "driver": "libvirt"}'; sep=", "
     fi
     for t in $FAKE_COMPUTES; do
-        out+="$sep{\"name\": \"devcloud-$t\", \"driver\": \"fake\", \"topology\": \"$t\"}"
+        out+="$sep{\"name\": \"devcloud-$t\", \"driver\": \"fake\", \"topology\": \"$(topology_of "$t")\"}"
         sep=", "
     done
     echo "$out]"
@@ -226,7 +234,7 @@ computes_up() {
     fi
     for t in $FAKE_COMPUTES; do
         mkdir -p "$DC/nova/devcloud-$t/instances" "$DC/nova/devcloud-$t/lock"
-        DEVCLOUD_TOPOLOGY=$TOOLS/topologies/$t.json start_svc "compute-devcloud-$t" \
+        DEVCLOUD_TOPOLOGY=$TOOLS/topologies/$(topology_of "$t").json start_svc "compute-devcloud-$t" \
             "$PY" "$TOOLS/run_compute.py" --config-file "$conf" \
             --config-file "$DC/etc/nova/compute-devcloud-$t.conf"
     done

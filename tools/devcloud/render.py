@@ -182,6 +182,9 @@ def main():
         'cpu_shared_set': os.environ.get('DEVCLOUD_CPU_SHARED_SET')
         or online_cpus(),
         'agent_period': os.environ.get('DEVCLOUD_AGENT_PERIOD', '3'),
+        # Several workers: each its own process, listener and claim ledger.
+        'scheduler_workers': os.environ.get('DEVCLOUD_SCHEDULER_WORKERS',
+                                            '1'),
     }
     plugins = resolve_plugins(_split(_env('AVAILABLE_FILTERS')),
                               _split(_env('ENABLED_FILTERS')),
@@ -235,7 +238,7 @@ lock_path = {dc}/nova/lock
 [conductor]
 workers = 1
 [scheduler]
-workers = 1
+workers = {scheduler_workers}
 discover_hosts_in_cells_interval = 5
 [filter_scheduler]
 {fs}

@@ -5,6 +5,8 @@ What an operator checks after deploying the extension:
 * All-share memory-bound servers get distinct cache domain providers in
   their Placement allocations (one domain each, never shared);
 * two such servers on one host land in different domains of that host;
+* a multi-create of such servers gets one domain per server, and
+  concurrent boots all go ACTIVE, each in its own domain;
 * bad ``cacheaware:`` extra specs are refused with HTTP 400;
 * servers without the specs are unaffected (no domain in the allocation).
 
@@ -14,6 +16,7 @@ provider with the domain trait, validators not deployed).
 """
 
 import collections
+from concurrent import futures
 
 from tempest.common import credentials_factory
 from tempest.common import waiters
@@ -116,8 +119,12 @@ class CacheAwareScenarioTest(test.BaseTestCase):
                 group + CONF.cacheaware.domain_membound_class: '1',
                 'group_policy': 'none'}
 
-    def boot(self, flavor, host=None):
-        """Boot one server, wait for ACTIVE; delete it at cleanup."""
+    def boot(self, flavor, host=None, count=1):
+        """Boot ``count`` servers in one request, wait for ACTIVE.
+
+        Returns the server (``count`` 1) or the list of servers; each is
+        deleted at cleanup.
+        """
         kwargs = {'name': data_utils.rand_name('cacheaware'),
                   'imageRef': (CONF.cacheaware.image_ref
                                or CONF.compute.image_ref),
@@ -128,13 +135,38 @@ class CacheAwareScenarioTest(test.BaseTestCase):
         if host:
             kwargs['host'] = host
             client = self.admin_servers_client
-        server = client.create_server(**kwargs)['server']
-        self.addCleanup(waiters.wait_for_server_termination,
-                        client, server['id'])
-        self.addCleanup(test_utils.call_and_ignore_notfound_exc,
-                        client.delete_server, server['id'])
-        waiters.wait_for_server_status(client, server['id'], 'ACTIVE')
-        return self.admin_servers_client.show_server(server['id'])['server']
+        if count > 1:
+            kwargs.update(min_count=count, max_count=count,
+                          return_reservation_id=True)
+            reservation = client.create_server(**kwargs)['reservation_id']
+            ids = [s['id'] for s in client.list_servers(
+                reservation_id=reservation)['servers']]
+        else:
+            ids = [client.create_server(**kwargs)['server']['id']]
+        for server_id in ids:
+            self.addCleanup(waiters.wait_for_server_termination,
+                            client, server_id)
+            self.addCleanup(test_utils.call_and_ignore_notfound_exc,
+                            client.delete_server, server_id)
+        for server_id in ids:
+            waiters.wait_for_server_status(client, server_id, 'ACTIVE')
+        servers = [self.admin_servers_client.show_server(i)['server']
+                   for i in ids]
+        return servers[0] if count == 1 else servers
+
+    def host_with_domains(self, domains, minimum):
+        """A compute host with ``minimum`` domain providers, and them."""
+        per_root = collections.defaultdict(list)
+        for rp in domains.values():
+            per_root[rp['root_provider_uuid']].append(rp['uuid'])
+        hypervisors = self.os_admin.hypervisor_client.list_hypervisors(
+            detail=True)['hypervisors']
+        by_uuid = {h['id']: h for h in hypervisors}
+        for root, own in sorted(per_root.items(), key=lambda x: -len(x[1])):
+            if len(own) >= minimum and root in by_uuid:
+                return by_uuid[root]['service']['host'], own
+        raise self.skipException('no compute host has %d or more cache '
+                                 'domain providers' % minimum)
 
     def allocation(self, server):
         """``{rp uuid: resources}`` of a server's Placement allocation."""
@@ -172,24 +204,7 @@ class AllShareTest(CacheAwareScenarioTest):
     def test_two_servers_one_host_different_domains(self):
         """On one host with two domains, two servers get one each."""
         domains = self.require_domains(minimum=2)
-        per_root = collections.defaultdict(list)
-        for rp in domains.values():
-            per_root[rp['root_provider_uuid']].append(rp['uuid'])
-        roots = [r for r, ds in per_root.items() if len(ds) >= 2]
-        if not roots:
-            raise self.skipException('no compute node has two or more '
-                                     'cache domain providers')
-        hypervisors = self.os_admin.hypervisor_client.list_hypervisors(
-            detail=True)['hypervisors']
-        by_uuid = {h['id']: h for h in hypervisors}
-        host = None
-        for root in roots:
-            if root in by_uuid:
-                host = by_uuid[root]['service']['host']
-                break
-        if host is None:
-            raise self.skipException('no hypervisor matches the compute '
-                                     'providers that have domains')
+        host, _ = self.host_with_domains(domains, 2)
         flavor = self.create_flavor(self.allshare_specs())
         first = self.boot(flavor, host=host)
         second = self.boot(flavor, host=host)
@@ -197,6 +212,32 @@ class AllShareTest(CacheAwareScenarioTest):
         self.assertEqual(host, second['OS-EXT-SRV-ATTR:host'])
         self.assertNotEqual(self.domain_of(first, domains),
                             self.domain_of(second, domains))
+
+
+class BurstTest(CacheAwareScenarioTest):
+    """Cache-aware servers booted the way users boot them: in bursts."""
+
+    @decorators.idempotent_id('0c7b8f0e-8f7a-4d8e-9a61-3c1f5b1f6a07')
+    def test_multi_create_one_domain_each(self):
+        """A multi-create on one host: every server in its own domain."""
+        domains = self.require_domains(minimum=2)
+        host, own = self.host_with_domains(domains, 2)
+        count = min(len(own), 3)
+        flavor = self.create_flavor(self.allshare_specs())
+        servers = self.boot(flavor, host=host, count=count)
+        used = [self.domain_of(s, domains) for s in servers]
+        self.assertEqual(count, len(set(used)), used)
+        self.assertTrue(set(used) <= set(own), used)
+
+    @decorators.idempotent_id('0c7b8f0e-8f7a-4d8e-9a61-3c1f5b1f6a08')
+    def test_concurrent_boots_all_active(self):
+        """Concurrent boots all go ACTIVE, each in its own domain."""
+        domains = self.require_domains(minimum=3)
+        flavor = self.create_flavor(self.allshare_specs())
+        with futures.ThreadPoolExecutor(max_workers=3) as pool:
+            servers = list(pool.map(lambda _: self.boot(flavor), range(3)))
+        used = [self.domain_of(s, domains) for s in servers]
+        self.assertEqual(3, len(set(used)), used)
 
 
 class ExtraSpecValidationTest(CacheAwareScenarioTest):
