@@ -55,7 +55,7 @@ filter rely on Placement alone. Set it to two or three times the agent's
 report interval.
 """),
     cfg.IntOpt('claim_memory_seconds',
-               default=600,
+               default=120,
                min=0,
                help="""
 Seconds at most a scheduler process remembers a cache-domain claim it made.
@@ -66,7 +66,8 @@ over a host's domains before the agent's live state shows the new
 instances. A claim is forgotten as soon as the live state lists the
 instance, when a state received ``claim_settle_seconds`` later still does
 not (the claim did not stick), or after this many seconds (hosts without
-an agent). 0 turns the memory off.
+an agent: the scheduler does not see deletes there, so a long memory
+misleads more than it helps). 0 turns the memory off.
 
 Related options:
 

@@ -11,9 +11,11 @@ candidates with :func:`order_domains`.
 The policy, in order (documented in ``doc/source/admin/scheduler.rst``):
 
 1. **Memory-bound and ``auto`` requests** (that want Clean, i.e.
-   ``cache_clean`` is not ``off``): an Empty domain (no memory-bound
-   instance) whenever the host has one, else the domain with the fewest
-   memory-bound instances.
+   ``cache_clean`` is not ``off``): a domain not yet given to an earlier
+   instance of the same request (a multi-create) first - those claims are
+   certain, and Placement's answer predates them - then an Empty domain
+   (no memory-bound instance) whenever the host has one, else the domain
+   with the fewest memory-bound instances.
 2. **``cpu``/``io`` requests** (and ``cache_clean=off``): best fit - the
    fullest domain that still fits the instance, taking domains that already
    hold a memory-bound instance before Empty ones, so Empty domains stay
@@ -23,10 +25,15 @@ The policy, in order (documented in ``doc/source/admin/scheduler.rst``):
    blind would send the next claim into a full domain).
 3. Domains known to be too small for the instance go last (never dropped:
    Placement's answer, not ours, says what has room).
-4. **Ties** are broken by a stable hash of (instance, provider), so that
-   concurrent requests - in this process or in other scheduler workers,
-   which share no memory - spread over equally good domains instead of all
-   claiming the same one.
+4. Among otherwise equal domains, the one this scheduler claimed least
+   recently (or never) comes first: a claim made a moment ago - by an
+   earlier instance of the same multi-create - is certain, one made
+   minutes ago may be gone (the server deleted) without the scheduler
+   knowing.
+5. **Remaining ties** are broken by a stable hash of (instance, provider),
+   so that concurrent requests - in this process or in other scheduler
+   workers, which share no memory - spread over equally good domains
+   instead of all claiming the same one.
 """
 
 import dataclasses
@@ -40,13 +47,16 @@ class DomainLoad:
 
     ``vcpus_total`` is None when the domain's capacity is unknown;
     ``vcpus_used`` and ``memory_bound`` count what is known to be there
-    (0 when nothing is known).
+    (0 when nothing is known); ``last_claim`` is when this scheduler last
+    claimed the domain (any monotonic clock; None: never).
     """
 
     provider: str
     memory_bound: int = 0
     vcpus_used: int = 0
     vcpus_total: ty.Optional[int] = None
+    last_claim: ty.Optional[float] = None
+    claimed_now: int = 0
 
     def fits(self, vcpus):
         """False only when the domain is known to lack room for ``vcpus``."""
@@ -78,9 +88,13 @@ def order_domains(loads, vcpus, memory_bound, seed):
             sorted(loads, key=lambda load: key(load, vcpus, seed))]
 
 
+def _recency(load):
+    return float('-inf') if load.last_claim is None else load.last_claim
+
+
 def _memory_key(load, vcpus, seed):
-    return (not load.fits(vcpus), load.memory_bound,
-            tie_break(seed, load.provider))
+    return (not load.fits(vcpus), load.claimed_now, load.memory_bound,
+            _recency(load), tie_break(seed, load.provider))
 
 
 def _fit_key(load, vcpus, seed):
@@ -92,4 +106,5 @@ def _fit_key(load, vcpus, seed):
     else:
         # Best fit: least room left after placing the instance first.
         fullness = load.vcpus_total - load.vcpus_used - vcpus
-    return (not fits, empty, fullness, tie_break(seed, load.provider))
+    return (not fits, empty, fullness, _recency(load),
+            tie_break(seed, load.provider))

@@ -41,13 +41,18 @@ MAX_CLAIMS_PER_HOST = 256
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
-    """One domain claim (or hand-out) of this process."""
+    """One domain claim (or hand-out) of this process.
+
+    ``request`` identifies the scheduling request (all instances of a
+    multi-create share it).
+    """
 
     provider: str
     instance: ty.Optional[str]
     vcpus: int
     memory_bound: bool
     at: float
+    request: ty.Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)

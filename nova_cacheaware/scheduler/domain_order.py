@@ -8,9 +8,13 @@ order_domains`: it turns the freshest knowledge the scheduler process has
 the candidates, and tells the ledger which domain it handed out first.
 """
 
+from oslo_log import log as logging
+
 from nova_cacheaware import names
 from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.scheduler import claims as claims_mod
+
+LOG = logging.getLogger(__name__)
 
 
 def candidate_provider(candidate):
@@ -21,7 +25,7 @@ def candidate_provider(candidate):
     return None
 
 
-def domain_loads(providers, live, cpu_ratio, own_claims):
+def domain_loads(providers, live, cpu_ratio, own_claims, request=None):
     """``{provider: DomainLoad}`` from live state plus this process's claims.
 
     :param providers: the candidate domains' provider uuids.
@@ -30,9 +34,11 @@ def domain_loads(providers, live, cpu_ratio, own_claims):
         domain's usable CPUs times it, as in Placement's inventory).
     :param own_claims: :class:`~nova_cacheaware.scheduler.claims.Claim` s
         the live state does not show yet.
+    :param request: the token of the request being scheduled: its own
+        earlier claims count as ``claimed_now``.
     """
     known = live.domain_by_provider() if live is not None else {}
-    memory, used, total = {}, {}, {}
+    memory, used, total, last, now = {}, {}, {}, {}, {}
     for provider in providers:
         domain = known.get(provider)
         memory[provider] = len(domain.memory_bound_vms) if domain else 0
@@ -44,14 +50,20 @@ def domain_loads(providers, live, cpu_ratio, own_claims):
         if claim.provider in memory:
             memory[claim.provider] += int(claim.memory_bound)
             used[claim.provider] += claim.vcpus
+            last[claim.provider] = max(claim.at,
+                                       last.get(claim.provider, claim.at))
+            if request is not None and claim.request == request:
+                now[claim.provider] = now.get(claim.provider, 0) + 1
     return {p: domain_choice.DomainLoad(provider=p, memory_bound=memory[p],
                                         vcpus_used=used[p],
-                                        vcpus_total=total[p])
+                                        vcpus_total=total[p],
+                                        last_claim=last.get(p),
+                                        claimed_now=now.get(p, 0))
             for p in providers}
 
 
 def order_candidates(host_state, candidates, vcpus, memory_bound,
-                     instance, live, received, ledger):
+                     instance, live, received, ledger, request=None):
     """Return ``candidates`` reordered; record the first as handed out.
 
     :param host_state: Nova's ``HostState`` (``uuid``, ``num_instances``,
@@ -62,6 +74,7 @@ def order_candidates(host_state, candidates, vcpus, memory_bound,
     :param live: the host's fresh, healthy live state, or None.
     :param received: when ``live`` was received (ledger clock), or None.
     :param ledger: this process's :class:`~.claims.ClaimLedger`.
+    :param request: a token shared by the instances of one request.
     """
     host = host_state.uuid
     ledger.observe(host, host_state.num_instances)
@@ -76,13 +89,15 @@ def order_candidates(host_state, candidates, vcpus, memory_bound,
               if live is not None else frozenset())
     own = ledger.claims(host, received, listed)
     loads = domain_loads(providers, live,
-                         host_state.cpu_allocation_ratio or 1.0, own)
+                         host_state.cpu_allocation_ratio or 1.0, own, request)
     order = domain_choice.order_domains(
         [loads[p] for p in providers], vcpus, memory_bound,
         instance or host)
     ordered = [c for p in order for c in by_provider[p]]
     ordered += by_provider.get(None, [])
+    LOG.debug('domain order for host %s (%d own claims): %s', host,
+              len(own), order)
     ledger.hand_out(host, host_state.num_instances, claims_mod.Claim(
         provider=order[0], instance=instance, vcpus=vcpus,
-        memory_bound=memory_bound, at=ledger.now()))
+        memory_bound=memory_bound, at=ledger.now(), request=request))
     return ordered

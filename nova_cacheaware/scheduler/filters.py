@@ -111,7 +111,9 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             _instance_uuid(spec_obj), live,
             cache.received(host_state.host) if live is not None else None,
             claims.get_ledger(opts.claim_memory_seconds,
-                              opts.claim_settle_seconds))
+                              opts.claim_settle_seconds),
+            # The instances of a multi-create share one RequestSpec object.
+            request=id(spec_obj))
         return True
 
     @staticmethod

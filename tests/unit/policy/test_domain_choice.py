@@ -37,6 +37,19 @@ class MemoryBoundRuleTest(testtools.TestCase):
             self.assertEqual(sorted(x.provider for x in loads),
                              sorted(order), name)
 
+    def test_this_requests_claims_outrank_older_memory(self):
+        # Stale claims (servers since deleted) made a, b, c look busier
+        # than d, which an earlier instance of this very request holds.
+        loads = [L('a', 3), L('b', 3), L('c', 3),
+                 L('d', 1, last_claim=9.0, claimed_now=1)]
+        self.assertEqual('d', dc.order_domains(loads, 2, True, 'vm')[-1])
+
+    def test_least_recently_claimed_first_among_equals(self):
+        loads = [L('a', 1, last_claim=5.0), L('b', 1, last_claim=1.0),
+                 L('c', 1, last_claim=3.0)]
+        self.assertEqual(['b', 'c', 'a'],
+                         dc.order_domains(loads, 2, True, 'vm'))
+
     def test_equal_domains_follow_the_tie_break(self):
         loads = [L(p) for p in 'abcd']
         for seed in ('vm-1', 'vm-2', 'vm-3'):

@@ -124,6 +124,23 @@ class OrderCandidatesTest(testtools.TestCase):
             host.num_instances += 1     # what Nova's claim + consume does
         self.assertEqual(['a', 'b', 'c', 'd'], sorted(used))
 
+    def test_repeated_multi_creates_with_stale_claims(self):
+        # Servers of earlier multi-creates were deleted without the
+        # scheduler knowing; each new multi-create still gets 4 domains.
+        host = FakeHostState()
+        for round_ in range(5):
+            used = []
+            for n in range(4):
+                ordered = domain_order.order_candidates(
+                    host, self.cands, 2, True, 'vm-%d-%d' % (round_, n),
+                    None, None, self.ledger, request=round_)
+                used.append(domain_order.candidate_provider(ordered[0]))
+                host.num_instances += 1
+                self.clock.now += 0.1
+            self.assertEqual(['a', 'b', 'c', 'd'], sorted(used), round_)
+            host.num_instances = 0      # deleted; the compute reported it
+            self.clock.now += 5
+
     def test_live_state_memory_bound_domains_come_last(self):
         state = live([('a', ['x'], 2), ('b', [], 0), ('c', ['y'], 2),
                       ('d', ['z'], 2)])

@@ -1,0 +1,387 @@
+"""Cache-domain scheduling under real cloud traffic, end to end.
+
+Runs on the local OpenStack (``tools/devcloud.sh``: real Keystone, Nova API,
+conductor, scheduler - with several workers - and Placement on MariaDB and
+RabbitMQ) with many fake-driver computes of mixed real topologies, and
+boots waves of servers with a realistic flavor mix at several
+concurrencies, multi-create batches included, deleting part of them
+between waves. It runs twice, in the same invocation:
+
+* **ours**: nova-cacheaware's plugins, domain providers on the hosts that
+  opted in, cache-aware flavors written by ``compute_specs`` (what
+  ``nova-cacheaware flavor set`` writes);
+* **nova**: the peer - Nova with its default filters and weighers, no
+  domain providers, the same flavors without ``cacheaware:`` keys.
+
+Per run it reports servers placed vs placeable, spurious NoValidHost
+(Placement had a candidate for the same request right after the failure),
+409 claim conflicts per server (from the scheduler logs), % All-share, %
+of declared memory-bound servers alone in their domain (Clean) against the
+best possible for the same arrival sequence, and scheduling latency
+(POST until a host is assigned) p50/p95. Results go to
+``benchmarks/results/traffic_e2e.json``.
+
+Run with the devcloud's virtualenv (``tools/devcloud.sh up`` creates it)::
+
+    .devcloud/venv/bin/python benchmarks/traffic_e2e.py [--boots 120]
+
+It brings the devcloud down and up itself (twice) and takes it down at
+the end. The computes have no agent (fake drivers): the scheduler works
+without live state, from Placement and its own claims - the hardest case
+for the in-host choice.
+"""
+
+import argparse
+import collections
+from concurrent import futures
+import datetime
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, 'tools', 'devcloud'))
+
+import cloud as cloudlib  # noqa: E402
+
+from nova_cacheaware.api import flavor_specs  # noqa: E402
+from nova_cacheaware import names  # noqa: E402
+
+#: Fake computes: 6 Zen (4 CCX L3), 4 E-core-cluster (2 L2), 6 Q6600-like
+#: (2 shared L2 pairs), 4 i9-12900K (10 L2), 2 EPYC 7713 (8 CCX), and 2
+#: Zen hosts that did not opt in (no domain providers): 100 domains.
+HOSTS = (['fake-zen-%02d' % i for i in range(6)]
+         + ['fake-ecluster-%02d' % i for i in range(4)]
+         + ['fake-q6600-%02d' % i for i in range(6)]
+         + ['fake-i9-%02d' % i for i in range(4)]
+         + ['fake-epyc-%02d' % i for i in range(2)]
+         + ['fake-zen-plain-%02d' % i for i in range(2)])
+
+#: kind -> (cacheaware options or None for a plain flavor, weight)
+KINDS = {
+    'mem-required': ({'cache_share': 'all', 'workload': 'memory',
+                      'cache_clean': 'required'}, 15),
+    'mem-preferred': ({'cache_share': 'all', 'workload': 'memory',
+                       'cache_clean': 'preferred'}, 15),
+    'cpu-off': ({'cache_share': 'all', 'workload': 'cpu',
+                 'cache_clean': 'off'}, 15),
+    'cpu-preferred': ({'cache_share': 'all', 'workload': 'cpu',
+                       'cache_clean': 'preferred'}, 10),
+    'auto': ({'cache_share': 'all', 'workload': 'auto'}, 20),
+    'plain': (None, 25),
+}
+VCPUS = ((1, 3), (2, 4), (4, 2), (8, 1))
+MEMORY_KINDS = ('mem-required', 'mem-preferred')
+POLL = 0.2
+
+
+def log(msg):
+    print('traffic: %s' % msg, file=sys.stderr, flush=True)
+
+
+def devcloud(action, config, workers):
+    """``tools/devcloud.sh ACTION`` with this run's computes and plugins."""
+    env = dict(os.environ, DEVCLOUD_LIBVIRT='0',
+               DEVCLOUD_FAKE_COMPUTES=' '.join(HOSTS),
+               DEVCLOUD_SCHEDULER_WORKERS=str(workers))
+    if config == 'nova':
+        env.update(DEVCLOUD_AVAILABLE_FILTERS='none',
+                   DEVCLOUD_ENABLED_FILTERS='none', DEVCLOUD_WEIGHERS='none')
+    done = subprocess.run(['bash', os.path.join(ROOT, 'tools',
+                                                'devcloud.sh'), action],
+                          env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit('devcloud %s failed: %s' % (action,
+                                                     done.stderr[-2000:]))
+
+
+def make_plan(boots, waves, seed):
+    """The arrival sequence: per wave, boot operations ``(kind, vcpus, n)``.
+
+    A quarter of the operations are multi-creates of 2-4 servers.
+    """
+    rng = random.Random(seed)
+    kinds = list(KINDS)
+    weights = [KINDS[k][1] for k in kinds]
+    plan = []
+    for _ in range(waves):
+        ops, count = [], 0
+        while count < boots // waves:
+            kind = rng.choices(kinds, weights)[0]
+            vcpus = rng.choices([v for v, _ in VCPUS],
+                                [w for _, w in VCPUS])[0]
+            n = rng.randint(2, 4) if rng.random() < 0.25 else 1
+            ops.append((kind, vcpus, n))
+            count += n
+        plan.append(ops)
+    return plan
+
+
+def make_flavors(cloud, config):
+    """One flavor per (kind, vCPUs); cache-aware keys for ``ours`` only."""
+    existing = {f['name']: f['id'] for f in cloud.nova(
+        'GET', '/flavors?is_public=None')['flavors']}
+    flavors = {}
+    for kind, (options, _) in KINDS.items():
+        for vcpus, _ in VCPUS:
+            name = 'traffic.%s.%d' % (kind, vcpus)
+            if name in existing:
+                cloud.nova('DELETE', '/flavors/' + existing[name])
+            flavor = cloud.nova('POST', '/flavors', {'flavor': {
+                'name': name, 'vcpus': vcpus, 'ram': 256, 'disk': 1}})[
+                'flavor']
+            specs = {}
+            if options and config == 'ours':
+                specs = flavor_specs.compute_specs(options, vcpus).set
+                cloud.nova('POST', '/flavors/%s/os-extra_specs'
+                           % flavor['id'], {'extra_specs': specs})
+            flavors[(kind, vcpus)] = (flavor['id'], specs)
+    return flavors
+
+
+def candidates_exist(cloud, vcpus, specs):
+    """Whether Placement has a candidate for this request right now."""
+    query = ['resources=VCPU:%d,MEMORY_MB:256,DISK_GB:1' % vcpus,
+             'limit=1']
+    groups = collections.defaultdict(list)
+    for key, value in specs.items():
+        if key.startswith('resources') and ':' in key:
+            group, rc = key.split(':', 1)
+            groups[group[len('resources'):]].append('%s:%s' % (rc, value))
+        elif key.startswith('trait:') and value == 'required':
+            query.append('required=%s' % key[len('trait:'):])
+    for suffix, resources in groups.items():
+        query.append('resources%s=%s' % (suffix, ','.join(resources)))
+    if groups:
+        query.append('group_policy=%s' % specs.get('group_policy', 'none'))
+    found = cloud.placement('GET', '/allocation_candidates?' + '&'.join(
+        query))
+    return bool(found['allocation_requests'])
+
+
+def boot(cloud, flavors, kind, vcpus, count, name):
+    """One boot request; returns per-server records once scheduled."""
+    flavor_id, specs = flavors[(kind, vcpus)]
+    body = {'name': name, 'imageRef': cloudlib.DISK_IMAGE_ID,
+            'flavorRef': flavor_id, 'networks': 'none'}
+    if count > 1:
+        body.update(min_count=count, max_count=count,
+                    return_reservation_id=True)
+    t0 = time.monotonic()
+    reply = cloud.nova('POST', '/servers', {'server': body})
+    if count > 1:
+        ids = [s['id'] for s in cloud.nova(
+            'GET', '/servers?reservation_id=%s' % reply['reservation_id'])[
+            'servers']]
+    else:
+        ids = [reply['server']['id']]
+    records = {}
+    while len(records) < len(ids):
+        for sid in ids:
+            if sid in records:
+                continue
+            server = cloud.nova('GET', '/servers/' + sid)['server']
+            host = server.get('OS-EXT-SRV-ATTR:host')
+            if host or server['status'] == 'ERROR':
+                fault = (server.get('fault') or {}).get('message', '')
+                spurious = None
+                if 'No valid host' in fault:
+                    spurious = candidates_exist(cloud, vcpus, specs)
+                records[sid] = {'id': sid, 'kind': kind, 'vcpus': vcpus,
+                                'batch': count, 'host': host,
+                                'status': server['status'],
+                                'latency': time.monotonic() - t0,
+                                'novalidhost': 'No valid host' in fault,
+                                'spurious': spurious}
+        if time.monotonic() - t0 > 300:
+            raise RuntimeError('servers %s not scheduled after 300 s' % ids)
+        time.sleep(POLL)
+    return list(records.values())
+
+
+def log_count(path, needle, offset):
+    """Occurrences of ``needle`` in ``path`` after byte ``offset``."""
+    try:
+        with open(path, 'rb') as f:
+            f.seek(offset)
+            return f.read().decode(errors='replace').count(needle)
+    except OSError:
+        return 0
+
+
+def log_size(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def domain_usage(cloud, servers):
+    """``{server id: domain provider or None}`` from Placement."""
+    out = {}
+    for s in servers:
+        allocs = cloud.placement('GET', '/allocations/' + s['id'])[
+            'allocations']
+        domains = [rp for rp, a in allocs.items()
+                   if names.RC_DOMAIN_VCPU in a['resources']]
+        out[s['id']] = domains[0] if len(domains) == 1 else None
+    return out
+
+
+def clean_figures(alive, domains_of, domain_count):
+    """Declared memory-bound servers alone in their domain, and the best."""
+    memory = [s for s in alive if s['kind'] in MEMORY_KINDS]
+    per_domain = collections.Counter(
+        domains_of[s['id']] for s in memory if domains_of.get(s['id']))
+    clean = sum(1 for s in memory
+                if domains_of.get(s['id'])
+                and per_domain[domains_of[s['id']]] == 1)
+    return clean, min(len(memory), domain_count)
+
+
+def run(cloud, config, concurrency, plan, flavors, seed, logs):
+    """Every wave of ``plan`` at ``concurrency``; the run's figures."""
+    rng = random.Random(seed)
+    sched_log = os.path.join(logs, 'scheduler.log')
+    start = log_size(sched_log)
+    alive, records, clean, best = [], [], 0, 0
+    share_ok = share_all = 0
+    domain_count = sum(1 for rp in cloud.placement(
+        'GET', '/resource_providers')['resource_providers']
+        if ':cacheaware:' in rp['name'])
+    for w, ops in enumerate(plan):
+        with futures.ThreadPoolExecutor(max_workers=concurrency) as pool:
+            jobs = [pool.submit(boot, cloud, flavors, kind, vcpus, n,
+                                'tr-%s-c%d-w%d-%d' % (config, concurrency,
+                                                      w, i))
+                    for i, (kind, vcpus, n) in enumerate(ops)]
+            wave = [r for j in jobs for r in j.result()]
+        records += wave
+        alive += [r for r in wave if r['status'] != 'ERROR']
+        if config == 'ours':
+            domains_of = domain_usage(cloud, alive)
+            c, b = clean_figures(alive, domains_of, domain_count)
+            clean += c
+            best += b
+            aware = [s for s in alive if KINDS[s['kind']][0]]
+            share_all += len(aware)
+            share_ok += sum(1 for s in aware if domains_of.get(s['id']))
+        # Deletes in between: a third of the live servers go.
+        gone = rng.sample(alive, len(alive) // 3)
+        for s in gone:
+            cloud.nova('DELETE', '/servers/' + s['id'], ok=(204, 404))
+        alive = [s for s in alive if s not in gone]
+        wait_deleted(cloud, [s['id'] for s in gone])
+    conflicts = log_count(sched_log, 'Got HTTP 409', start)
+    for s in alive:
+        cloud.nova('DELETE', '/servers/' + s['id'], ok=(204, 404))
+    wait_deleted(cloud, [s['id'] for s in alive])
+    latencies = [r['latency'] for r in records if r['host']]
+    return {
+        'config': config, 'concurrency': concurrency,
+        'servers': len(records),
+        'placed': sum(1 for r in records if r['host']),
+        'placeable': sum(1 for r in records
+                         if r['host'] or r['spurious']),
+        'novalidhost': sum(1 for r in records if r['novalidhost']),
+        'spurious_novalidhost': sum(1 for r in records if r['spurious']),
+        'conflicts_409': conflicts,
+        'conflicts_per_server': round(conflicts / len(records), 3),
+        # Cache-aware servers holding exactly one domain, summed over the
+        # live servers at the end of each wave (0 for the peer: no domains).
+        'all_share_pct': (round(100.0 * share_ok / share_all, 1)
+                          if share_all else 0.0),
+        'clean_vs_best': (round(clean / best, 3)
+                          if best else None),
+        'clean_servers': clean, 'clean_best': best,
+        'latency_p50_s': round(statistics.median(latencies), 3),
+        'latency_p95_s': round(_p95(latencies), 3),
+    }
+
+
+def _p95(values):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+
+
+def wait_deleted(cloud, ids, timeout=180):
+    deadline = time.monotonic() + timeout
+    while ids and time.monotonic() < deadline:
+        ids = [i for i in ids if cloud.nova('GET', '/servers/' + i,
+                                            ok=(200, 404))]
+        time.sleep(0.5)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--boots', type=int, default=120,
+                        help='servers booted per run (over all waves)')
+    parser.add_argument('--waves', type=int, default=3)
+    parser.add_argument('--concurrency', default='1,8,32')
+    parser.add_argument('--workers', type=int, default=2,
+                        help='nova-scheduler worker processes')
+    parser.add_argument('--configs', default='ours,nova')
+    parser.add_argument('--seed', type=int, default=12)
+    parser.add_argument('--out', default=os.path.join(
+        ROOT, 'benchmarks', 'results', 'traffic_e2e.json'))
+    args = parser.parse_args(argv)
+    dc = os.environ.get('DEVCLOUD_DIR', os.path.join(ROOT, '.devcloud'))
+    os.environ.setdefault('OS_CLIENT_CONFIG_FILE',
+                          os.path.join(dc, 'clouds.yaml'))
+    os.environ['DEVCLOUD_DIR'] = dc
+    plan = make_plan(args.boots, args.waves, args.seed)
+    results, load = [], []
+    for config in args.configs.split(','):
+        log('%s: devcloud with %d computes, %d scheduler workers'
+            % (config, len(HOSTS), args.workers))
+        devcloud('down', config, args.workers)
+        devcloud('up', config, args.workers)
+        cloud = cloudlib.Cloud()
+        if config == 'ours':
+            cloudlib.sync_domains(cloud)
+        flavors = make_flavors(cloud, config)
+        for c in [int(x) for x in args.concurrency.split(',')]:
+            load.append(os.getloadavg()[0])
+            t0 = time.monotonic()
+            result = run(cloud, config, c, plan, flavors, args.seed,
+                         os.path.join(dc, 'logs'))
+            result['wall_s'] = round(time.monotonic() - t0, 1)
+            log(json.dumps(result))
+            results.append(result)
+        devcloud('down', config, args.workers)
+    by = {(r['config'], r['concurrency']): r for r in results}
+    for r in results:
+        peer = by.get(('nova', r['concurrency']))
+        if r['config'] == 'ours' and peer:
+            r['latency_p50_vs_nova'] = round(
+                r['latency_p50_s'] / peer['latency_p50_s'], 2)
+            r['latency_p95_vs_nova'] = round(
+                r['latency_p95_s'] / peer['latency_p95_s'], 2)
+    doc = {
+        'benchmark': 'traffic_e2e',
+        'command': ' '.join(['benchmarks/traffic_e2e.py']
+                            + (argv if argv is not None else sys.argv[1:])),
+        'date': datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        'machine': '%s, %d CPUs' % (platform.processor()
+                                    or platform.machine(), os.cpu_count()),
+        'load_avg_at_start_of_runs': [round(x, 2) for x in load],
+        'hosts': HOSTS, 'scheduler_workers': args.workers,
+        'plan': [[list(op) for op in wave] for wave in plan],
+        'results': results,
+    }
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, 'w') as f:
+        json.dump(doc, f, indent=1)
+        f.write('\n')
+    for r in results:
+        print(json.dumps(r))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
