@@ -9,9 +9,11 @@ between waves. It runs twice, in the same invocation:
 
 * **ours**: nova-cacheaware's plugins, domain providers on the hosts that
   opted in, cache-aware flavors written by ``compute_specs`` (what
-  ``nova-cacheaware flavor set`` writes);
+  ``nova-cacheaware flavor set`` writes), Placement with the project's
+  ``allocation_conflict_retry_count = 1``;
 * **nova**: the peer - Nova with its default filters and weighers, no
-  domain providers, the same flavors without ``cacheaware:`` keys.
+  domain providers, the same flavors without ``cacheaware:`` keys,
+  Placement's defaults.
 
 Per run it reports servers placed vs placeable, spurious NoValidHost
 (Placement had a candidate for the same request right after the failure),
@@ -90,8 +92,11 @@ def devcloud(action, config, workers):
                DEVCLOUD_FAKE_COMPUTES=' '.join(HOSTS),
                DEVCLOUD_SCHEDULER_WORKERS=str(workers))
     if config == 'nova':
+        # The region before nova-cacheaware: Nova's and Placement's
+        # defaults.
         env.update(DEVCLOUD_AVAILABLE_FILTERS='none',
-                   DEVCLOUD_ENABLED_FILTERS='none', DEVCLOUD_WEIGHERS='none')
+                   DEVCLOUD_ENABLED_FILTERS='none', DEVCLOUD_WEIGHERS='none',
+                   DEVCLOUD_PLACEMENT_CONFLICT_RETRIES='10')
     done = subprocess.run(['bash', os.path.join(ROOT, 'tools',
                                                 'devcloud.sh'), action],
                           env=env, capture_output=True, text=True)
