@@ -37,8 +37,14 @@ The policy, in order (documented in ``doc/source/admin/scheduler.rst``):
 """
 
 import dataclasses
+import functools
 import hashlib
 import typing as ty
+
+_MASK = (1 << 64) - 1
+# An odd 64-bit constant (2**64 / golden ratio) for multiplicative mixing.
+_GOLDEN = 0x9E3779B97F4A7C15
+_NEVER = float('-inf')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,14 +70,21 @@ class DomainLoad:
                 or self.vcpus_used + vcpus <= self.vcpus_total)
 
 
+@functools.lru_cache(maxsize=1 << 18)
+def _hash64(text):
+    return int.from_bytes(hashlib.blake2b(text.encode(),
+                                          digest_size=8).digest(), 'big')
+
+
 def tie_break(seed, provider):
     """A stable pseudo-random rank of ``provider`` for request ``seed``.
 
     Stable across processes (unlike ``hash()``), different per instance.
+    The per-string hashes are memoised: a scheduler ranks the same
+    providers for every request, so a request costs one hash of its seed
+    and a multiplication per domain.
     """
-    digest = hashlib.blake2b(('%s/%s' % (seed, provider)).encode(),
-                             digest_size=8).digest()
-    return int.from_bytes(digest, 'big')
+    return ((_hash64(seed) ^ _hash64(provider)) * _GOLDEN) & _MASK
 
 
 def order_domains(loads, vcpus, memory_bound, seed):
@@ -81,30 +94,27 @@ def order_domains(loads, vcpus, memory_bound, seed):
     :param vcpus: the instance's vCPUs.
     :param memory_bound: True for requests ordered by rule 1 (memory-bound
         or ``auto`` wanting Clean), False for best fit (rule 2).
-    :param seed: the instance uuid (tie-break, rule 4).
+    :param seed: the instance uuid (tie-break, rule 5).
     """
-    key = _memory_key if memory_bound else _fit_key
-    return [load.provider for load in
-            sorted(loads, key=lambda load: key(load, vcpus, seed))]
-
-
-def _recency(load):
-    return float('-inf') if load.last_claim is None else load.last_claim
-
-
-def _memory_key(load, vcpus, seed):
-    return (not load.fits(vcpus), load.claimed_now, load.memory_bound,
-            _recency(load), tie_break(seed, load.provider))
-
-
-def _fit_key(load, vcpus, seed):
-    fits = load.fits(vcpus)
-    empty = load.memory_bound == 0
-    if load.vcpus_total is None:
-        # Unknown capacity: least used first (spread).
-        fullness = load.vcpus_used
-    else:
-        # Best fit: least room left after placing the instance first.
-        fullness = load.vcpus_total - load.vcpus_used - vcpus
-    return (not fits, empty, fullness, _recency(load),
-            tie_break(seed, load.provider))
+    # Runs for every host of every All-share request: one pass building
+    # plain tuples (no per-domain function calls beyond the memoised hash).
+    seed_hash = _hash64(seed)
+    keyed = []
+    for load in loads:
+        total = load.vcpus_total
+        used = load.vcpus_used
+        too_small = total is not None and used + vcpus > total
+        recency = _NEVER if load.last_claim is None else load.last_claim
+        tie = ((seed_hash ^ _hash64(load.provider)) * _GOLDEN) & _MASK
+        if memory_bound:
+            key = (too_small, load.claimed_now, load.memory_bound, recency,
+                   tie)
+        else:
+            # Best fit: least room left after placing the instance first;
+            # unknown capacity: least used first (spread).
+            fullness = used if total is None else total - used - vcpus
+            key = (too_small, load.memory_bound == 0, fullness, recency,
+                   tie)
+        keyed.append((key, load.provider))
+    keyed.sort()
+    return [provider for _, provider in keyed]
