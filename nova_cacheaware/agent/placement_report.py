@@ -170,11 +170,11 @@ PlacementClient`.
         Placement then offers this host to no All-share request until an
         agent syncs again. True if the trait was removed now.
         """
-        if self.root_uuid is None:
-            return False
         self._in_sync = None
-        return provider_sync.set_agent_trait(self.client, self.root_uuid,
-                                             False)
+        # Looked up if this run never reached Placement: the trait may be
+        # left from the previous run.
+        return provider_sync.set_agent_trait(
+            self.client, self.compute_node_uuid(), False)
 
     def set_membound_reserved(self, reserved_by_domain):
         """Ask for ``{domain id: reserved}``; writes only what changed.
