@@ -59,18 +59,6 @@ class HostStateCache:
             return None
         return entry[1]
 
-    def live_view(self, host):
-        """``host``'s liveness view now (a stale state counts, aged)."""
-        now = self._clock()
-        entry = self._states.get(host)
-        last, since = self._last_heard, self._heard_since
-        return liveness.LiveView(
-            ttl=self._ttl,
-            age=None if entry is None else now - entry[0],
-            healthy=entry is not None and entry[1].agent_healthy,
-            quiet_for=None if last is None else now - last,
-            heard_for=0.0 if since is None else now - since)
-
     def forget(self, host):
         """Drop a host's state (e.g. when its compute service is deleted)."""
         with self._lock:
@@ -94,3 +82,15 @@ class HostStateCache:
 
     def __len__(self):
         return len(self._states)
+
+    def live_view(self, host):
+        """``host``'s liveness view now (a stale state counts, aged)."""
+        now = self._clock()
+        entry = self._states.get(host)
+        last, since = self._last_heard, self._heard_since
+        return liveness.LiveView(
+            ttl=self._ttl,
+            age=None if entry is None else now - entry[0],
+            healthy=entry is not None and entry[1].agent_healthy,
+            quiet_for=None if last is None else now - last,
+            heard_for=0.0 if since is None else now - since)
