@@ -157,6 +157,9 @@ class TestFlooredInventories(testtools.TestCase):
                          {k: out[ps.names.RC_DOMAIN_MEMBOUND][k]
                           for k in ('total', 'reserved')})
 
+    @hypothesis.settings(
+        deadline=None,
+        suppress_health_check=[hypothesis.HealthCheck.too_slow])
     @hypothesis.given(vcpus=st.integers(1, 64),
                       ratio=st.sampled_from([1.0, 1.1, 2.0, 4.0, 16.0]),
                       used=st.integers(0, 2000))

@@ -8,6 +8,10 @@ import testtools
 from nova_cacheaware.policy import liveness
 
 TTL = 60.0
+# A pure function: on a loaded shared machine, drawing the inputs is what
+# is slow, not the code under test.
+PROPERTY = hypothesis.settings(
+    deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow])
 UNHEALTHY = 'reports itself unhealthy'
 STALE = 'is 61 s old'
 MISSING = 'no live state from its nova-cacheaware agent'
@@ -72,13 +76,12 @@ class RuleTableTest(testtools.TestCase):
         self.assertRaises(ValueError, liveness.ineligible_reason,
                           liveness.LiveView(0, 1, True, 1, 1))
 
+    @PROPERTY
     @hypothesis.given(
         period=st.floats(1, 60), ttl_factor=st.floats(2, 10),
-        outage_at=st.floats(0, 1), since_outage=st.floats(0, 1000),
-        offset=st.floats(0, 1))
+        since_outage=st.floats(0, 1000), offset=st.floats(0, 1))
     def test_a_bus_outage_never_blames_a_host(self, period, ttl_factor,
-                                              outage_at, since_outage,
-                                              offset):
+                                              since_outage, offset):
         # Agents publish every `period`; the bus stops; `now` is any time
         # later. A host whose last state predates the outage by up to one
         # period is never refused, whatever moment we look.
@@ -90,6 +93,7 @@ class RuleTableTest(testtools.TestCase):
                               quiet_for=now - last_any, heard_for=10 * ttl)
         self.assertIsNone(liveness.ineligible_reason(v))
 
+    @PROPERTY
     @hypothesis.given(period=st.floats(1, 60), ttl_factor=st.floats(2, 10),
                       dead_for=st.floats(0, 1000), quiet=st.floats(0, 1))
     def test_a_dead_agent_is_refused_after_ttl(self, period, ttl_factor,
