@@ -122,12 +122,13 @@ PlacementClient`.
         """
         root = self.compute_node_uuid()
         inputs = (domain_set, tuple(usable_cpus))
-        try:
+        generations = self._generations(root)
+        if root not in generations:
+            # The compute node provider is gone (its service deleted, maybe
+            # registered again under a new uuid): look it up by name again.
+            self.root_uuid = self._in_sync = None
+            root = self.compute_node_uuid()
             generations = self._generations(root)
-        except errors.ResourceProviderNotFound:
-            # The compute node was deleted and maybe registered again.
-            self.root_uuid = None
-            raise
         if self._in_sync == (inputs, generations):
             return self.last_sync
         result = self._full_sync(root, domain_set, usable_cpus)

@@ -114,6 +114,26 @@ class HandEditsTest(test_reporting.PlacementService, base.AgentTestCase):
             set(self.client.get_traits(rps['L2-3'])['traits']))
         self.assertEqual({names.TRAIT_AGENT}, self.root_traits(root))
 
+    def test_a_compute_node_registered_again_is_followed(self):
+        root, name = self.compute_node()
+        reporter = placement_report.PlacementSyncReporter(self.client, name)
+        reporter.sync_domains(FOUR, range(8))
+        # The compute service is deleted and registered again: Nova's
+        # provider (and our children with it) gone, a new uuid, same name.
+        for rp in reporter.provider_uuids().values():
+            self.client.delete_provider(rp)
+        self.client.delete_provider(root)
+        new_root = str(uuid_mod.uuid4())
+        self.client.post('/resource_providers', {'name': name,
+                                                 'uuid': new_root})
+        result = reporter.sync_domains(FOUR, range(8))
+        self.assertEqual((new_root, ['L2-0', 'L2-1', 'L2-2', 'L2-3']),
+                         (reporter.root_uuid, result.created))
+        self.assertEqual(
+            sorted(reporter.provider_uuids().values()),
+            sorted(p['uuid'] for p in self.client.providers_in_tree(new_root)
+                   if p['uuid'] != new_root))
+
     def test_a_total_never_falls_below_what_is_allocated(self):
         root, name = self.compute_node(ratio=4.0)
         log = self.useFixture(fixtures.FakeLogger(
