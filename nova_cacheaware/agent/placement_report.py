@@ -17,8 +17,11 @@
   inventories and traits changed by hand are restored, within one pass;
 * puts ``CUSTOM_CACHEAWARE_AGENT`` on the root at every full sync and takes
   it off when the agent stops cleanly (:meth:`withdraw`);
-* sets ``reserved`` of ``CUSTOM_CACHE_DOMAIN_MEMBOUND`` on a domain where an
-  undeclared VM was found memory-bound. Never above ``total`` and never
+* sets ``reserved`` of ``CUSTOM_CACHE_DOMAIN_MEMBOUND`` on a domain where
+  the agent pins a memory-bound VM whose own allocation does not use that
+  domain's slot (undeclared, no cache group, or an allocation on a retired
+  domain's provider: :meth:`membound_holders` tells which do). Never above
+  ``total`` and never
   into capacity that allocations use: Placement accepts an inventory whose
   capacity falls below its usage (it only logs a warning), which would
   leave the provider over-committed, so the value is clamped to

@@ -5,8 +5,8 @@ pins) without Placement or a message bus:
 
 * :class:`PlacementReporter`: ``sync_domains`` every pass (the provider
   tree of cache domains; cheap when nothing changed), ``withdraw`` on a
-  clean stop, ``set_membound_reserved``
-  when an undeclared VM is found memory-bound in a domain. The real one wraps
+  clean stop, ``set_membound_reserved`` for the memory-bound VMs pinned in
+  a domain whose allocation does not use its slot. The real one wraps
   ``nova_cacheaware.placement`` (``provider_sync.sync_domain_providers``).
 * :class:`StatePublisher`: ``publish(doc)`` of the ``cacheaware.host.state``
   payload. The real one emits an oslo.messaging notification.
