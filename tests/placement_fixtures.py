@@ -117,20 +117,33 @@ class PlacementService(fixtures.Fixture):
                  'import sys; from placement.cmd.manage import main; '
                  'sys.exit(main())', '--config-file', conf, 'db', 'sync'],
                 check=True, capture_output=True, timeout=120)
-        env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=self.confdir)
-        self.process = subprocess.Popen(
-            [sys.executable, os.path.join(REPO_ROOT, 'tools', 'wsgi_serve.py'),
-             'placement.wsgi.api'],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True)
         self.addCleanup(self._stop)
-        line = self.process.stdout.readline()
-        if not line.startswith('serving '):
-            raise RuntimeError('placement service did not start: %r' % line)
-        self.endpoint = line.split()[-1]
+        self._serve('0')
+        self.endpoint = self._line.split()[-1]
         self.client = client_for_endpoint(self.endpoint)
         # The first request loads the app (policy, traits sync): do it now
         # so that tests and benchmarks do not time it.
+        self.client.get('/')
+
+    def _serve(self, port):
+        env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=self.confdir)
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(REPO_ROOT, 'tools', 'wsgi_serve.py'),
+             'placement.wsgi.api', port],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True)
+        self._line = self.process.stdout.readline()
+        if not self._line.startswith('serving '):
+            raise RuntimeError('placement service did not start: %r'
+                               % self._line)
+
+    def stop_service(self):
+        """Stop the WSGI process, keep the database: a real outage."""
+        self._stop()
+
+    def start_service(self):
+        """Serve the same database again on the same endpoint."""
+        self._serve(self.endpoint.rsplit(':', 1)[1])
         self.client.get('/')
 
     @property

@@ -16,7 +16,8 @@ failure, and the agent must know whether the state got through.
 A broker outage never blocks or stops the agent: each message gets one
 connection attempt (``retry=0``); a failed one is kept, and the next pass
 sends its own, newer state (a state supersedes the previous one, so only
-the newest is worth sending). Outage and recovery are logged once each.
+the newest is worth sending). Outage and recovery are logged once each
+(``the message bus recovered after N s``).
 """
 
 import datetime
@@ -26,6 +27,7 @@ import uuid as uuid_mod
 import oslo_messaging
 from oslo_utils import timeutils
 
+from nova_cacheaware.agent import outage
 from nova_cacheaware.agent import reporting
 from nova_cacheaware import notifications
 from nova_cacheaware.policy import pcpu_est
@@ -100,6 +102,7 @@ class NotificationStatePublisher(reporting.StatePublisher):
         self.failed = 0
         #: The newest state not delivered (None once one got through).
         self.pending = None
+        self.outages = outage.Outages(log=LOG)
 
     def publish(self, state):
         """Send ``state`` (the agent's report); True if it was delivered."""
@@ -107,17 +110,15 @@ class NotificationStatePublisher(reporting.StatePublisher):
         try:
             self._send(host_state.to_payload(built))
         except Exception as e:
-            if self.pending is None:
-                LOG.warning('cannot send %s on topic %s (%s); the agent '
-                            'keeps working and sends its newest state at '
-                            'each pass until the bus is back',
-                            host_state.EVENT_TYPE, self.topic, e)
+            self.outages.failed(
+                'the message bus', 'cannot send %s on topic %s: %s' % (
+                    host_state.EVENT_TYPE, self.topic, e),
+                'the agent keeps working and sends its newest state at '
+                'each pass until the bus is back')
             self.failed += 1
             self.pending = built
             return False
-        if self.pending is not None:
-            LOG.info('%s delivered again on topic %s',
-                     host_state.EVENT_TYPE, self.topic)
+        self.outages.ok('the message bus')
         self.pending = None
         self.sent += 1
         return True

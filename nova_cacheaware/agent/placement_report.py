@@ -7,11 +7,21 @@
 * finds the compute node's resource provider by its name (Nova names it
   after the hypervisor hostname: libvirt's ``getHostname()``, or
   ``[agent] hypervisor_hostname``);
-* syncs the cache-domain child providers
+* reconciles the cache-domain child providers
   (:func:`~nova_cacheaware.placement.provider_sync.sync_domain_providers`)
-  at start and on topology change;
-* sets ``reserved`` of ``CUSTOM_CACHE_DOMAIN_MEMBOUND`` on a domain where an
-  undeclared VM was found memory-bound. Never above ``total`` and never
+  every pass, cheaply: one ``GET /resource_providers?in_tree=`` compares
+  the generations of the compute node's tree with those of the last pass
+  that found everything in sync; only a changed tree (a provider deleted
+  or edited by hand, an allocation, Nova's own updates of the root) gets
+  the full read-compare-write. Providers deleted by hand come back, and
+  inventories and traits changed by hand are restored, within one pass;
+* puts ``CUSTOM_CACHEAWARE_AGENT`` on the root at every full sync and takes
+  it off when the agent stops cleanly (:meth:`withdraw`);
+* sets ``reserved`` of ``CUSTOM_CACHE_DOMAIN_MEMBOUND`` on a domain where
+  the agent pins a memory-bound VM whose own allocation does not use that
+  domain's slot (undeclared, no cache group, or an allocation on a retired
+  domain's provider: :meth:`membound_holders` tells which do). Never above
+  ``total`` and never
   into capacity that allocations use: Placement accepts an inventory whose
   capacity falls below its usage (it only logs a warning), which would
   leave the provider over-committed, so the value is clamped to
@@ -71,7 +81,10 @@ PlacementClient`.
         self._applied = {}     # domain id -> reserved written (clamped)
         self._held = {}        # instance uuid -> domain id or None
         self._stale = set()    # cached, but to be read again
+        self._membound = set()  # instances whose allocation has a slot
         self._down = False
+        self._in_sync = None   # (inputs, {rp uuid: generation}) in sync
+        self._reserved_written = False
 
     # -- compute node -----------------------------------------------------
 
@@ -102,12 +115,38 @@ PlacementClient`.
     # -- PlacementReporter ------------------------------------------------
 
     def sync_domains(self, domain_set, usable_cpus):
-        """Sync the domain providers; keeps the ``reserved`` already set.
+        """Reconcile the domain providers; keeps the ``reserved`` already set.
 
-        A domain that vanished loses its ``reserved``; the others keep the
-        value last written (clamped again to what allocations leave).
+        One read when nothing changed since the last pass that found the
+        tree in sync (same domains, same usable CPUs, same generations);
+        otherwise a full sync. A domain that vanished loses its
+        ``reserved``; the others keep the value last written (clamped again
+        to what allocations leave). Returns the last full sync's result.
         """
         root = self.compute_node_uuid()
+        inputs = (domain_set, tuple(usable_cpus))
+        generations = self._generations(root)
+        if root not in generations:
+            # The compute node provider is gone (its service deleted, maybe
+            # registered again under a new uuid): look it up by name again.
+            self.root_uuid = self._in_sync = None
+            root = self.compute_node_uuid()
+            generations = self._generations(root)
+        if self._in_sync == (inputs, generations):
+            return self.last_sync
+        result = self._full_sync(root, domain_set, usable_cpus)
+        # Remember the tree as read before the sync, and only if the sync
+        # found nothing to write: any later change, ours included, shows
+        # as a new generation and is compared in full next pass.
+        self._in_sync = ((inputs, generations) if result.writes == 0
+                         and not self._reserved_written else None)
+        return result
+
+    def _generations(self, root):
+        return {p['uuid']: p['generation']
+                for p in self.client.providers_in_tree(root)}
+
+    def _full_sync(self, root, domain_set, usable_cpus):
         ids = {d.id for d in domain_set.domains}
         self._wanted = {d: r for d, r in self._wanted.items() if d in ids}
         reserved = self._clamped(self._wanted) if self._providers else {}
@@ -117,15 +156,29 @@ PlacementClient`.
             membound_total=self.membound_total,
             membound_reserved=reserved, usable_cpus=list(usable_cpus),
             child_traits=self.child_traits)
+        if result.providers != self._providers:
+            # Providers with new uuids: read every allocation again.
+            self._stale = set(self._held)
         self._providers = dict(result.providers)
         self._applied = {d: reserved.get(d, 0) for d in self._providers}
         self.last_sync = result
-        # Providers may have new uuids: read every allocation again.
-        self._stale = set(self._held)
+        self._reserved_written = False
         if any(self._wanted.get(d, 0) != self._applied.get(d, 0)
                for d in self._providers):
             self._write_reserved()
         return result
+
+    def withdraw(self):
+        """Take ``CUSTOM_CACHEAWARE_AGENT`` off the root (a clean stop).
+
+        Placement then offers this host to no All-share request until an
+        agent syncs again. True if the trait was removed now.
+        """
+        self._in_sync = None
+        # Looked up if this run never reached Placement: the trait may be
+        # left from the previous run.
+        return provider_sync.set_agent_trait(
+            self.client, self.compute_node_uuid(), False)
 
     def set_membound_reserved(self, reserved_by_domain):
         """Ask for ``{domain id: reserved}``; writes only what changed.
@@ -176,6 +229,7 @@ PlacementClient`.
             if self._applied.get(domain_id) == value:
                 continue
             self._put_reserved(rp_uuid, value)
+            self._reserved_written = True
             self._applied[domain_id] = value
             LOG.info('cache domain %s: MEMBOUND reserved = %d', domain_id,
                      value)
@@ -216,6 +270,7 @@ PlacementClient`.
         uuids = list(uuids)
         # Instances gone from the host are forgotten.
         self._held = {u: d for u, d in self._held.items() if u in uuids}
+        self._membound &= set(self._held)
         self._stale &= set(self._held)
         for uuid in uuids:
             if uuid in self._held and uuid not in self._stale:
@@ -230,14 +285,26 @@ PlacementClient`.
                 break
             self._down = False
             self._stale.discard(uuid)
-            held = [by_rp[rp] for rp in doc.get('allocations', {})
-                    if rp in by_rp]
+            allocations = doc.get('allocations', {})
+            held = [by_rp[rp] for rp in allocations if rp in by_rp]
             self._held[uuid] = held[0] if len(held) == 1 else None
+            slot = len(held) == 1 and any(
+                allocations[rp]['resources'].get(names.RC_DOMAIN_MEMBOUND)
+                for rp in allocations if rp in by_rp)
+            (self._membound.add if slot else self._membound.discard)(uuid)
             if len(held) > 1:
                 LOG.warning('instance %s holds %d cache domains (%s); '
                             'pinned to none', uuid, len(held),
                             ', '.join(sorted(held)))
         return {u: self._held[u] for u in uuids
+                if self._held.get(u) is not None}
+
+    def membound_holders(self):
+        """Instances whose allocation holds a MEMBOUND slot of their domain.
+
+        As of the last :meth:`held_domains`; ``{uuid: domain id}``.
+        """
+        return {u: self._held[u] for u in self._membound
                 if self._held.get(u) is not None}
 
     def forget_instance(self, uuid):

@@ -3,9 +3,10 @@
 Narrow injected interfaces with logging defaults, so the agent runs (and
 pins) without Placement or a message bus:
 
-* :class:`PlacementReporter`: ``sync_domains`` at start and on topology
-  change (the provider tree of cache domains), ``set_membound_reserved``
-  when an undeclared VM is found memory-bound in a domain. The real one wraps
+* :class:`PlacementReporter`: ``sync_domains`` every pass (the provider
+  tree of cache domains; cheap when nothing changed), ``withdraw`` on a
+  clean stop, ``set_membound_reserved`` for the memory-bound VMs pinned in
+  a domain whose allocation does not use its slot. The real one wraps
   ``nova_cacheaware.placement`` (``provider_sync.sync_domain_providers``).
 * :class:`StatePublisher`: ``publish(doc)`` of the ``cacheaware.host.state``
   payload. The real one emits an oslo.messaging notification.
@@ -44,6 +45,18 @@ class PlacementReporter(abc.ABC):
         """``{domain id: provider uuid}`` once synced; ``{}`` before."""
         return {}
 
+    def membound_holders(self):
+        """``{instance uuid: domain id}``: allocations with a MEMBOUND slot.
+
+        Instances whose Placement allocation already uses their domain's
+        memory-bound slot (``reserved`` must not count them again). The
+        default knows of none.
+        """
+        return {}
+
+    def withdraw(self):
+        """The agent stops cleanly: stop promising pinning. Default: no-op."""
+
 
 class StatePublisher(abc.ABC):
     """Publishes the host's live cache state for the scheduler."""
@@ -56,10 +69,14 @@ class StatePublisher(abc.ABC):
 class LoggingPlacementReporter(PlacementReporter):
     """No Placement configured: log what would be reported."""
 
+    _said = False
+
     def sync_domains(self, domain_set, usable_cpus):
-        """Log the domains once per call."""
-        LOG.info('Placement reporting is off: %d cache domains not synced',
-                 len(domain_set.domains))
+        """Log the domains (once: it is called every pass)."""
+        if not self._said:
+            LOG.info('Placement reporting is off: %d cache domains not '
+                     'synced', len(domain_set.domains))
+            self._said = True
 
     def set_membound_reserved(self, reserved_by_domain):
         """Log the reserved values."""

@@ -16,6 +16,7 @@ from nova_cacheaware.agent import actuator as actuator_mod
 from nova_cacheaware.agent import counters as counters_mod
 from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor as hv
+from nova_cacheaware.agent import outage
 from nova_cacheaware.agent import reporting
 from nova_cacheaware.agent import specs as specs_mod
 from nova_cacheaware.agent import threads
@@ -78,9 +79,8 @@ class Agent:
         self.capabilities = tuple(capabilities)
         # Run-time classification of 'auto' VMs (None: declared only).
         self.classifier = classifier
-        self._synced = False
-        self._synced_usable = None
         self.last_held = {}
+        self.outages = outage.Outages()
         self._membound_homes = {}
         # Crosses from libvirt's OS thread to this loop (green or not).
         self._wake = threads.Waker()
@@ -197,43 +197,52 @@ class Agent:
         return reports
 
     def sync_placement(self, usable=None):
-        """Sync the domain providers at start and on topology change.
+        """Reconcile the domain providers with Placement (every pass).
 
-        A topology change is a change of the usable CPUs (CPUs went on- or
-        offline). Retried each pass until it works; Placement being down
-        never stops pinning.
+        Cheap when nothing changed (the reporter compares generations).
+        Covers topology changes (usable CPUs on- or offline), providers
+        deleted or edited by hand, and re-asserts the agent's trait.
+        Placement being down never stops pinning: one WARNING when it goes,
+        one INFO when it is back.
         """
         usable = tuple(self.usable_cpus if usable is None else usable)
-        if self._synced and usable == self._synced_usable:
-            return True
         try:
             self.placement.sync_domains(self.domain_set, usable)
         except Exception as e:
-            LOG.warning('Placement sync failed (%s); retrying next pass', e)
+            self.outages.failed(
+                'Placement', e, 'pinning goes on with the last known '
+                'allocations; the sync is retried every pass')
             return False
-        self._synced = True
-        self._synced_usable = usable
+        self.outages.ok('Placement')
         return True
 
     def membound_reserved(self, decisions):
-        """``{domain id: n}``: classified (undeclared) memory-bound VMs.
+        """``{domain id: n}``: memory-bound VMs not counted by Placement.
 
-        Counts VMs the classifier found memory-bound and the planner put
-        All-share in one domain, unless they hold that domain in Placement
-        (their allocation already uses a MEMBOUND slot).
+        Every VM the agent pins All-share in one domain as memory-bound
+        (declared ``workload=memory`` or classified), unless its own
+        allocation already uses that domain's MEMBOUND slot. So a VM whose
+        allocation names a retired domain (the domain set changed), or none
+        (no cache group in its flavor), still takes the slot of the domain
+        it now runs in, and Clean holds for the next request.
         """
         found = (self.classifier.memory_bound()
                  if self.classifier is not None else set())
+        slots = self.placement.membound_holders()
         homes = {}
         for d in decisions:
-            if d.uuid not in found or d.uuid in self.last_held:
+            if d.workload != 'memory' and d.uuid not in found:
                 continue
             if d.action == decide.REPIN and len(d.domains) == 1:
-                homes[d.uuid] = d.domains[0]
+                home = d.domains[0]
             elif d.uuid in self._membound_homes:
                 # In a Partial-share sampling window: its slot stays
                 # reserved (no Placement write, no window for others).
-                homes[d.uuid] = self._membound_homes[d.uuid]
+                home = self._membound_homes[d.uuid]
+            else:
+                continue
+            if slots.get(d.uuid) != home:
+                homes[d.uuid] = home
         self._membound_homes = homes
         out = {}
         for domain in homes.values():
@@ -343,10 +352,27 @@ class Agent:
                 self.reconcile_safely()
                 self.handle_events(self._wake.wait(period_s))
         finally:
+            self.withdraw()
             self.release_capabilities()
             self.hypervisor.stop()
             self.counter_source.close()
             self._wake.close()
+
+    def withdraw(self):
+        """Stop promising pinning: the agent's trait leaves the root.
+
+        A clean stop only; a killed agent is noticed by the scheduler when
+        its live state goes stale (doc/source/admin/failure-modes.rst).
+        """
+        try:
+            if self.placement.withdraw():
+                LOG.info('%s removed from the compute node provider: no '
+                         'All-share request lands here until the agent '
+                         'is back', 'CUSTOM_CACHEAWARE_AGENT')
+        except Exception as e:
+            LOG.warning('could not remove the agent trait from Placement '
+                        '(%s); the scheduler notices the silence after '
+                        '[cacheaware_scheduler] host_state_ttl', e)
 
     def release_capabilities(self):
         """Let every capability give back what it changed."""
@@ -360,9 +386,12 @@ class Agent:
     def reconcile_safely(self):
         """:meth:`reconcile`, logging instead of raising."""
         try:
-            return self.reconcile()
+            one = self.reconcile()
+            self.outages.ok('libvirtd')
+            return one
         except hv.HypervisorUnavailable as e:
-            LOG.warning('%s; retrying at the next period or event', e)
+            self.outages.failed('libvirtd', e,
+                                'retrying at the next period or event')
         except decide.PlannerError as e:
             LOG.error('%s; nothing changed', e)
         except Exception:

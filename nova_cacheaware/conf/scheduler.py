@@ -50,9 +50,44 @@ Possible values:
                help="""
 Seconds a host's live state stays usable after it was received.
 
-Older (or missing) state makes the weigher neutral for that host and the
-filter rely on Placement alone. Set it to two or three times the agent's
-report interval.
+Older (or missing) state makes the weigher neutral for that host; for
+All-share and Clean requests the filter then applies ``stale_host_state``.
+Set it to two or three times the agent's report interval (``[agent]
+period_s``, at least twice): a dead or hung agent's host stops getting
+All-share/Clean requests at most this long after its last state.
+
+Related options:
+
+* ``stale_host_state``
+"""),
+    cfg.StrOpt('stale_host_state',
+               default='refuse',
+               choices=[
+                   ('refuse', 'refuse All-share/Clean requests on a host '
+                              'whose agent state is missing or stale while '
+                              'other agents are heard'),
+                   ('trust_placement', 'leave such hosts to Placement '
+                                       '(the CUSTOM_CACHEAWARE_AGENT trait '
+                                       'alone)'),
+               ],
+               help="""
+What CacheDomainFilter does with All-share and Clean requests on a host
+whose live state is missing or older than ``host_state_ttl``.
+
+With ``refuse`` the host is refused while the bus carries other agents'
+state (its agent is dead, hung or cut off). The host is left to Placement
+(the ``CUSTOM_CACHEAWARE_AGENT`` trait, which the agent removes when it
+stops cleanly) when no host's state has arrived for ``host_state_ttl / 2``
+seconds (a RabbitMQ outage or no agent publishing: refusing every host
+would stop all cache-aware scheduling), and for ``host_state_ttl / 2``
+seconds after the bus is heard again (scheduler start, end of an outage),
+while live agents have not all published yet. A fresh state always
+decides by the agent's reported health.
+
+Related options:
+
+* ``host_state_ttl``
+* ``[agent] period_s`` and ``[agent] notifications`` on the compute nodes
 """),
     cfg.IntOpt('claim_memory_seconds',
                default=120,

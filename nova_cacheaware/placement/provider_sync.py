@@ -58,6 +58,9 @@ class SyncResult:
     writes: int = 0
     #: Writes refused for a stale generation and retried.
     conflicts_retried: int = 0
+    #: Resource classes whose total was kept above the wanted one because
+    #: allocations use more (see :func:`floored_inventories`).
+    floored: ty.List[str] = dataclasses.field(default_factory=list)
     #: domain id -> provider uuid, for every domain that has a provider.
     providers: ty.Dict[str, str] = dataclasses.field(default_factory=dict)
 
@@ -90,6 +93,32 @@ def desired_inventories(vcpus, cpu_allocation_ratio, membound_total,
             'min_unit': 1, 'max_unit': membound_total, 'step_size': 1,
             'allocation_ratio': 1.0},
     }
+
+
+def floored_inventories(desired, usages):
+    """``desired`` with no total lowered below what allocations use.
+
+    Placement accepts an inventory whose capacity
+    (``(total - reserved) * allocation_ratio``) falls below the provider's
+    usage, and only logs a warning: the provider is then over-committed
+    until the allocations go. A class whose ``desired`` capacity is below
+    its usage keeps a total just large enough for the usage (its
+    ``reserved`` is kept, so nothing new fits in the difference either);
+    ``max_unit`` is not changed. Returns ``(inventories, {rc: (wanted
+    total, kept total)})`` for the classes raised. Pure.
+    """
+    out, raised = {}, {}
+    for rc, inv in desired.items():
+        used = usages.get(rc, 0)
+        ratio = float(inv['allocation_ratio'])
+        capacity = (inv['total'] - inv['reserved']) * ratio
+        if used <= capacity + 1e-9:
+            out[rc] = inv
+            continue
+        need = inv['reserved'] + int(math.ceil(used / ratio - 1e-9))
+        out[rc] = dict(inv, total=need)
+        raised[rc] = (inv['total'], need)
+    return out, raised
 
 
 def retired_inventories(current):
@@ -206,11 +235,28 @@ class _Syncer(object):
 
     def set_inventories(self, rp_uuid, desired):
         client = self.client
+
+        def decide(doc):
+            if _same_inventories(doc['inventories'], desired):
+                return None
+            # About to write: never below what allocations use.
+            usages = client.get('/resource_providers/%s/usages'
+                                % rp_uuid)['usages']
+            floored, raised = floored_inventories(desired, usages)
+            for rc, (wanted, kept) in sorted(raised.items()):
+                LOG.warning('provider %s: %s total %d would fall below what '
+                            'allocations use (%d); kept at %d until they '
+                            'are gone', rp_uuid, rc, wanted, usages[rc],
+                            kept)
+            self.result.floored.extend('%s:%s' % (rp_uuid, rc)
+                                       for rc in sorted(raised))
+            if _same_inventories(doc['inventories'], floored):
+                return None
+            return floored
+
         return self.update(
             'inventories', rp_uuid,
-            lambda: client.get_inventories(rp_uuid),
-            lambda doc: (None if _same_inventories(doc['inventories'],
-                                                   desired) else desired),
+            lambda: client.get_inventories(rp_uuid), decide,
             lambda gen, inv: client.put_inventories(rp_uuid, gen, inv))
 
     def set_child_traits(self, rp_uuid, wanted):
@@ -403,12 +449,26 @@ DomainSet`.
     if agent_healthy:
         result.root_traits_changed = syncer.set_root_agent_trait(
             compute_rp_uuid, True)
-    LOG.info('cache domain providers of %s: %d created, %d updated, '
-             '%d deleted, %d kept with allocations, %d writes',
-             compute_rp_uuid, len(result.created), len(result.updated),
-             len(result.deleted), len(result.kept_with_allocations),
-             result.writes)
+    # Run every pass: only a sync that changed something is news.
+    LOG.log(logging.INFO if result.writes else logging.DEBUG,
+            'cache domain providers of %s: %d created, %d updated, '
+            '%d deleted, %d kept with allocations, %d writes',
+            compute_rp_uuid, len(result.created), len(result.updated),
+            len(result.deleted), len(result.kept_with_allocations),
+            result.writes)
     return result
+
+
+def set_agent_trait(client, compute_rp_uuid, present):
+    """Put ``CUSTOM_CACHEAWARE_AGENT`` on the root (True) or take it off.
+
+    Only that trait is written; the root's other traits are kept. Returns
+    True if it wrote.
+    """
+    syncer = _Syncer(client, SyncResult(compute_rp_uuid=compute_rp_uuid))
+    if present:
+        client.ensure_trait(names.TRAIT_AGENT)
+    return syncer.set_root_agent_trait(compute_rp_uuid, present)
 
 
 def _remove_stale(syncer, domain_id, rp_uuid):

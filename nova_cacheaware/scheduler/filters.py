@@ -13,8 +13,10 @@ filter checks what Placement cannot:
 * with ``cache_clean=required``, the candidate must also claim the domain's
   memory-bound slot, and the domain must not be reported busy by a fresh
   live state;
-* a host whose agent reports itself unhealthy in fresh live state gets no
-  All-share or Clean request (its pinning would not be applied).
+* a host whose agent reports itself unhealthy in fresh live state, or
+  whose agent's state is missing or stale while other agents are heard
+  (:mod:`nova_cacheaware.policy.liveness`), gets no All-share or Clean
+  request (its pinning would not be applied).
 
 The candidates left are then **ordered** (Nova claims the first one): the
 domain policy of :mod:`nova_cacheaware.policy.domain_choice`, fed with the
@@ -76,9 +78,9 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             return True
 
         live = cache.get(host_state.host)
-        if live is not None and not live.agent_healthy:
-            self._reject(host_state, 'the nova-cacheaware agent reports '
-                         'itself unhealthy')
+        why = live_state.ineligible_reason(cache, host_state.host)
+        if why is not None:
+            self._reject(host_state, why)
             return False
         if not request.all_share:
             return True

@@ -17,6 +17,7 @@ import oslo_messaging
 
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import notifications
+from nova_cacheaware.policy import liveness
 from nova_cacheaware.scheduler import state_cache
 
 LOG = logging.getLogger(__name__)
@@ -40,6 +41,17 @@ def get_cache():
                 listener = _start_listener(cache, opts)
             _process.update(pid=pid, cache=cache, listener=listener)
     return _process['cache']
+
+
+def ineligible_reason(cache, host):
+    """Why ``host`` must not get an All-share/Clean request, or None.
+
+    The liveness rule of :mod:`nova_cacheaware.policy.liveness` on the
+    cache's view of the host, under ``[cacheaware_scheduler]
+    stale_host_state``.
+    """
+    return liveness.ineligible_reason(
+        cache.live_view(host), CONF.cacheaware_scheduler.stale_host_state)
 
 
 def _start_listener(cache, opts):

@@ -7,10 +7,16 @@ state was *received*, never from the agent's timestamp, so clock skew between
 compute nodes and the scheduler cannot make state look fresh; the agent's
 timestamp only orders the states of one host (an older one never replaces
 a newer one, whatever order the bus delivers them in).
+
+The cache also remembers when the bus was last heard (any host's state)
+and since when it has been heard again after a silence: the inputs of the
+liveness rule (:func:`nova_cacheaware.policy.liveness.ineligible_reason`).
 """
 
 import threading
 import time
+
+from nova_cacheaware.policy import liveness
 
 
 class HostStateCache:
@@ -21,6 +27,8 @@ class HostStateCache:
         self._clock = clock
         self._lock = threading.Lock()
         self._states = {}
+        self._last_heard = None    # when any state was last received
+        self._heard_since = None   # first reception after a silence
 
     @property
     def ttl(self):
@@ -34,6 +42,10 @@ class HostStateCache:
         """
         now = self._clock()
         with self._lock:
+            if (self._last_heard is None
+                    or now - self._last_heard > self._ttl / 2.0):
+                self._heard_since = now
+            self._last_heard = now
             held = self._states.get(state.host)
             if held is not None and held[1].timestamp > state.timestamp:
                 return False
@@ -63,9 +75,10 @@ class HostStateCache:
             self._states.pop(host, None)
 
     def clear(self):
-        """Drop every state."""
+        """Drop every state and what was heard: as new."""
         with self._lock:
             self._states.clear()
+            self._last_heard = self._heard_since = None
 
     def prune(self):
         """Drop stale entries; returns how many were dropped."""
@@ -79,3 +92,15 @@ class HostStateCache:
 
     def __len__(self):
         return len(self._states)
+
+    def live_view(self, host):
+        """``host``'s liveness view now (a stale state counts, aged)."""
+        now = self._clock()
+        entry = self._states.get(host)
+        last, since = self._last_heard, self._heard_since
+        return liveness.LiveView(
+            ttl=self._ttl,
+            age=None if entry is None else now - entry[0],
+            healthy=entry is not None and entry[1].agent_healthy,
+            quiet_for=None if last is None else now - last,
+            heard_for=0.0 if since is None else now - since)

@@ -3,6 +3,8 @@
 import json
 import uuid
 
+import hypothesis
+from hypothesis import strategies as st
 from oslo_config import cfg
 import testtools
 
@@ -127,3 +129,52 @@ class TestDomainTraitsOption(testtools.TestCase):
         listed = [opt.dest for opt in
                   placement_conf.list_opts()[placement_conf.placement_group]]
         self.assertIn('domain_traits', listed)
+
+
+class TestFlooredInventories(testtools.TestCase):
+
+    def test_table(self):
+        inv = ps.desired_inventories(2, 4.0, 1, 0)
+        table = [
+            # (usages, expected VCPU total, raised)
+            ({}, 2, {}),
+            ({ps.names.RC_DOMAIN_VCPU: 8}, 2, {}),
+            ({ps.names.RC_DOMAIN_VCPU: 9}, 3,
+             {ps.names.RC_DOMAIN_VCPU: (2, 3)}),
+            ({ps.names.RC_DOMAIN_VCPU: 16}, 4,
+             {ps.names.RC_DOMAIN_VCPU: (2, 4)}),
+        ]
+        for usages, total, raised in table:
+            out, got = ps.floored_inventories(inv, usages)
+            self.assertEqual(total, out[ps.names.RC_DOMAIN_VCPU]['total'])
+            self.assertEqual(2, out[ps.names.RC_DOMAIN_VCPU]['max_unit'])
+            self.assertEqual(raised, got)
+        # A retired-style MEMBOUND (reserved = total) with a slot in use.
+        dirty = ps.desired_inventories(2, 1.0, 1, 1)
+        out, got = ps.floored_inventories(
+            dirty, {ps.names.RC_DOMAIN_MEMBOUND: 1})
+        self.assertEqual({'total': 2, 'reserved': 1},
+                         {k: out[ps.names.RC_DOMAIN_MEMBOUND][k]
+                          for k in ('total', 'reserved')})
+
+    @hypothesis.settings(
+        deadline=None,
+        suppress_health_check=[hypothesis.HealthCheck.too_slow])
+    @hypothesis.given(vcpus=st.integers(1, 64),
+                      ratio=st.sampled_from([1.0, 1.1, 2.0, 4.0, 16.0]),
+                      used=st.integers(0, 2000))
+    def test_capacity_never_below_usage_never_raised_needlessly(
+            self, vcpus, ratio, used):
+        inv = ps.desired_inventories(vcpus, ratio, 1, 0)
+        out, raised = ps.floored_inventories(
+            inv, {ps.names.RC_DOMAIN_VCPU: used})
+        new = out[ps.names.RC_DOMAIN_VCPU]
+        self.assertGreaterEqual((new['total'] - new['reserved']) * ratio
+                                + 1e-6, used)
+        self.assertGreaterEqual(new['total'], vcpus)
+        if used <= vcpus * ratio:
+            self.assertEqual(inv, out)
+            self.assertEqual({}, raised)
+        else:
+            # The smallest total that holds the usage.
+            self.assertLess((new['total'] - 1) * ratio, used)

@@ -18,6 +18,7 @@ from nova_cacheaware.agent import hypervisor
 from tests.fixtures import nova_domains
 from tests.fixtures import private_libvirtd
 from tests.functional.agent import base
+from tests.functional.agent import test_faults
 from tests.functional.agent import test_qemu
 from tests.unit.agent import test_migration_hook
 
@@ -89,11 +90,27 @@ class LibvirtdRestartTest(PrivateLibvirtdTestCase):
         qemu = self.libvirtd.guest_pids()
         old_pid = self.libvirtd.libvirtd_pid
 
+        log = self.useFixture(fixtures.FakeLogger(
+            name='nova_cacheaware.agent.outage'))
+        killed = time.monotonic()
         self.libvirtd.kill_libvirtd()
         self.assertEqual(qemu, self.libvirtd.guest_pids())  # QEMU lives on
         wait_for(lambda: (None, 'closed') in events, 'the closed event')
+        # One WARNING when a pass finds libvirtd gone ...
+        wait_for(lambda: 'libvirtd is unreachable' in log.output,
+                 'the outage logged')
+        detected = time.monotonic() - killed
+        started = time.monotonic()
         self.libvirtd.start_libvirtd()
         self.assertNotEqual(old_pid, self.libvirtd.libvirtd_pid)
+        # ... and one INFO when a pass works again.
+        wait_for(lambda: 'libvirtd recovered after' in log.output,
+                 'the recovery logged')
+        test_faults.record(
+            'libvirtd killed and restarted', agent_period_s=1.0,
+            detected_after_s=round(detected, 2),
+            recovered_after_restart_s=round(time.monotonic() - started, 2))
+        self.assertEqual(1, log.output.count('libvirtd is unreachable'))
 
         # The same QEMU process and vCPU thread, still pinned, seen through
         # the agent's new connection.

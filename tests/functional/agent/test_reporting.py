@@ -198,8 +198,14 @@ class PlacementReportingTest(PlacementService, base.AgentTestCase):
         agent.reconcile()
         first = reporter.last_sync
         self.assertEqual(['L2-0', 'L2-1', 'L2-2', 'L2-3'], first.created)
+        # The pass after one that wrote compares in full (no write); from
+        # then on an unchanged tree is one read and no sync.
         agent.reconcile()
-        self.assertIs(first, reporter.last_sync)   # no sync: no change
+        second = reporter.last_sync
+        self.assertEqual((0, ['L2-0', 'L2-1', 'L2-2', 'L2-3']),
+                         (second.writes, second.unchanged))
+        agent.reconcile()
+        self.assertIs(second, reporter.last_sync)
         # CPUs 6-7 leave the shared set: L2-3 has no usable CPU left.
         agent.usable_cpus = tuple(range(6))
         agent.reconcile()

@@ -3,6 +3,8 @@
 import threading
 import time
 
+import fixtures
+
 from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import hypervisor
@@ -219,9 +221,14 @@ class ReportersDownTest(base.AgentTestCase):
         self.assertEqual(1, len(set(self.live_pins(uuid).values())))
         self.assertEqual(0, placement.synced)
         placement.up = True
+        log = self.useFixture(fixtures.FakeLogger(
+            name='nova_cacheaware.agent.outage'))
         agent.reconcile()
         agent.reconcile()
-        self.assertEqual(1, placement.synced)
+        # Reconciled every pass (the reporter makes an unchanged tree one
+        # read); the outage's end logged once.
+        self.assertEqual(2, placement.synced)
+        self.assertRegex(log.output, r'^Placement recovered after \d+ s\n$')
 
 
 class RealPlannerTest(base.AgentTestCase):

@@ -141,6 +141,46 @@ class CacheDomainFilterTest(PluginTestCase):
         self.assertFalse(self.filt.host_passes(host('h1', cands),
                                                spec(ALL_CLEAN)))
 
+    def test_stale_or_missing_state_refused_while_others_are_heard(self):
+        clock = [1000.0]
+        self.cache._clock = lambda: clock[0]
+        ttl = self.cache.ttl
+        log = self.useFixture(fixtures.FakeLogger(
+            name='nova_cacheaware.scheduler.filters'))
+        cands = [candidate(('d1', {VCPU: 2, MEMBOUND: 1}))]
+
+        def passes(name, extra=ALL_CLEAN):
+            return self.filt.host_passes(host(name, cands), spec(extra))
+
+        self.cache.update(live('h1', [[]]))
+        self.cache.update(live('h2', [[]]))
+        # Warm-up: h3 has not reported yet, Placement decides.
+        self.assertTrue(passes('h3'))
+        # h1 and h3 go silent; h2 keeps reporting.
+        for _ in range(int(ttl // 10) + 1):
+            clock[0] += 10
+            self.cache.update(live('h2', [[]]))
+        self.assertEqual([False, True, False],
+                         [passes(h) for h in ('h1', 'h2', 'h3')])
+        self.assertIn('rejects host h1 (node h1): the live state of its '
+                      'nova-cacheaware agent is %.0f s old' % (
+                          (int(ttl // 10) + 1) * 10), log.output)
+        self.assertIn('rejects host h3 (node h3): no live state from its '
+                      'nova-cacheaware agent', log.output)
+        # Requests without All-share/Clean are not affected.
+        self.assertTrue(passes('h1', {'cacheaware:workload': 'memory'}))
+        # h1's agent is back.
+        self.cache.update(live('h1', [[]]))
+        self.assertTrue(passes('h1'))
+        # The bus goes quiet for ttl/2: nobody is blamed.
+        clock[0] += ttl / 2 + 1
+        self.assertTrue(passes('h3'))
+        # trust_placement: only fresh health counts.
+        clock[0] -= ttl / 2 + 1
+        self.useFixture(config_fixture.Config(ca_conf.CONF)).config(
+            stale_host_state='trust_placement', group='cacheaware_scheduler')
+        self.assertTrue(passes('h3'))
+
     def test_clean_required_skips_domains_reported_busy(self):
         busy = candidate(('rp-a', {VCPU: 2, MEMBOUND: 1}))
         free = candidate(('rp-b', {VCPU: 2, MEMBOUND: 1}))

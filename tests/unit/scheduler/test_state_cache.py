@@ -62,3 +62,26 @@ class HostStateCacheTest(testtools.TestCase):
         self.cache.update(at('h3', 0))
         self.cache.clear()
         self.assertIsNone(self.cache.get('h3'))
+
+    def test_live_view_ages_and_the_bus(self):
+        view = self.cache.live_view('h1')
+        self.assertEqual((None, None, 0.0, False),
+                         (view.age, view.quiet_for, view.heard_for,
+                          view.healthy))
+        self.cache.update(at('h1', 0))
+        self.clock.now += 20
+        self.cache.update(at('h2', 0))
+        self.clock.now += 5
+        view = self.cache.live_view('h1')
+        self.assertEqual((60.0, 25.0, True, 5.0, 25.0),
+                         (view.ttl, view.age, view.healthy, view.quiet_for,
+                          view.heard_for))
+        # A silence of more than ttl/2, then the bus is heard again.
+        self.clock.now += 31
+        self.cache.update(at('h2', 1))
+        self.clock.now += 2
+        view = self.cache.live_view('h1')
+        self.assertEqual((58.0, 2.0, 2.0),
+                         (view.age, view.quiet_for, view.heard_for))
+        self.cache.clear()
+        self.assertIsNone(self.cache.live_view('h2').quiet_for)
