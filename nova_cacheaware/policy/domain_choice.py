@@ -84,7 +84,7 @@ def tie_break(seed, provider):
     providers for every request, so a request costs one hash of its seed
     and a multiplication per domain.
     """
-    return ((_hash64(seed) ^ _hash64(provider)) * _GOLDEN) & _MASK
+    return ((_hash64(str(seed)) ^ _hash64(provider)) * _GOLDEN) & _MASK
 
 
 def order_domains(loads, vcpus, memory_bound, seed):
@@ -98,7 +98,7 @@ def order_domains(loads, vcpus, memory_bound, seed):
     """
     # Runs for every host of every All-share request: one pass building
     # plain tuples (no per-domain function calls beyond the memoised hash).
-    seed_hash = _hash64(seed)
+    seed_hash = _hash64(str(seed))
     keyed = []
     for load in loads:
         total = load.vcpus_total

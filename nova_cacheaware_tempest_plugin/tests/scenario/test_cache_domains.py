@@ -236,7 +236,8 @@ class BurstTest(CacheAwareScenarioTest):
         Distinct domains are not asserted here: Placement 16 can accept two
         concurrent claims of a provider's last unit (see the project's
         ``doc/source/evaluation/placement-claim-race.rst``), so two servers
-        racing for the same Clean slot may both get it. The multi-create test above covers distinct domains.
+        racing for the same Clean slot may both get it. The multi-create
+        test above covers distinct domains.
         """
         domains = self.require_domains(minimum=3)
         flavor = self.create_flavor(self.allshare_specs())
