@@ -77,7 +77,7 @@ class TestSetArguments(base.CLITestCase):
             'OS_CLIENT_CONFIG_FILE', '/nonexistent/clouds.yaml'))
         self.assertOneLineError(['flavor', 'set', 'm1.small',
                                  '--cache-share', 'all'],
-                                'nova-cacheaware flavor: error: ')
+                                'nova-cacheaware flavor set: error: ')
 
 
 class TestCloudErrors(base.CLITestCase):
