@@ -242,7 +242,8 @@ def _vm_from_dict(v, where, owner):
             raise _bad('%s: "current" must be an object' % where)
         current = {}
         for key, cpus in raw.items():
-            if not (key.isdigit() and key == str(int(key))):
+            if not (key.isascii() and key.isdigit()
+                    and key == str(int(key))):
                 raise _bad('%s: "current" key %r is not a vCPU index'
                            % (where, key))
             index = int(key)

@@ -473,7 +473,8 @@ def _cluster(doc):
         raise _bad('"mix" must map memory/cpu/io to weights > 0')
     sizes = doc.get('sizes', {'1': 2, '2': 4, '4': 2})
     if (not isinstance(sizes, dict) or not sizes
-            or any(not k.isdigit() or int(k) < 1 or not _positive(w)
+            or any(not (k.isascii() and k.isdigit()) or int(k) < 1
+                   or not _positive(w)
                    for k, w in sizes.items())):
         raise _bad('"sizes" must map vCPU counts to weights > 0')
     out['mix'] = mix
