@@ -253,7 +253,10 @@ class IssueInputsTest(base.CLITestCase):
         doc['params']['interval_s'] = 2 ** 53
         out = self.cli_json(['balloon-plan', '--input', '-'],
                             json.dumps(doc))
-        self.assertEqual(1.5 * 2 ** 53, out['vms']['a']['interval_s'])
+        # a: third round over the threshold (fast); b: a receiver.
+        self.assertEqual((0.5 * 2 ** 53, 2 ** 53),
+                         (out['vms']['a']['interval_s'],
+                          out['vms']['b']['interval_s']))
 
 
 class ProcessTest(base.CLITestCase):
