@@ -13,6 +13,7 @@ claims, and ``flavor check`` compares them with what ``flavor set`` would
 write (:func:`nova_cacheaware.api.flavor_specs.compute_specs`).
 """
 
+from nova_cacheaware.api import flavor_specs
 from nova_cacheaware.api import specs
 from nova_cacheaware import exception
 
@@ -46,4 +47,29 @@ def contradictions(extra_specs, ram_mb):
             'cache_share=all (it has %s): Placement can keep a domain '
             'Clean only for a VM that lives in one domain'
             % (specs.PREFIX, request.cache_share))
+    return problems
+
+
+def audit(extra_specs, vcpus, ram_mb):
+    """Everything wrong with one flavor, for ``nova-cacheaware flavor check``.
+
+    :func:`contradictions`, then, for a consistent flavor with
+    ``cacheaware:`` keys, the Placement keys that differ from what
+    ``nova-cacheaware flavor set`` would write for it (a flavor written by
+    hand, or before its vCPU count changed): without them Placement does
+    not enforce All-share or Clean.
+    """
+    problems = contradictions(extra_specs, ram_mb)
+    if problems or not specs.parse_extra_specs(extra_specs).present:
+        return problems
+    change = flavor_specs.compute_specs({}, vcpus, extra_specs,
+                                        ram_mb=ram_mb)
+    fix = 'rewrite it with "nova-cacheaware flavor set"'
+    for key, value in sorted(change.set.items()):
+        has = ('has %s' % extra_specs[key] if key in extra_specs
+               else 'missing')
+        problems.append('needs %s=%s (%s): %s' % (key, value, has, fix))
+    for key in change.unset:
+        problems.append('has %s=%s, which its %s keys do not ask for: %s'
+                        % (key, extra_specs[key], specs.PREFIX, fix))
     return problems

@@ -64,3 +64,36 @@ class ContradictionsTest(testtools.TestCase):
                 continue
             self.assertEqual([], spec_rules.contradictions(change.set, 1024),
                              options)
+
+
+class AuditTest(testtools.TestCase):
+    """``flavor check``'s view: contradictions, then the Placement keys."""
+
+    def test_table(self):
+        good = flavor_specs.compute_specs(
+            {'cache_share': 'all', 'workload': 'memory',
+             'cache_clean': 'required'}, 4).set
+        fix = 'rewrite it with "nova-cacheaware flavor set"'
+        table = [
+            ('written by flavor set', good, 4, []),
+            ('no cacheaware key', {'resources:VCPU': '0'}, 4, []),
+            ('vCPUs changed since', good, 8,
+             ['needs resources_CACHE:CUSTOM_CACHE_DOMAIN_VCPU=8 (has 4): '
+              + fix]),
+            ('all-share by hand', {'cacheaware:cache_share': 'all',
+                                   'group_policy': 'isolate'}, 4,
+             ['needs resources_CACHE:CUSTOM_CACHE_DOMAIN_VCPU=4 (missing): '
+              + fix,
+              'needs trait:CUSTOM_CACHEAWARE_AGENT=required (missing): '
+              + fix]),
+            ('stale slot', dict(good, **{'cacheaware:cache_clean': 'off'}),
+             4, ['has resources_CACHE:CUSTOM_CACHE_DOMAIN_MEMBOUND=1, which '
+                 'its cacheaware: keys do not ask for: ' + fix]),
+            ('contradiction only', dict(
+                good, **{'cacheaware:memory_min_mb': '4096'}), 4,
+             [MIN_ABOVE_RAM]),
+        ]
+        for name, extra_specs, vcpus, expected in table:
+            self.assertEqual(expected,
+                             spec_rules.audit(extra_specs, vcpus, 2048),
+                             name)

@@ -79,6 +79,24 @@ class TestSetArguments(base.CLITestCase):
                                  '--cache-share', 'all'],
                                 'nova-cacheaware flavor set: error: ')
 
+    def test_check_without_credentials(self):
+        for name in ('OS_CLOUD', 'OS_AUTH_URL', 'OS_AUTH_TYPE', 'OS_TOKEN',
+                     'OS_USERNAME', 'OS_PASSWORD'):
+            self.useFixture(fixtures.EnvironmentVariable(name))
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_CLIENT_CONFIG_FILE', '/nonexistent/clouds.yaml'))
+        self.assertOneLineError(['flavor', 'check'],
+                                'nova-cacheaware flavor check: error: ')
+
+    def test_usage_errors_have_the_same_prefix(self):
+        # argparse's own errors and ours name the action the same way.
+        err = self.assertOneLineError(['flavor', 'set'],
+                                      'nova-cacheaware flavor set: error: ')
+        self.assertIn('FLAVOR', err)
+        self.assertOneLineError(['flavor', 'set', 'm1.small'],
+                                'nova-cacheaware flavor set: error: '
+                                'invalid input: give at least one option')
+
 
 class TestCloudErrors(base.CLITestCase):
     """novaclient/keystoneauth failures become one CloudRequestFailed."""
