@@ -2,14 +2,14 @@
 
 Lists every flavor (public and private) through Nova's API, reads its
 extra specs and prints, one line each, what
-:func:`nova_cacheaware.api.spec_rules.audit` finds wrong: keys Nova's
+:func:`nova_cacheaware.api.flavor_specs.audit` finds wrong: keys Nova's
 one-key validators let through although they contradict each other or the
 flavor, and Placement keys that differ from what ``flavor set`` writes.
 Exit 0: every flavor is clean; 1: something is wrong; 2: usage error or
 the cloud could not be read.
 """
 
-from nova_cacheaware.api import spec_rules
+from nova_cacheaware.api import flavor_specs
 
 EXIT_PROBLEMS = 1
 
@@ -28,8 +28,8 @@ def configure(actions, cloud_args):
 def flavor_lines(flavor, extra_specs):
     """The report lines for one flavor (none when it is clean)."""
     return ['flavor %s (%s): %s' % (flavor.name, flavor.id, problem)
-            for problem in spec_rules.audit(extra_specs, flavor.vcpus,
-                                            flavor.ram)]
+            for problem in flavor_specs.audit(extra_specs, flavor.vcpus,
+                                              flavor.ram)]
 
 
 def run(args, list_flavors):

@@ -4,7 +4,8 @@
 with its original water-filling (one pass over every open candidate per
 candidate that fills up: O(n^2)). The property test checks the
 O(n log n) version gives identical plans; ``benchmarks/balloon_plan_bench.py``
-times both.
+times both. :func:`request_from_dict` is the original input check, whose
+duplicate-id search was quadratic too.
 """
 
 import fractions
@@ -45,6 +46,30 @@ def share_capped(pool, weights, room):
             shares[k] = room[k]
         open_ -= full
     return shares, pool
+
+
+def request_from_dict(doc):
+    """The original validation: a ``list.count`` per VM id (O(n^2)).
+
+    Returns ``(params, vms, free_mib)``; raises :class:`InvalidInput` with
+    one line naming the first problem.  Keys the contract does not name are
+    ignored.
+    """
+    balloon.object_field(doc, 'input')
+    if 'params' not in doc:
+        balloon.bad_input('input', 'missing "params"')
+    params = balloon.params_from_dict(doc['params'])
+    free_mib = balloon.int_field(doc, 'free_mib', 'input', default=0)
+    raw_vms = doc.get('vms')
+    if not isinstance(raw_vms, list):
+        balloon.bad_input('input', '"vms" must be a list')
+    vms = [balloon.vm_from_dict(v, 'vms[%d]' % i)
+           for i, v in enumerate(raw_vms)]
+    ids = [v.id for v in vms]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        balloon.bad_input('input', 'duplicate VM id(s): %s' % ', '.join(dup))
+    return params, vms, free_mib
 
 
 def study_plan(params, vms, free_mib=0):

@@ -95,5 +95,5 @@ class AuditTest(testtools.TestCase):
         ]
         for name, extra_specs, vcpus, expected in table:
             self.assertEqual(expected,
-                             spec_rules.audit(extra_specs, vcpus, 2048),
+                             flavor_specs.audit(extra_specs, vcpus, 2048),
                              name)

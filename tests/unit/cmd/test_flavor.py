@@ -47,7 +47,7 @@ class TestShowSpecs(base.CLITestCase):
     def test_memory_min_above_ram(self):
         self.assertOneLineError(
             ['flavor', 'show-specs', '--vcpus', '2', '--ram-mb', '1024',
-             '--memory-min-mb', '2048'], "larger than the flavor's RAM")
+             '--memory-min-mb', '2048'], "above the flavor's RAM")
 
     def test_bad_choice_is_a_usage_error(self):
         code, out, err = self.cli(['flavor', 'show-specs', '--vcpus', '2',
