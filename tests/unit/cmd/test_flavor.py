@@ -1,6 +1,10 @@
 """``nova-cacheaware flavor show-specs`` and the argument checks of ``set``."""
 
+import io
+from unittest import mock
+
 import fixtures
+import testtools
 
 from tests.unit.cmd import base
 
@@ -139,3 +143,37 @@ class TestCloudErrors(base.CLITestCase):
                               flavor._WritableFlavor(Refusing(), 'f1')
                               .set_keys, {'cacheaware:workload': 'x'})
         self.assertEqual('flavor f1: Validation failed (HTTP 400)', str(e))
+
+
+class TestCheckReport(testtools.TestCase):
+    """``flavor check``'s report and exit code, flavors injected."""
+
+    class Flavor:
+        def __init__(self, name, vcpus=2, ram=512):
+            self.name, self.id, self.vcpus, self.ram = name, name, vcpus, ram
+
+    def _run(self, flavors):
+        from nova_cacheaware.cmd import flavor_check
+        out = io.StringIO()
+        with mock.patch('sys.stdout', out):
+            code = flavor_check.run(None, lambda args: iter(flavors))
+        return code, out.getvalue().splitlines()
+
+    def test_clean_and_wrong(self):
+        plain = (self.Flavor('plain'), {})
+        bad = (self.Flavor('bad'), {
+            'cacheaware:memory_min_mb': '1024',
+            'cacheaware:workload': 'memory',
+            'cacheaware:cache_clean': 'required'})
+        self.assertEqual((0, ['1 flavor(s) checked, 0 with problems']),
+                         self._run([plain]))
+        code, lines = self._run([plain, bad])
+        self.assertEqual(1, code)
+        self.assertEqual(
+            ["flavor bad (bad): cacheaware:memory_min_mb=1024 is above the "
+             "flavor's RAM (512 MB): the balloon floor must be at most the "
+             'RAM',
+             'flavor bad (bad): cacheaware:cache_clean=required with '
+             'workload=memory needs cache_share=all (it has any): Placement '
+             'can keep a domain Clean only for a VM that lives in one domain',
+             '2 flavor(s) checked, 1 with problems'], lines)
