@@ -168,6 +168,10 @@ class _Vm:
     previous: object = None
     state: dict = dataclasses.field(default_factory=dict)
     last: dict = dataclasses.field(default_factory=dict)
+    #: The last balloon target this agent set (None: never).
+    target_mib: object = None
+    #: The guest's last size claim that was not believed (logged once).
+    doubted_mib: object = None
 
 
 class BalloonCapability(capability.Capability):
@@ -226,6 +230,7 @@ class BalloonCapability(capability.Capability):
             vm.state = outcome.state
             if outcome.memory_mib != vm_input.memory_mib:
                 if self._apply(uuid, outcome.memory_mib):
+                    vm.target_mib = outcome.memory_mib
                     moved += abs(outcome.memory_mib - vm_input.memory_mib)
             stats = vm_input.stats
             report['vms'][uuid] = dict(
@@ -264,7 +269,7 @@ class BalloonCapability(capability.Capability):
             if uuid in alive:
                 LOG.info('balloon: %s opted out; restoring %d MiB',
                          uuid, vm.flavor_mib)
-                self._restore(uuid, vm.flavor_mib)
+                self._restore(uuid, vm.flavor_mib, vm.target_mib)
             self.memory.forget(uuid)
 
     def _observe(self, uuid, request, memories):
@@ -277,6 +282,7 @@ class BalloonCapability(capability.Capability):
         vm = self._vms.setdefault(uuid, _Vm())
         vm.flavor_mib = mem.flavor_mib
         floor = request.memory_min_mb or self.floor_mib
+        memory = self._trusted_memory(uuid, vm, mem, floor)
         status, stats = self._collect(uuid, vm, mem)
         if vm.token is None:
             # Nothing in flight: measure over the coming interval.
@@ -293,9 +299,22 @@ class BalloonCapability(capability.Capability):
                 vm.token = None
         vm.last = {'status': status}
         return balloon_round.VmInput(
-            id=uuid, memory_mib=mem.current_mib, flavor_mib=mem.flavor_mib,
-            floor_mib=min(floor, mem.flavor_mib), used_mib=mem.used_mib,
+            id=uuid, memory_mib=memory, flavor_mib=mem.flavor_mib,
+            floor_mib=min(floor, mem.flavor_mib),
+            used_mib=balloon_round.bounded_used(mem.used_mib, memory),
             stats=stats, status=status, state=vm.state)
+
+    def _trusted_memory(self, uuid, vm, mem, floor):
+        """The VM's size for the round (see ``bounded_memory``)."""
+        memory = balloon_round.bounded_memory(
+            mem.flavor_mib, floor, mem.current_mib, vm.target_mib)
+        doubted = (vm.target_mib is None and memory != mem.current_mib)
+        if doubted and vm.doubted_mib != mem.current_mib:
+            LOG.warning('balloon: %s claims a balloon of %s MiB (flavor %d '
+                        'MiB); assuming %d MiB', uuid, mem.current_mib,
+                        mem.flavor_mib, memory)
+            vm.doubted_mib = mem.current_mib
+        return memory
 
     def _collect(self, uuid, vm, mem):
         """``(status, GuestStats or None)`` of the helper run in flight."""
@@ -319,8 +338,9 @@ class BalloonCapability(capability.Capability):
         vm.token = None
         try:
             doc = _parse_line(out)
+            # The flavor RAM, not the balloon's claim: no guest has more.
             stats = guest_report.validate_report(
-                doc, max(mem.current_mib, mem.flavor_mib), vm.previous)
+                doc, mem.flavor_mib, vm.previous)
         except guest_report.InvalidGuestReport as e:
             LOG.warning('balloon: %s: %s; it keeps its memory', uuid, e)
             # A reboot also resets the counters: start afresh next round.
@@ -349,11 +369,14 @@ class BalloonCapability(capability.Capability):
         LOG.info('balloon: %s -> %d MiB', uuid, mib)
         return True
 
-    def _restore(self, uuid, flavor_mib):
+    def _restore(self, uuid, flavor_mib, target_mib=None):
         if self.dry_run or not flavor_mib:
             return
         try:
-            if self.memory.read(uuid).current_mib < flavor_mib:
+            # A target we set below the flavor counts even when the guest
+            # claims a full balloon.
+            lowered = target_mib is not None and target_mib < flavor_mib
+            if lowered or self.memory.read(uuid).current_mib < flavor_mib:
                 self.memory.set(uuid, flavor_mib)
         except hv_mod.DomainGone:
             pass
@@ -386,7 +409,7 @@ class BalloonCapability(capability.Capability):
     def release(self):
         """Give every managed instance its flavor RAM back."""
         for uuid, vm in sorted(self._vms.items()):
-            self._restore(uuid, vm.flavor_mib)
+            self._restore(uuid, vm.flavor_mib, vm.target_mib)
         self._vms.clear()
 
 

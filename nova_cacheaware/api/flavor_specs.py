@@ -29,6 +29,7 @@ What is written, and why:
 import dataclasses
 import typing as ty
 
+from nova_cacheaware.api import spec_rules
 from nova_cacheaware.api import specs
 from nova_cacheaware import exception
 from nova_cacheaware import names
@@ -122,19 +123,14 @@ def compute_specs(options, vcpus, current=None, ram_mb=None):
             reason='vcpus must be an integer >= 1, not %r' % (vcpus,))
     current = dict(current or {})
     eff = effective_options(options, current)
-    if (ram_mb is not None and eff['memory_min_mb'] is not None
-            and int(eff['memory_min_mb']) > ram_mb):
-        raise exception.InvalidInput(
-            reason='cacheaware:memory_min_mb (%s) is larger than the '
-                   "flavor's RAM (%d MB)" % (eff['memory_min_mb'], ram_mb))
+    problems = spec_rules.contradictions(
+        {PREFIX + opt: value for opt, value in eff.items()
+         if value is not None}, ram_mb)
+    if problems:
+        raise exception.InvalidInput(reason='; '.join(problems))
     all_share = eff['cache_share'] == 'all'
     clean_required = (eff['workload'] == 'memory'
                       and eff['cache_clean'] == 'required')
-    if clean_required and not all_share:
-        raise exception.InvalidInput(
-            reason='cache_clean=required for a memory-bound workload needs '
-                   'cache_share=all: Placement can keep a domain Clean only '
-                   'for a VM that lives in one domain')
 
     wanted = {PREFIX + opt: eff[opt] for opt in options}
     if all_share:
@@ -159,3 +155,27 @@ def compute_specs(options, vcpus, current=None, ram_mb=None):
             'already hold a memory-bound VM (Dirty); the weigher only '
             'prefers Clean domains')
     return SpecChange(set=to_set, unset=unset, warnings=tuple(warnings))
+
+
+def audit(extra_specs, vcpus, ram_mb):
+    """Everything wrong with one flavor, for ``nova-cacheaware flavor check``.
+
+    :func:`~nova_cacheaware.api.spec_rules.contradictions`, then, for a
+    consistent flavor with ``cacheaware:`` keys, the Placement keys that
+    differ from what :func:`compute_specs` writes for it (a flavor written
+    by hand, or before its vCPU count changed): without them Placement does
+    not enforce All-share or Clean. Returns a list of sentences.
+    """
+    problems = spec_rules.contradictions(extra_specs, ram_mb)
+    if problems or not specs.parse_extra_specs(extra_specs).present:
+        return problems
+    change = compute_specs({}, vcpus, extra_specs, ram_mb=ram_mb)
+    fix = 'rewrite it with "nova-cacheaware flavor set"'
+    for key, value in sorted(change.set.items()):
+        has = ('has %s' % extra_specs[key] if key in extra_specs
+               else 'missing')
+        problems.append('needs %s=%s (%s): %s' % (key, value, has, fix))
+    for key in change.unset:
+        problems.append('has %s=%s, which its %s keys do not ask for: %s'
+                        % (key, extra_specs[key], PREFIX, fix))
+    return problems

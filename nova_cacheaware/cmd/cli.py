@@ -4,6 +4,8 @@ Subcommands live in :mod:`nova_cacheaware.cmd.commands`, one module each.
 """
 
 import argparse
+import contextlib
+import io
 import sys
 
 from nova_cacheaware.cmd import commands
@@ -31,17 +33,41 @@ def build_parser():
     return parser
 
 
+def error_line(args, error):
+    """The one stderr line for ``error``: the same prefix for every command.
+
+    It names the sub-subcommand too (``nova-cacheaware flavor set: error:
+    ...``), exactly as argparse names it in a usage error.
+    """
+    command = args.command
+    for nested in ('flavor_action', 'simulator'):
+        if getattr(args, nested, None):
+            command = '%s %s' % (command, getattr(args, nested))
+    message = ' '.join(str(error).split())  # one line, whatever it held
+    return 'nova-cacheaware %s: error: %s\n' % (command, message)
+
+
 def main(argv=None):
-    """Entry point: parse, run, map errors to one line and exit code 2."""
+    """Entry point: parse, run, map errors to one line and exit code 2.
+
+    What a subcommand prints is held back until it returns, so a failure
+    leaves nothing on standard output: never half a JSON document.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
+    held = io.StringIO()
     try:
-        return args.func(args) or 0
+        with contextlib.redirect_stdout(held):
+            code = args.func(args) or 0
     except exception.CacheAwareError as e:
-        sys.stderr.write('nova-cacheaware %s: error: %s\n' % (args.command, e))
+        sys.stderr.write(error_line(args, e))
         return EXIT_USAGE
+    try:
+        sys.stdout.write(held.getvalue())
+        sys.stdout.flush()
     except BrokenPipeError:
-        return 0  # e.g. piped into head
+        pass  # e.g. piped into head
+    return code
 
 
 if __name__ == '__main__':

@@ -21,6 +21,7 @@ The arithmetic is done with :class:`fractions.Fraction` (every float is an
 exact rational), so rounding and conservation never depend on float error.
 """
 
+import collections
 import dataclasses
 import fractions
 import math
@@ -173,8 +174,8 @@ def request_from_dict(doc):
     if not isinstance(raw_vms, list):
         bad_input('input', '"vms" must be a list')
     vms = [vm_from_dict(v, 'vms[%d]' % i) for i, v in enumerate(raw_vms)]
-    ids = [v.id for v in vms]
-    dup = sorted({i for i in ids if ids.count(i) > 1})
+    dup = sorted(i for i, n in collections.Counter(
+        v.id for v in vms).items() if n > 1)
     if dup:
         bad_input('input', 'duplicate VM id(s): %s' % ', '.join(dup))
     return params, vms, free_mib
@@ -192,33 +193,49 @@ def plan_to_dict(plan):
 def share_capped(pool, weights, room):
     """Share ``pool`` by ``weights`` without exceeding anyone's ``room``.
 
-    Water-filling: each pass shares what is left among the candidates that
-    still have room, by their weights (equally when those weights are all
-    zero); a candidate whose share exceeds its room takes the room and drops
-    out, and the excess is shared again.  All numbers are Fractions.
-    Returns ``(shares, leftover)``: leftover > 0 only when every candidate is
-    full.
+    Water-filling: the pool is shared among the candidates that have room,
+    by their weights; a candidate whose share would reach its room takes
+    the room and drops out, and what is left is shared again among the
+    others (equally among zero-weight candidates once every candidate with
+    a weight is full).  All numbers are Fractions.  Returns ``(shares,
+    leftover)``: leftover > 0 only when every candidate is full.
+
+    O(n log n): with ``level = pool / total weight``, a candidate is full
+    exactly when ``room / weight <= level``, and dropping a full candidate
+    never lowers the level; so the full ones are a prefix of the
+    candidates sorted by ``room / weight``, found in one scan.
     """
     shares = {k: _F(0) for k in weights}
-    open_ = {k for k in weights if room[k] > 0}
-    while pool > 0 and open_:
-        total = sum(weights[k] for k in open_)
-        if total > 0:
-            part = {k: pool * weights[k] / total for k in open_}
-        else:
-            part = {k: pool / len(open_) for k in open_}
-        full = {k for k in open_ if part[k] >= room[k] - shares[k]}
-        if not full:
-            for k in open_:
-                shares[k] += part[k]
-            return shares, _F(0)
-        # Fill the capped ones only, then share the rest again: the
-        # uncapped ones' shares grow because the capped ones left.
-        for k in full:
-            pool -= room[k] - shares[k]
-            shares[k] = room[k]
-        open_ -= full
+    open_ = [k for k in weights if room[k] > 0]
+    weighted = [k for k in open_ if weights[k] > 0]
+    pool = _fill(pool, weighted, weights.__getitem__, room, shares)
+    if pool > 0:
+        unweighted = [k for k in open_ if weights[k] == 0]
+        pool = _fill(pool, unweighted, lambda k: 1, room, shares)
     return shares, pool
+
+
+def _fill(pool, keys, weight, room, shares):
+    """Water-fill ``pool`` over ``keys`` (all weights > 0) into ``shares``.
+
+    Returns what is left: 0 unless every one of ``keys`` is full.
+    """
+    if pool <= 0 or not keys:
+        return pool
+    order = sorted(keys, key=lambda k: room[k] / weight(k))
+    total = sum(weight(k) for k in keys)
+    for n, k in enumerate(order):
+        # Full when room / weight <= pool / total (the current level).
+        if room[k] * total > pool * weight(k):
+            for rest in order[n:]:
+                shares[rest] = pool * weight(rest) / total
+            return _F(0)
+        shares[k] = room[k]
+        pool -= room[k]
+        total -= weight(k)
+        if pool <= 0:
+            return pool
+    return pool
 
 
 def _gift(vm, params):

@@ -34,6 +34,7 @@ same with estimates, and finds the slack of satisfied VMs by probing:
    ``sum(new) + unallocated == sum(old) + free`` exactly.
 """
 
+import collections
 import dataclasses
 import math
 
@@ -272,8 +273,8 @@ def request_from_dict(doc):
         balloon.bad_input('input', '"vms" must be a list')
     vms = [_vm_from_dict(balloon.object_field(v, 'vms[%d]' % i),
                          'vms[%d]' % i) for i, v in enumerate(raw_vms)]
-    ids = [v.id for v in vms]
-    dup = sorted({i for i in ids if ids.count(i) > 1})
+    dup = sorted(i for i, n in collections.Counter(
+        v.id for v in vms).items() if n > 1)
     if dup:
         balloon.bad_input('input', 'duplicate VM id(s): %s' % ', '.join(dup))
     return params, vms, free_mib

@@ -96,6 +96,39 @@ class RoundResult:
     moved_mib: int
 
 
+def bounded_memory(flavor_mib, floor_mib, actual_mib, target_mib=None):
+    """The size a round may assume for a VM, from a claim a guest controls.
+
+    The balloon's ``actual`` is written by the guest's driver: a guest can
+    claim 0 MiB (and look starved, so that others pay for its growth) or
+    10x its flavor (and have the agent ask libvirt for impossible sizes
+    every round). The host's own numbers win:
+
+    * the last balloon target this agent set (``target_mib``), when there
+      is one: a guest cannot move it by claiming another size;
+    * otherwise (first sight: Nova booted the VM at its flavor RAM, or an
+      earlier agent run ballooned it) the claim when it lies in
+      ``[min(floor, flavor), flavor]``, else the flavor RAM.
+    """
+    if target_mib is not None:
+        return max(0, min(flavor_mib, int(target_mib)))
+    if (actual_mib is None or not math.isfinite(actual_mib)
+            or not min(floor_mib, flavor_mib) <= actual_mib <= flavor_mib):
+        return flavor_mib
+    return int(actual_mib)
+
+
+def bounded_used(used_mib, memory_mib):
+    """Guest-reported use bounded to ``[0, memory_mib]``; None: unknown.
+
+    A guest cannot use more than it has; claiming more would pin its lower
+    bound at its flavor RAM and make it grow, paid by the others.
+    """
+    if used_mib is None or not math.isfinite(used_mib):
+        return None
+    return max(0.0, min(float(memory_mib), float(used_mib)))
+
+
 def low_bound(vm, margin_mib):
     """The least memory ``vm`` may have: floor, use plus margin, <= flavor.
 

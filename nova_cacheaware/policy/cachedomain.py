@@ -29,6 +29,7 @@ import typing as ty
 
 from nova_cacheaware import exception
 from nova_cacheaware.policy import allshare_search
+from nova_cacheaware.policy import limits
 
 WORKLOADS = ('memory', 'cpu', 'io', 'unknown')
 EMPTY, CLEAN, DIRTY = 'empty', 'clean', 'dirty'
@@ -149,15 +150,12 @@ def _bad(reason):
     return exception.InvalidInput(reason=reason)
 
 
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _cpu_list(value, where):
     if not isinstance(value, list) or not value:
         raise _bad('%s must be a non-empty list of CPU ids' % where)
-    if not all(_is_int(c) and c >= 0 for c in value):
-        raise _bad('%s must hold CPU ids (integers >= 0)' % where)
+    if not all(limits.is_cpu_id(c) for c in value):
+        raise _bad('%s must hold CPU ids (integers 0..%d)'
+                   % (where, limits.MAX_CPUS - 1))
     if len(set(value)) != len(value):
         raise _bad('%s lists a CPU twice' % where)
     return tuple(sorted(value))
@@ -227,8 +225,9 @@ def _vm_from_dict(v, where, owner):
         raise _bad('%s: "id" must be a non-empty string' % where)
     where = 'VM %r' % v['id']
     vcpus = v.get('vcpus')
-    if not _is_int(vcpus) or vcpus < 1:
-        raise _bad('%s: "vcpus" must be an integer >= 1' % where)
+    if not limits.is_vcpu_count(vcpus):
+        raise _bad('%s: "vcpus" must be an integer 1..%d'
+                   % (where, limits.MAX_VCPUS))
     if v.get('workload') not in WORKLOADS:
         raise _bad('%s: "workload" must be one of %s'
                    % (where, ', '.join(WORKLOADS)))
@@ -242,7 +241,8 @@ def _vm_from_dict(v, where, owner):
             raise _bad('%s: "current" must be an object' % where)
         current = {}
         for key, cpus in raw.items():
-            if not (key.isdigit() and key == str(int(key))):
+            if not (key.isascii() and key.isdigit()
+                    and key == str(int(key))):
                 raise _bad('%s: "current" key %r is not a vCPU index'
                            % (where, key))
             index = int(key)

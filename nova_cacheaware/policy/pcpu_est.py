@@ -50,6 +50,7 @@ from fractions import Fraction
 import math
 
 from nova_cacheaware import exception
+from nova_cacheaware.policy import limits
 
 #: ``recommended_vcpus = ceil(available - RECOMMEND_SLACK)`` so that an
 #: estimate within rounding of an integer does not round up.
@@ -186,8 +187,9 @@ def _pcpu_list(value, where):
     if not isinstance(value, list):
         _bad('%s must be a list of pCPU numbers' % where)
     for p in value:
-        if not _is_int(p) or p < 0:
-            _bad('%s: %r is not a pCPU number (an integer >= 0)' % (where, p))
+        if not limits.is_cpu_id(p):
+            _bad('%s: %r is not a pCPU number (an integer 0..%d)'
+                 % (where, p, limits.MAX_CPUS - 1))
     if len(set(value)) != len(value):
         dup = sorted(p for p, n in collections.Counter(value).items()
                      if n > 1)
@@ -199,8 +201,9 @@ def _index(key, where):
     # Canonical decimal only ("0", "12"): "01", "+1", " 1" would make two
     # keys name one vCPU.
     if not (isinstance(key, str) and key.isascii() and key.isdigit()
-            and str(int(key)) == key):
-        _bad('%s: vCPU index %r is not a non-negative integer' % (where, key))
+            and str(int(key)) == key and int(key) < limits.MAX_VCPUS):
+        _bad('%s: vCPU index %r is not an integer 0..%d'
+             % (where, key, limits.MAX_VCPUS - 1))
     return int(key)
 
 

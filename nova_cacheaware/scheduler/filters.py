@@ -38,6 +38,7 @@ from oslo_log import log as logging
 
 from nova.scheduler import filters
 
+from nova_cacheaware.api import spec_rules
 from nova_cacheaware.api import specs
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import exception
@@ -74,6 +75,15 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             return False
         if not request.present:
             return True
+        problems = spec_rules.contradictions(spec_obj.flavor.extra_specs,
+                                             spec_obj.flavor.memory_mb)
+        if problems:
+            # Keys that contradict each other (Nova's validators see one
+            # key at a time): no host can honour the flavor.
+            self._reject(host_state, 'flavor %s has contradicting extra '
+                         'specs: %s' % (spec_obj.flavor.flavorid,
+                                        '; '.join(problems)))
+            return False
         if not (request.all_share or request.clean_required):
             return True
 

@@ -44,6 +44,9 @@ DEFAULTS = {
     'params': {'threshold': 0.99, 'alpha': 0.1, 'beta': 0.1,
                'interval_s': 10.0, 'period_s': 5.0},
 }
+#: The most ticks a scenario may ask for (days of simulated time at the
+#: study's 1 s tick); more is a typo, not an experiment.
+MAX_TICKS = 10 ** 7
 POLICIES = ('static', 'committed_as', 'mom', 'hit_ratio_a', 'hit_ratio_b',
             'default', 'oracle')
 
@@ -161,6 +164,8 @@ def scenario_from_dict(doc):
         _bad('the static split must lie in [min_mib, max_mib]')
     if out['phase_s'] < out['tick_s']:
         _bad('"phase_s" must be at least "tick_s"')
+    if out['duration_s'] / out['tick_s'] > MAX_TICKS:
+        _bad('"duration_s" / "tick_s" must be at most %d ticks' % MAX_TICKS)
     return Scenario(**out)
 
 

@@ -33,6 +33,7 @@ import math
 
 from nova_cacheaware import exception
 from nova_cacheaware.policy import cachedomain
+from nova_cacheaware.policy import limits
 from nova_cacheaware.sim import contention
 
 HOST_POLICIES = ('credit', 'nova', 'cacheaware', 'optimum', 'partial')
@@ -392,9 +393,10 @@ def load_scenario(doc):
             or not all(isinstance(d, list) and d for d in host)):
         raise _bad('"host" must name a host or list CPU lists')
     flat = [c for d in host for c in d]
-    if (not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0
-                for c in flat) or len(set(flat)) != len(flat)):
-        raise _bad('"host" CPU ids must be distinct integers >= 0')
+    if (not all(limits.is_cpu_id(c) for c in flat)
+            or len(set(flat)) != len(flat)):
+        raise _bad('"host" CPU ids must be distinct integers 0..%d'
+                   % (limits.MAX_CPUS - 1))
     domains = [tuple(sorted(d)) for d in host]
     try:
         model = contention.Model(**doc.get('model', {}))
@@ -446,6 +448,9 @@ def _vms(docs):
         if v.get('workload') not in WORKLOADS:
             raise _bad('VM %r: "workload" must be one of %s'
                        % (vm_id, ', '.join(WORKLOADS)))
+        if not limits.is_vcpu_count(v.get('vcpus')):
+            raise _bad('VM %r: "vcpus" must be an integer 1..%d'
+                       % (vm_id, limits.MAX_VCPUS))
         vms.append(contention.SimVM(vm_id, _int(v.get('vcpus'), 'vcpus', 1),
                                     v['workload']))
     return vms
@@ -473,7 +478,8 @@ def _cluster(doc):
         raise _bad('"mix" must map memory/cpu/io to weights > 0')
     sizes = doc.get('sizes', {'1': 2, '2': 4, '4': 2})
     if (not isinstance(sizes, dict) or not sizes
-            or any(not k.isdigit() or int(k) < 1 or not _positive(w)
+            or any(not (k.isascii() and k.isdigit()) or int(k) < 1
+                   or not _positive(w)
                    for k, w in sizes.items())):
         raise _bad('"sizes" must map vCPU counts to weights > 0')
     out['mix'] = mix

@@ -116,7 +116,7 @@ class TestFlavorSetThroughNovaAPI(test.TestCase):
                                     '--memory-min-mb', '4096')
         self.assertEqual(2, rc)
         self.assertEqual('', out)
-        self.assertIn("larger than the flavor's RAM", err)
+        self.assertIn("memory_min_mb=4096 is above the flavor's RAM", err)
         self.assertEqual({}, self.extra_specs())
 
     def test_unknown_flavor(self):

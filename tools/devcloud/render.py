@@ -82,9 +82,18 @@ def _split(value):
     return [v.strip() for v in value.split(',') if v.strip()]
 
 
+#: Every rendered file is readable by its owner only: most carry a
+#: password (clouds.yaml, openrc, the service and agent configs), and the
+#: services all run as the devcloud's own user.
+FILE_MODE = 0o600
+
+
 def _write(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, 'w') as f:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    # A file left by an older render keeps its mode through O_CREAT.
+    os.fchmod(fd, FILE_MODE)
+    with os.fdopen(fd, 'w') as f:
         f.write(text)
 
 

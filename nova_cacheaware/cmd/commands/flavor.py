@@ -1,5 +1,8 @@
 """``nova-cacheaware flavor``: write or print a flavor's cache-aware specs.
 
+``flavor check`` audits every flavor of the cloud
+(:mod:`nova_cacheaware.cmd.flavor_check`).
+
 ``flavor set FLAVOR [options]`` writes the ``cacheaware:`` keys and the
 granular Placement keys that enforce them to a flavor through Nova's API
 (python-novaclient; credentials from ``OS_*`` variables or ``clouds.yaml``
@@ -13,6 +16,7 @@ import sys
 
 from nova_cacheaware.api import flavor_specs
 from nova_cacheaware.cmd import common
+from nova_cacheaware.cmd import flavor_check
 from nova_cacheaware.cmd import flavor_numa
 from nova_cacheaware import exception
 
@@ -53,7 +57,7 @@ def _add_cloud_args(parser):
 
 
 def configure(parser):
-    """Add the ``set``, ``show-specs`` and ``numa-full`` actions."""
+    """Add the ``set``, ``show-specs``, ``numa-full`` and ``check`` actions."""
     actions = parser.add_subparsers(dest='flavor_action', metavar='ACTION')
     actions.required = True
     set_parser = actions.add_parser(
@@ -69,6 +73,8 @@ def configure(parser):
     set_parser.set_defaults(flavor_func=run_set)
     flavor_numa.configure(actions, _add_cloud_args).set_defaults(
         flavor_func=run_numa_full)
+    flavor_check.configure(actions, _add_cloud_args).set_defaults(
+        flavor_func=run_check)
     show = actions.add_parser(
         'show-specs', help='print the specs without writing anything',
         description='Print the extra specs for a flavor with --vcpus vCPUs '
@@ -178,6 +184,19 @@ class _WritableFlavor:
         """Write extra specs; Nova's validators may refuse (HTTP 400)."""
         with cloud_errors(self._ref):
             self._flavor.set_keys(specs)
+
+
+def list_flavors(args):
+    """Every flavor of the cloud (public and private) with its extra specs."""
+    with cloud_errors('list'):
+        nova = nova_client(args)
+        for flavor in nova.flavors.list(is_public=None):
+            yield flavor, flavor.get_keys()
+
+
+def run_check(args):
+    """Audit every flavor's cache-aware specs (exit 1 when one is wrong)."""
+    return flavor_check.run(args, list_flavors)
 
 
 def run_numa_full(args):

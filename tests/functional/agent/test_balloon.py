@@ -54,12 +54,20 @@ class GuestStatsMemory(balloon.LibvirtMemory):
     def __init__(self, hv):
         super().__init__(hv)
         self.used = {}
+        #: ``{uuid: MiB}``: the balloon size a lying guest's driver claims.
+        self.claims = {}
+        self.sets = []
 
     def read(self, uuid):
         mem = super().read(uuid)
         return balloon.DomainMemory(
-            flavor_mib=mem.flavor_mib, current_mib=mem.current_mib,
+            flavor_mib=mem.flavor_mib,
+            current_mib=self.claims.get(uuid, mem.current_mib),
             used_mib=self.used.get(uuid, USED_MIB))
+
+    def set(self, uuid, mib):
+        self.sets.append((uuid, mib))
+        super().set(uuid, mib)
 
 
 class ScriptedHelper:
@@ -238,6 +246,48 @@ class BalloonTestDriverTest(base.AgentTestCase):
         self.assertIn('invalid', statuses['backwards'])
         self.assertIn('invalid', statuses['jump'])
         self.assertEqual({'pending', 'ok'}, statuses['zero'])
+
+    def test_lying_balloon_sizes_and_use_are_bounded(self):
+        # The balloon's "actual" and the guest's use come from the guest's
+        # driver: claims of 0 MiB and of 10x the flavor, with a use of 0
+        # and of 10x, against honest guests with idle memory.
+        honest_a = self.define_mem(2048)
+        honest_b = self.define_mem(2048)
+        zero = self.define_mem(2048)
+        huge = self.define_mem(2048)
+        for uuid in (honest_a, honest_b):
+            self.helper.scripts[uuid] = lambda n, m: report(
+                100 + 10 * n, m, 102400, 0, free_mib=1024, cache_mib=400)
+        for uuid in (zero, huge):
+            self.helper.scripts[uuid] = lambda n, m: report(
+                100 + 10 * n, m, 102400, 102400, free_mib=0, cache_mib=800)
+        self.mem.claims = {zero: 0, huge: 20480}
+        self.mem.used = {zero: 0.0, huge: 20480.0}
+        log = self.useFixture(fixtures.FakeLogger(
+            name='nova_cacheaware.agent.balloon'))
+        cap = self.capability(pool_mib=1024, step=256)
+        agent = self.agent(FOUR)
+        agent.capabilities = (cap,)
+        reports = self.rounds(agent, 6)
+        # Never above a flavor, never a refused libvirt call.
+        self.assertEqual([], [s for s in self.mem.sets if s[1] > 2048])
+        self.assertNotIn('cannot set', log.output)
+        for rep in reports:
+            for uuid in (zero, huge):
+                self.assertLessEqual(rep['vms'][uuid]['was_mib'], 2048)
+        # Each lie is logged once, not every round.
+        self.assertEqual(1, log.output.count(
+            'balloon: %s claims a balloon of 0 MiB (flavor 2048 MiB); '
+            'assuming 2048 MiB' % zero))
+        self.assertEqual(1, log.output.count(
+            'claims a balloon of 20480 MiB'))
+        # The pool bounds what all of them give up together: the liars
+        # (starving by their reports) grow back from the honest guests no
+        # more than the pool allows, never past their flavor.
+        last = reports[-1]
+        self.assertLessEqual(last['held_mib'], 1024)
+        self.assertGreaterEqual(self.memory(honest_a) + self.memory(honest_b),
+                                2 * 2048 - 1024)
 
     def test_entry_point_and_options(self):
         conf = agent_cmd.make_conf([])

@@ -1,6 +1,10 @@
 """``nova-cacheaware flavor show-specs`` and the argument checks of ``set``."""
 
+import io
+from unittest import mock
+
 import fixtures
+import testtools
 
 from tests.unit.cmd import base
 
@@ -47,7 +51,7 @@ class TestShowSpecs(base.CLITestCase):
     def test_memory_min_above_ram(self):
         self.assertOneLineError(
             ['flavor', 'show-specs', '--vcpus', '2', '--ram-mb', '1024',
-             '--memory-min-mb', '2048'], "larger than the flavor's RAM")
+             '--memory-min-mb', '2048'], "above the flavor's RAM")
 
     def test_bad_choice_is_a_usage_error(self):
         code, out, err = self.cli(['flavor', 'show-specs', '--vcpus', '2',
@@ -77,7 +81,25 @@ class TestSetArguments(base.CLITestCase):
             'OS_CLIENT_CONFIG_FILE', '/nonexistent/clouds.yaml'))
         self.assertOneLineError(['flavor', 'set', 'm1.small',
                                  '--cache-share', 'all'],
-                                'nova-cacheaware flavor: error: ')
+                                'nova-cacheaware flavor set: error: ')
+
+    def test_check_without_credentials(self):
+        for name in ('OS_CLOUD', 'OS_AUTH_URL', 'OS_AUTH_TYPE', 'OS_TOKEN',
+                     'OS_USERNAME', 'OS_PASSWORD'):
+            self.useFixture(fixtures.EnvironmentVariable(name))
+        self.useFixture(fixtures.EnvironmentVariable(
+            'OS_CLIENT_CONFIG_FILE', '/nonexistent/clouds.yaml'))
+        self.assertOneLineError(['flavor', 'check'],
+                                'nova-cacheaware flavor check: error: ')
+
+    def test_usage_errors_have_the_same_prefix(self):
+        # argparse's own errors and ours name the action the same way.
+        err = self.assertOneLineError(['flavor', 'set'],
+                                      'nova-cacheaware flavor set: error: ')
+        self.assertIn('FLAVOR', err)
+        self.assertOneLineError(['flavor', 'set', 'm1.small'],
+                                'nova-cacheaware flavor set: error: '
+                                'invalid input: give at least one option')
 
 
 class TestCloudErrors(base.CLITestCase):
@@ -121,3 +143,37 @@ class TestCloudErrors(base.CLITestCase):
                               flavor._WritableFlavor(Refusing(), 'f1')
                               .set_keys, {'cacheaware:workload': 'x'})
         self.assertEqual('flavor f1: Validation failed (HTTP 400)', str(e))
+
+
+class TestCheckReport(testtools.TestCase):
+    """``flavor check``'s report and exit code, flavors injected."""
+
+    class Flavor:
+        def __init__(self, name, vcpus=2, ram=512):
+            self.name, self.id, self.vcpus, self.ram = name, name, vcpus, ram
+
+    def _run(self, flavors):
+        from nova_cacheaware.cmd import flavor_check
+        out = io.StringIO()
+        with mock.patch('sys.stdout', out):
+            code = flavor_check.run(None, lambda args: iter(flavors))
+        return code, out.getvalue().splitlines()
+
+    def test_clean_and_wrong(self):
+        plain = (self.Flavor('plain'), {})
+        bad = (self.Flavor('bad'), {
+            'cacheaware:memory_min_mb': '1024',
+            'cacheaware:workload': 'memory',
+            'cacheaware:cache_clean': 'required'})
+        self.assertEqual((0, ['1 flavor(s) checked, 0 with problems']),
+                         self._run([plain]))
+        code, lines = self._run([plain, bad])
+        self.assertEqual(1, code)
+        self.assertEqual(
+            ["flavor bad (bad): cacheaware:memory_min_mb=1024 is above the "
+             "flavor's RAM (512 MB): the balloon floor must be at most the "
+             'RAM',
+             'flavor bad (bad): cacheaware:cache_clean=required with '
+             'workload=memory needs cache_share=all (it has any): Placement '
+             'can keep a domain Clean only for a VM that lives in one domain',
+             '2 flavor(s) checked, 1 with problems'], lines)

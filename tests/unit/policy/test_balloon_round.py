@@ -107,6 +107,63 @@ class TestDecideRound(testtools.TestCase):
                           [vm('a', 512), vm('a', 512)], 100)
 
 
+class TestUntrustedGuest(testtools.TestCase):
+    """Guest-written sizes are bounded by the host's view and the flavor."""
+
+    def test_bounded_memory(self):
+        table = [
+            # flavor, floor, claim, target set, expected
+            (1024, 256, 768, None, 768),        # plausible first sight
+            (1024, 256, 0, None, 1024),          # below the floor: flavor
+            (1024, 256, 10240, None, 1024),      # above the flavor
+            (1024, 256, None, None, 1024),       # no statistics
+            (1024, 256, float('nan'), None, 1024),
+            (1024, 2048, 1024, None, 1024),      # floor above the flavor
+            (1024, 256, 0, 512, 512),            # our target wins
+            (1024, 256, 10240, 768, 768),
+            (1024, 256, 600, 4096, 1024),        # never above the flavor
+        ]
+        for flavor, floor, claim, target, expected in table:
+            self.assertEqual(
+                expected, br.bounded_memory(flavor, floor, claim, target),
+                (flavor, floor, claim, target))
+
+    def test_bounded_used(self):
+        self.assertIsNone(br.bounded_used(None, 512))
+        self.assertIsNone(br.bounded_used(float('inf'), 512))
+        self.assertEqual(512.0, br.bounded_used(10 ** 9, 512))
+        self.assertEqual(0.0, br.bounded_used(-5.0, 512))
+        self.assertEqual(300.5, br.bounded_used(300.5, 512))
+
+    def _round(self, liar):
+        honest = [vm('a', 768, used=300.0,
+                     s=stats(0.9, cache=400, free=0, used=300, memory=768)),
+                  vm('b', 1024, used=300.0,
+                     s=stats(1.0, cache=100, free=600, used=300))]
+        out = br.decide_round(P, honest + [liar], 4096)
+        return {k: v.memory_mib for k, v in out.vms.items()}
+
+    def test_lying_balloon_takes_nothing_from_honest_guests(self):
+        truthful = self._round(vm('liar', 1024, used=300.0, s=stats(
+            1.0, cache=100, free=600, used=300)))
+        self.assertEqual({'a': 774, 'b': 1018, 'liar': 1024}, truthful)
+        starving = stats(0.0, cache=900, free=0, used=1000, memory=1024)
+        # Believed as is, a claim of 0 MiB makes the liar "urgent" and b
+        # pays 256 MiB for it; 10x its flavor makes the agent ask libvirt
+        # for 9984 MiB (above the domain's maximum).
+        self.assertEqual(768, self._round(
+            vm('liar', 0, used=0.0, s=starving))['b'])
+        self.assertEqual(9984, self._round(
+            vm('liar', 10240, used=10240.0, s=starving))['liar'])
+        for claim, used in ((0, 0.0), (0, 1000.0), (10240, 10240.0)):
+            memory = br.bounded_memory(1024, 256, claim)
+            out = self._round(vm('liar', memory, s=starving,
+                                 used=br.bounded_used(used, memory)))
+            self.assertEqual((774, 1018), (out['a'], out['b']),
+                             (claim, used))
+            self.assertLessEqual(out['liar'], 1024)
+
+
 class TestGuard(testtools.TestCase):
 
     def test_growth_first_then_shrinks_that_pay_for_it(self):

@@ -195,6 +195,27 @@ class CacheDomainFilterTest(PluginTestCase):
             dict(ALL_CLEAN, **{'cacheaware:cache_clean': 'preferred'}))))
         self.assertEqual(2, len(state.allocation_candidates))
 
+    def test_contradicting_specs_rejected_with_reason(self):
+        log = self.useFixture(fixtures.FakeLogger(
+            name='nova_cacheaware.scheduler.filters'))
+        cands = [candidate(('d1', {VCPU: 2, MEMBOUND: 1}))]
+        for extra_specs, why in (
+                (dict(ALL_CLEAN, **{'cacheaware:memory_min_mb': '1024'}),
+                 "cacheaware:memory_min_mb=1024 is above the flavor's RAM "
+                 '(512 MB)'),
+                (dict(ALL_CLEAN, **{'cacheaware:cache_share': 'any'}),
+                 'cacheaware:cache_clean=required with workload=memory '
+                 'needs cache_share=all (it has any)')):
+            state = host('h1', cands)
+            self.assertFalse(self.filt.host_passes(state, spec(extra_specs)))
+            self.assertIn('CacheDomainFilter rejects host h1 (node h1): '
+                          'flavor f1 has contradicting extra specs: ' + why,
+                          log.output)
+        # The same keys without the contradiction pass.
+        self.assertTrue(self.filt.host_passes(
+            host('h1', cands), spec(dict(
+                ALL_CLEAN, **{'cacheaware:memory_min_mb': '512'}))))
+
     def test_invalid_specs_rejected(self):
         self.assertFalse(self.filt.host_passes(
             host('h1', [candidate()]), spec({'cacheaware:oops': '1'})))

@@ -174,5 +174,5 @@ class SimulateCommandTest(base.CLITestCase):
             err = self.assertOneLineError(
                 ['simulate', 'cache', '--scenario', '-'], fragment,
                 stdin=text)
-            self.assertTrue(err.startswith('nova-cacheaware simulate: error'),
-                            err)
+            self.assertTrue(
+                err.startswith('nova-cacheaware simulate cache: error'), err)

@@ -6,6 +6,7 @@ cover the two pieces with logic of their own, with real HTTP on loopback.
 
 import http.server
 import importlib.util
+import io
 import json
 import os
 import select
@@ -277,3 +278,45 @@ class OverCapacityTest(testtools.TestCase):
         self.assertEqual('unknown keep -', cloud._agent_column(
             {'workload': 'unknown', 'action': 'keep', 'domains': []}))
         self.assertEqual('-', cloud._agent_column(None))
+
+
+class RenderModesTest(testtools.TestCase):
+    """Every rendered file is 0600: most carry a password."""
+
+    def test_main_writes_owner_only_files_even_over_old_ones(self):
+        dc = self.useFixture(fixtures.TempDir()).path
+        venv = self.useFixture(fixtures.TempDir()).path
+        os.makedirs(os.path.join(venv, 'etc', 'nova'))
+        with open(os.path.join(venv, 'etc', 'nova', 'api-paste.ini'),
+                  'w') as f:
+            f.write('[composite:x]\n')
+        env = {'DIR': dc, 'VENV': venv, 'TOOLS': TOOLS,
+               'KEYSTONE_PORT': '1', 'PLACEMENT_PORT': '2',
+               'IMAGE_PORT': '3', 'NETWORK_PORT': '4',
+               'DB_URL': 'mysql+pymysql://root@127.0.0.1', 'DB_PREFIX': 't_',
+               'TRANSPORT_URL': 'rabbit://guest:guest@127.0.0.1:5672/',
+               'ADMIN_PASSWORD': 'secret-a', 'SERVICE_PASSWORD': 'secret-s',
+               'LIBVIRT_URI': 'qemu:///system', 'AVAILABLE_FILTERS': '',
+               'ENABLED_FILTERS': '', 'WEIGHERS': '',
+               'CPU_SHARED_SET': '0-1',
+               'COMPUTES': json.dumps([{'name': 'c1',
+                                        'driver': 'libvirt'}])}
+        for name, value in env.items():
+            self.useFixture(fixtures.EnvironmentVariable('DEVCLOUD_' + name,
+                                                         value))
+        old = os.path.join(dc, 'clouds.yaml')
+        with open(old, 'w') as f:
+            f.write('left by an older render\n')
+        os.chmod(old, 0o644)
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', io.StringIO()))
+        render.main()
+        secret_files = ['clouds.yaml', 'openrc', 'etc/nova/nova.conf',
+                        'etc/nova/compute-c1.conf',
+                        'etc/nova-cacheaware/agent.conf',
+                        'etc/placement/placement.conf',
+                        'etc/keystone/keystone.conf']
+        for name in secret_files:
+            path = os.path.join(dc, name)
+            self.assertEqual(0o600, os.stat(path).st_mode & 0o777, name)
+        with open(old) as f:
+            self.assertIn('password: secret-a', f.read())
