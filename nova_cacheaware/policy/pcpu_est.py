@@ -529,19 +529,29 @@ def _next_level(active, capped, live_atoms, classes, atom_sizes):
         t = Fraction(room, 1) / sum(classes[k].n for k in x if k in active)
 
 
-def _scipy_flow():
+_UNLOADED = object()
+#: ``(numpy, sparse, csgraph)``, None without SciPy, or not yet imported.
+_SCIPY = _UNLOADED
+
+
+def _scipy():
     # SciPy's max-flow (Dinic, in C) when it is installed; the pure-Python
-    # network below otherwise. Both are exact integer flows.
-    try:
-        import numpy
-        from scipy import sparse
-        from scipy.sparse import csgraph
-    except ImportError:
-        return None
-    return numpy, sparse, csgraph
+    # network below otherwise. Both are exact integer flows. Imported on
+    # the first network large enough to use it, never at import: the
+    # scheduler and the agent import this module and most hosts never
+    # need it (numpy + SciPy alone add tens of MiB to a process).
+    global _SCIPY
+    if _SCIPY is _UNLOADED:
+        try:
+            import numpy
+            from scipy import sparse
+            from scipy.sparse import csgraph
+            _SCIPY = numpy, sparse, csgraph
+        except ImportError:
+            _SCIPY = None
+    return _SCIPY
 
 
-_SCIPY = _scipy_flow()
 #: SciPy's max-flow works on 32-bit capacities.
 _INT32_MAX = 2 ** 31 - 1
 
@@ -553,8 +563,8 @@ SCIPY_MIN_NODES = 256
 
 def _network(class_ids, atom_ids, classes, atom_sizes, t):
     """The max-flow network at level ``t``: SciPy's when it pays, else ours."""
-    if (_SCIPY is not None
-            and len(class_ids) + len(atom_ids) >= SCIPY_MIN_NODES):
+    if (len(class_ids) + len(atom_ids) >= SCIPY_MIN_NODES
+            and _scipy() is not None):
         net = _ScipyNetwork(class_ids, atom_ids, classes, atom_sizes, t)
         if net.solved:
             return net
@@ -592,7 +602,7 @@ class _ScipyNetwork:
     """
 
     def __init__(self, class_ids, atom_ids, classes, atom_sizes, t):
-        numpy, sparse, csgraph = _SCIPY
+        numpy, sparse, csgraph = _scipy()
         self.class_ids = class_ids = sorted(class_ids)
         atom_ids = sorted(atom_ids)
         want, scale = _scaled_demands(class_ids, classes, t)

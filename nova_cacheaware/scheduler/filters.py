@@ -30,11 +30,11 @@ from oslo_log import log as logging
 
 from nova.scheduler import filters
 
-from nova_cacheaware.api import specs
 from nova_cacheaware import exception
 from nova_cacheaware import names
 from nova_cacheaware.scheduler import full_numa
 from nova_cacheaware.scheduler import live_state
+from nova_cacheaware.scheduler import request as sched_request
 
 LOG = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         # request: state must be there when a cacheaware request comes.
         cache = live_state.get_cache()
         try:
-            request = specs.parse_extra_specs(spec_obj.flavor.extra_specs)
+            request = sched_request.cacheaware_request(spec_obj)
         except exception.InvalidInput as e:
             # Flavors written before the validators were installed.
             self._reject(host_state, 'flavor %s has invalid extra specs: %s'

@@ -380,7 +380,7 @@ class FlowBackendTest(testtools.TestCase):
     @settings(max_examples=15, deadline=None)
     @given(st.integers(0, 10 ** 6))
     def test_scipy_and_python_networks_agree(self, seed):
-        if pcpu_est._SCIPY is None:
+        if pcpu_est._scipy() is None:
             self.skipTest('SciPy is not installed')
         rng = random.Random(seed)
         affs, caps = {}, {}
