@@ -77,9 +77,34 @@ class _RequestWeigher(weights.BaseHostWeigher):
 
     minval = -1.0
     maxval = 1.0
+    #: ``[cacheaware_scheduler]`` option (and aggregate key) of the
+    #: multiplier.
+    MULTIPLIER_OPTION = None
+
+    def __init__(self):
+        super().__init__()
+        # Configuration, not request state: re-read at every request
+        # (weigh_objects), so all threads see the same value.
+        self._configured = None
+
+    def weight_multiplier(self, host_state):
+        """Configured multiplier, overridable by aggregate metadata."""
+        configured = self._configured
+        if configured is None:
+            configured = self._configured = self._read_multiplier()
+        if not host_state.aggregates:
+            # Nova calls this once per host and weigher: an option lookup
+            # costs more than everything else our weighers do per host.
+            return configured
+        return utils.get_weight_multiplier(host_state,
+                                           self.MULTIPLIER_OPTION, configured)
+
+    def _read_multiplier(self):
+        return getattr(CONF.cacheaware_scheduler, self.MULTIPLIER_OPTION)
 
     def weigh_objects(self, weighed_obj_list, weight_properties):
         """Raw weights of every host: neutral for requests we ignore."""
+        self._configured = self._read_multiplier()
         wanted = self._wanted(request.of(weight_properties))
         if wanted is None:
             return [NEUTRAL] * len(weighed_obj_list)
@@ -105,11 +130,7 @@ class _RequestWeigher(weights.BaseHostWeigher):
 class CacheContentionWeigher(_RequestWeigher):
     """Prefer hosts with Empty cache domains for memory-bound requests."""
 
-    def weight_multiplier(self, host_state):
-        """Configured multiplier, overridable by aggregate metadata."""
-        return utils.get_weight_multiplier(
-            host_state, 'cache_contention_weight_multiplier',
-            CONF.cacheaware_scheduler.cache_contention_weight_multiplier)
+    MULTIPLIER_OPTION = 'cache_contention_weight_multiplier'
 
     def _wanted(self, req):
         # Invalid keys: CacheDomainFilter has already refused the request
@@ -152,11 +173,7 @@ def availability_score(state, vcpus, cap=None):
 class PCPUAvailabilityWeigher(_RequestWeigher):
     """Prefer hosts where a new instance gets the most real pCPUs."""
 
-    def weight_multiplier(self, host_state):
-        """Configured multiplier, overridable by aggregate metadata."""
-        return utils.get_weight_multiplier(
-            host_state, 'pcpu_availability_weight_multiplier',
-            CONF.cacheaware_scheduler.pcpu_availability_weight_multiplier)
+    MULTIPLIER_OPTION = 'pcpu_availability_weight_multiplier'
 
     def _wanted(self, req):
         # Flavors without our keys keep Nova's ordering; dedicated pCPUs
