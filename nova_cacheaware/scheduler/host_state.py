@@ -128,8 +128,17 @@ class HostCacheState:
         """
         return {}
 
-    def prepare(self):
-        """Compute the derived values now (on arrival, not per request)."""
+    def prepare(self, previous=None):
+        """Compute the derived values now (on arrival, not per request).
+
+        ``previous`` is the state this one replaces: when the VMs'
+        affinities did not change (most agent periods), its pCPU headroom
+        and scores are still exact and are kept instead of recomputed.
+        """
+        if (previous is not None and previous.vcpu_affinity is not None
+                and previous.vcpu_affinity == self.vcpu_affinity):
+            self.__dict__['pcpu_headroom'] = previous.pcpu_headroom
+            self.__dict__['pcpu_scores'] = previous.pcpu_scores
         for name in ('empty_domains', 'memory_bound_vms', 'busy_providers',
                      'pcpu_headroom'):
             getattr(self, name)

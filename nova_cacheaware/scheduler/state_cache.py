@@ -36,7 +36,7 @@ class HostStateCache:
         held = self._states.get(state.host)
         if held is not None and held[1].timestamp > state.timestamp:
             return False
-        state.prepare()
+        state.prepare(None if held is None else held[1])
         now = self._clock()
         with self._lock:
             held = self._states.get(state.host)

@@ -100,7 +100,13 @@ class PerStateWorkTest(tp.PluginTestCase):
             for vcpus in (1, 2, 3, 2, 1):
                 weigher._weigh_object(hosts[0], tp.spec(SIZING, vcpus))
             self.assertEqual(1, of.call_count)
-            self.cache.update(tp.with_vms('h1', {}))  # a refresh
+            # A refresh with the same VMs keeps the headroom and scores.
+            same = tp.with_vms('h1', {'a': tp.floating(6, range(4))})
+            self.cache.update(same)
+            self.assertEqual(1, of.call_count)
+            self.assertIs(state.pcpu_headroom, same.pcpu_headroom)
+            self.assertIs(state.pcpu_scores, same.pcpu_scores)
+            self.cache.update(tp.with_vms('h1', {}))  # the VMs changed
             self.assertEqual(2, of.call_count)
 
     def test_score_memo_is_bounded_and_replaced_with_the_state(self):
