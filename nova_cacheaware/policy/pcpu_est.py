@@ -122,8 +122,9 @@ class EstimateRequest:
         if not isinstance(vms_doc, dict):
             _bad('"vms" must be an object of VM name -> VM')
         vms = {}
+        seen = {}
         for name, vm_doc in vms_doc.items():
-            vms[name] = _vm_from_dict(name, vm_doc)
+            vms[name] = _vm_from_dict(name, vm_doc, seen)
         return cls(vms=vms, pcpus=pcpus)
 
 
@@ -182,6 +183,31 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+_INT_ONLY = frozenset({int})
+
+
+def _pcpu_list_fast(value, seen):
+    """The sorted tuple of a valid pCPU list, or None to check it slowly.
+
+    Hosts publish the same affinity for many vCPUs (the whole host, a NUMA
+    node, a cache domain): each distinct list is checked and sorted once
+    per document, with C-level builtins; only a list that fails here goes
+    through :func:`_pcpu_list`'s element-by-element checks (and messages).
+    """
+    if type(value) is not list or not value:
+        return None
+    if not set(map(type, value)) <= _INT_ONLY:
+        return None                    # bools, floats, strings: slow path
+    key = tuple(value)
+    hit = seen.get(key)
+    if hit is not None:
+        return hit
+    if min(value) < 0 or len(set(value)) != len(value):
+        return None
+    seen[key] = result = tuple(sorted(value))
+    return result
+
+
 def _pcpu_list(value, where):
     if not isinstance(value, list):
         _bad('%s must be a list of pCPU numbers' % where)
@@ -204,7 +230,7 @@ def _index(key, where):
     return int(key)
 
 
-def _vm_from_dict(name, doc):
+def _vm_from_dict(name, doc, seen):
     where = 'VM %r' % name
     if not isinstance(doc, dict):
         _bad('%s must be an object' % where)
@@ -216,7 +242,10 @@ def _vm_from_dict(name, doc):
     vcpus = {}
     for key, affinity in vcpus_doc.items():
         index = _index(key, where)
-        vcpus[index] = _pcpu_list(affinity, '%s vCPU %s' % (where, key))
+        cpus = _pcpu_list_fast(affinity, seen)
+        if cpus is None:
+            cpus = _pcpu_list(affinity, '%s vCPU %s' % (where, key))
+        vcpus[index] = cpus
     caps_doc = doc.get('caps', {})
     if not isinstance(caps_doc, dict):
         _bad('%s: "caps" must be an object of vCPU index -> number' % where)
