@@ -123,8 +123,9 @@ class EstimateRequest:
         if not isinstance(vms_doc, dict):
             _bad('"vms" must be an object of VM name -> VM')
         vms = {}
+        seen = {}
         for name, vm_doc in vms_doc.items():
-            vms[name] = _vm_from_dict(name, vm_doc)
+            vms[name] = _vm_from_dict(name, vm_doc, seen)
         return cls(vms=vms, pcpus=pcpus)
 
 
@@ -183,6 +184,31 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+_INT_ONLY = frozenset({int})
+
+
+def _pcpu_list_fast(value, seen):
+    """The sorted tuple of a valid pCPU list, or None to check it slowly.
+
+    Hosts publish the same affinity for many vCPUs (the whole host, a NUMA
+    node, a cache domain): each distinct list is checked and sorted once
+    per document, with C-level builtins; only a list that fails here goes
+    through :func:`_pcpu_list`'s element-by-element checks (and messages).
+    """
+    if type(value) is not list or not value:
+        return None
+    if not set(map(type, value)) <= _INT_ONLY:
+        return None                    # bools, floats, strings: slow path
+    key = tuple(value)
+    hit = seen.get(key)
+    if hit is not None:
+        return hit
+    if min(value) < 0 or len(set(value)) != len(value):
+        return None
+    seen[key] = result = tuple(sorted(value))
+    return result
+
+
 def _pcpu_list(value, where):
     if not isinstance(value, list):
         _bad('%s must be a list of pCPU numbers' % where)
@@ -207,7 +233,7 @@ def _index(key, where):
     return int(key)
 
 
-def _vm_from_dict(name, doc):
+def _vm_from_dict(name, doc, seen):
     where = 'VM %r' % name
     if not isinstance(doc, dict):
         _bad('%s must be an object' % where)
@@ -219,7 +245,10 @@ def _vm_from_dict(name, doc):
     vcpus = {}
     for key, affinity in vcpus_doc.items():
         index = _index(key, where)
-        vcpus[index] = _pcpu_list(affinity, '%s vCPU %s' % (where, key))
+        cpus = _pcpu_list_fast(affinity, seen)
+        if cpus is None:
+            cpus = _pcpu_list(affinity, '%s vCPU %s' % (where, key))
+        vcpus[index] = cpus
     caps_doc = doc.get('caps', {})
     if not isinstance(caps_doc, dict):
         _bad('%s: "caps" must be an object of vCPU index -> number' % where)
@@ -532,19 +561,29 @@ def _next_level(active, capped, live_atoms, classes, atom_sizes):
         t = Fraction(room, 1) / sum(classes[k].n for k in x if k in active)
 
 
-def _scipy_flow():
+_UNLOADED = object()
+#: ``(numpy, sparse, csgraph)``, None without SciPy, or not yet imported.
+_SCIPY = _UNLOADED
+
+
+def _scipy():
     # SciPy's max-flow (Dinic, in C) when it is installed; the pure-Python
-    # network below otherwise. Both are exact integer flows.
-    try:
-        import numpy
-        from scipy import sparse
-        from scipy.sparse import csgraph
-    except ImportError:
-        return None
-    return numpy, sparse, csgraph
+    # network below otherwise. Both are exact integer flows. Imported on
+    # the first network large enough to use it, never at import: the
+    # scheduler and the agent import this module and most hosts never
+    # need it (numpy + SciPy alone add tens of MiB to a process).
+    global _SCIPY
+    if _SCIPY is _UNLOADED:
+        try:
+            import numpy
+            from scipy import sparse
+            from scipy.sparse import csgraph
+            _SCIPY = numpy, sparse, csgraph
+        except ImportError:
+            _SCIPY = None
+    return _SCIPY
 
 
-_SCIPY = _scipy_flow()
 #: SciPy's max-flow works on 32-bit capacities.
 _INT32_MAX = 2 ** 31 - 1
 
@@ -556,8 +595,8 @@ SCIPY_MIN_NODES = 256
 
 def _network(class_ids, atom_ids, classes, atom_sizes, t):
     """The max-flow network at level ``t``: SciPy's when it pays, else ours."""
-    if (_SCIPY is not None
-            and len(class_ids) + len(atom_ids) >= SCIPY_MIN_NODES):
+    if (len(class_ids) + len(atom_ids) >= SCIPY_MIN_NODES
+            and _scipy() is not None):
         net = _ScipyNetwork(class_ids, atom_ids, classes, atom_sizes, t)
         if net.solved:
             return net
@@ -595,7 +634,7 @@ class _ScipyNetwork:
     """
 
     def __init__(self, class_ids, atom_ids, classes, atom_sizes, t):
-        numpy, sparse, csgraph = _SCIPY
+        numpy, sparse, csgraph = _scipy()
         self.class_ids = class_ids = sorted(class_ids)
         atom_ids = sorted(atom_ids)
         want, scale = _scaled_demands(class_ids, classes, t)

@@ -124,21 +124,34 @@ class ClaimLedger:
             self._handouts.clear()
 
 
-_ledger = {'pid': None, 'ledger': None}
+_ledger = {'ledger': None}
 _ledger_lock = threading.Lock()
 
 
 def get_ledger(memory, settle):
     """This process's ledger (a forked worker gets its own)."""
-    pid = os.getpid()
-    if _ledger['pid'] != pid:
+    ledger = _ledger['ledger']
+    if ledger is None:
         with _ledger_lock:
-            if _ledger['pid'] != pid:
-                _ledger.update(pid=pid, ledger=ClaimLedger(memory, settle))
-    return _ledger['ledger']
+            if _ledger['ledger'] is None:
+                _ledger['ledger'] = ClaimLedger(memory, settle)
+            ledger = _ledger['ledger']
+    return ledger
 
 
 def reset():
     """Forget this process's ledger (tests)."""
     with _ledger_lock:
-        _ledger.update(pid=None, ledger=None)
+        _ledger['ledger'] = None
+
+
+def _forget_in_child():
+    # A forked scheduler worker starts with no claims of its own (and a
+    # fresh lock: the parent's may have been held at fork time).
+    global _ledger_lock
+    _ledger_lock = threading.Lock()
+    _ledger['ledger'] = None
+
+
+# No getpid() per host: the filter asks for the ledger on every host.
+os.register_at_fork(after_in_child=_forget_in_child)

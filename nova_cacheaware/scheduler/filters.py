@@ -38,8 +38,6 @@ from oslo_log import log as logging
 
 from nova.scheduler import filters
 
-from nova_cacheaware.api import spec_rules
-from nova_cacheaware.api import specs
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import exception
 from nova_cacheaware import names
@@ -47,6 +45,7 @@ from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import domain_order
 from nova_cacheaware.scheduler import full_numa
 from nova_cacheaware.scheduler import live_state
+from nova_cacheaware.scheduler import request as sched_request
 
 LOG = logging.getLogger(__name__)
 CONF = ca_conf.CONF
@@ -67,7 +66,7 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         # request: state must be there when a cacheaware request comes.
         cache = live_state.get_cache()
         try:
-            request = specs.parse_extra_specs(spec_obj.flavor.extra_specs)
+            request = sched_request.cacheaware_request(spec_obj)
         except exception.InvalidInput as e:
             # Flavors written before the validators were installed.
             self._reject(host_state, 'flavor %s has invalid extra specs: %s'
@@ -75,8 +74,7 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             return False
         if not request.present:
             return True
-        problems = spec_rules.contradictions(spec_obj.flavor.extra_specs,
-                                             spec_obj.flavor.memory_mb)
+        problems = sched_request.of(spec_obj).contradictions
         if problems:
             # Keys that contradict each other (Nova's validators see one
             # key at a time): no host can honour the flavor.

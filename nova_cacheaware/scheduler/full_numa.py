@@ -14,6 +14,7 @@ from oslo_log import log as logging
 from nova.scheduler import filters
 
 from nova_cacheaware.policy import numa_flavor
+from nova_cacheaware.scheduler import request
 
 LOG = logging.getLogger(__name__)
 
@@ -34,10 +35,15 @@ class FullNUMAFilter(filters.BaseHostFilter):
     # Rebuild keeps the host: its shape was checked when the server landed.
     RUN_ON_REBUILD = False
 
+    def filter_all(self, filter_obj_list, spec_obj):
+        """Every host for other requests (no per-host call), else filter."""
+        if not request.of(spec_obj).full_numa:
+            return filter_obj_list
+        return super().filter_all(filter_obj_list, spec_obj)
+
     def host_passes(self, host_state, spec_obj):
         """True unless a full-NUMA request does not mirror this host."""
-        extra_specs = spec_obj.flavor.extra_specs or {}
-        if extra_specs.get('cacheaware:numa') != 'full':
+        if not request.of(spec_obj).full_numa:
             return True
         guest = spec_obj.numa_topology
         host = host_state.numa_topology

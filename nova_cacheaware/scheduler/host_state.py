@@ -34,6 +34,7 @@ import typing as ty
 
 from nova_cacheaware import exception
 from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.policy import pcpu_headroom
 
 EVENT_TYPE = 'cacheaware.host.state'
 PAYLOAD_NAME = 'CacheAwareHostStatePayload'
@@ -110,6 +111,44 @@ class HostCacheState:
         """Provider uuids of domains holding a memory-bound VM."""
         return frozenset(d.provider_uuid for d in self.domains
                          if d.provider_uuid and d.memory_bound_vms)
+
+    @functools.cached_property
+    def pcpu_headroom(self):
+        """:class:`~.pcpu_headroom.Headroom` of ``vcpu_affinity``, or None.
+
+        None without ``vcpu_affinity``, with no pCPU, or when the estimate
+        refuses the affinities (the weigher is then neutral).
+        """
+        if self.vcpu_affinity is None:
+            return None
+        try:
+            return pcpu_headroom.Headroom.of(self.vcpu_affinity)
+        except exception.InvalidInput:
+            return None
+
+    @functools.cached_property
+    def pcpu_scores(self):
+        """PCPUAvailabilityWeigher's scores by request shape (its memo).
+
+        Lives and dies with this state, so a new state replaces it whole.
+        """
+        return {}
+
+    def prepare(self, previous=None):
+        """Compute the derived values now (on arrival, not per request).
+
+        ``previous`` is the state this one replaces: when the VMs'
+        affinities did not change (most agent periods), its pCPU headroom
+        and scores are still exact and are kept instead of recomputed.
+        """
+        if (previous is not None and previous.vcpu_affinity is not None
+                and previous.vcpu_affinity == self.vcpu_affinity):
+            self.__dict__['pcpu_headroom'] = previous.pcpu_headroom
+            self.__dict__['pcpu_scores'] = previous.pcpu_scores
+        for name in ('empty_domains', 'memory_bound_vms', 'busy_providers',
+                     'pcpu_headroom'):
+            getattr(self, name)
+        return self
 
     def domain_by_provider(self):
         """``{provider_uuid: DomainState}`` for domains that name one."""

@@ -3,7 +3,9 @@
 :func:`get_cache` returns this process's
 :class:`~nova_cacheaware.scheduler.state_cache.HostStateCache` and, on first
 use in a process, starts its notification listener (never at import or in a
-plugin constructor). Forked workers notice the new pid and start their own.
+plugin constructor). Forked workers forget their parent's cache and listener
+(an ``os.register_at_fork`` hook) and start their own on first use; the
+filter calls :func:`get_cache` once per host, so it makes no system call.
 A listener that cannot start is logged once per process and the plugins run
 without live state (neutral weights), never failing a request.
 """
@@ -24,22 +26,22 @@ LOG = logging.getLogger(__name__)
 CONF = ca_conf.CONF
 
 _lock = threading.Lock()
-_process = {'pid': None, 'cache': None, 'listener': None}
+_process = {'cache': None, 'listener': None}
 
 
 def get_cache():
     """This process's host-state cache; starts the listener once."""
-    pid = os.getpid()
-    if _process['pid'] == pid:
-        return _process['cache']
+    cache = _process['cache']
+    if cache is not None:
+        return cache
     with _lock:
-        if _process['pid'] != pid:
+        if _process['cache'] is None:
             opts = CONF.cacheaware_scheduler
             cache = state_cache.HostStateCache(opts.host_state_ttl)
             listener = None
             if opts.listen_for_host_state:
                 listener = _start_listener(cache, opts)
-            _process.update(pid=pid, cache=cache, listener=listener)
+            _process.update(cache=cache, listener=listener)
     return _process['cache']
 
 
@@ -52,6 +54,17 @@ def ineligible_reason(cache, host):
     """
     return liveness.ineligible_reason(
         cache.live_view(host), CONF.cacheaware_scheduler.stale_host_state)
+
+
+def _forget_in_child():
+    # The parent's listener threads do not exist in a forked child, and the
+    # parent's queue is not the child's (one pool per process).
+    global _lock
+    _lock = threading.Lock()
+    _process.update(cache=None, listener=None)
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _start_listener(cache, opts):
@@ -70,7 +83,7 @@ def reset():
     """Stop this process's listener and forget its cache (tests, reload)."""
     with _lock:
         listener = _process['listener']
-        _process.update(pid=None, cache=None, listener=None)
+        _process.update(cache=None, listener=None)
     if listener is not None:
         listener.stop()
         listener.wait()

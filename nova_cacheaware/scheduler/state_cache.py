@@ -38,8 +38,13 @@ class HostStateCache:
     def update(self, state):
         """Record ``state`` unless a newer one of its host is already held.
 
-        Returns True when the state was stored.
+        Returns True when the state was stored. The state's derived values
+        are computed here, once per arrival, so that no request pays them.
         """
+        held = self._states.get(state.host)
+        if held is not None and held[1].timestamp > state.timestamp:
+            return False
+        state.prepare(None if held is None else held[1])
         now = self._clock()
         with self._lock:
             if (self._last_heard is None

@@ -30,25 +30,37 @@ next to the host's current VMs, as the agent's ``vcpu_sizing`` capability
 publishes them (payload 1.1 ``vcpu_affinity``). A host without that state
 is neutral (0, as if the instance got half its vCPUs). Multiplier:
 ``pcpu_availability_weight_multiplier``.
-"""
 
-import threading
+Cost: the host's part of the estimate (pCPU-Est of its current VMs,
+:mod:`~nova_cacheaware.policy.pcpu_headroom`) is computed once when its
+state arrives; a request adds its instance with one binary search, and the
+score is memoised per state and request shape (bounded, replaced with the
+state). Both weighers read the request once per request
+(:mod:`~nova_cacheaware.scheduler.request`) and return neutral weights
+without a per-host call for requests they ignore.
+"""
 
 from oslo_log import log as logging
 
 from nova.scheduler import utils
 from nova.scheduler import weights
 
-from nova_cacheaware.api import specs
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import exception
-from nova_cacheaware.policy import vcpu_sizing
 from nova_cacheaware.scheduler import live_state
+from nova_cacheaware.scheduler import request
 
 LOG = logging.getLogger(__name__)
 CONF = ca_conf.CONF
 
 NEUTRAL = 0.0
+
+#: Request shapes (vCPUs, cap) memoised per host state: a few flavors make
+#: most requests; past this many the oldest shape is dropped.
+SCORES_PER_STATE = 32
+
+#: Kept importable here; it moved to :mod:`.request`.
+flavor_cap = request.flavor_cap
 
 
 def contention_score(state):
@@ -60,122 +72,119 @@ def contention_score(state):
             - min(1.0, state.memory_bound_vms / count))
 
 
-class CacheContentionWeigher(weights.BaseHostWeigher):
-    """Prefer hosts with Empty cache domains for memory-bound requests."""
+class _RequestWeigher(weights.BaseHostWeigher):
+    """A weigher that reads the request once, not once per host."""
 
     minval = -1.0
     maxval = 1.0
+    #: ``[cacheaware_scheduler]`` option (and aggregate key) of the
+    #: multiplier.
+    MULTIPLIER_OPTION = None
+
+    def __init__(self):
+        super().__init__()
+        # Configuration, not request state: re-read at every request
+        # (weigh_objects), so all threads see the same value.
+        self._configured = None
 
     def weight_multiplier(self, host_state):
         """Configured multiplier, overridable by aggregate metadata."""
-        return utils.get_weight_multiplier(
-            host_state, 'cache_contention_weight_multiplier',
-            CONF.cacheaware_scheduler.cache_contention_weight_multiplier)
+        configured = self._configured
+        if configured is None:
+            configured = self._configured = self._read_multiplier()
+        if not host_state.aggregates:
+            # Nova calls this once per host and weigher: an option lookup
+            # costs more than everything else our weighers do per host.
+            return configured
+        return utils.get_weight_multiplier(host_state,
+                                           self.MULTIPLIER_OPTION, configured)
+
+    def _read_multiplier(self):
+        return getattr(CONF.cacheaware_scheduler, self.MULTIPLIER_OPTION)
+
+    def weigh_objects(self, weighed_obj_list, weight_properties):
+        """Raw weights of every host: neutral for requests we ignore."""
+        self._configured = self._read_multiplier()
+        wanted = self._wanted(request.of(weight_properties))
+        if wanted is None:
+            return [NEUTRAL] * len(weighed_obj_list)
+        cache = live_state.get_cache()
+        return [self._score(cache.get(obj.obj.host), wanted, obj.obj)
+                for obj in weighed_obj_list]
 
     def _weigh_object(self, host_state, weight_properties):
-        try:
-            request = specs.parse_extra_specs(
-                weight_properties.flavor.extra_specs)
-        except exception.InvalidInput:
-            # CacheDomainFilter has already refused it when enabled.
+        wanted = self._wanted(request.of(weight_properties))
+        if wanted is None:
             return NEUTRAL
-        if not (request.present and request.clean_wanted):
-            return NEUTRAL
-        return contention_score(live_state.get_cache().get(host_state.host))
+        return self._score(live_state.get_cache().get(host_state.host),
+                           wanted, host_state)
+
+    def _wanted(self, req):
+        """What the scores depend on, or None when every host is neutral."""
+        raise NotImplementedError()
+
+    def _score(self, state, wanted, host_state):
+        raise NotImplementedError()
 
 
-def flavor_cap(extra_specs):
-    """The per-vCPU cap of ``quota:cpu_quota``/``quota:cpu_period``, or None.
+class CacheContentionWeigher(_RequestWeigher):
+    """Prefer hosts with Empty cache domains for memory-bound requests."""
 
-    Nova's libvirt driver writes these into ``<cputune>``, where libvirt
-    applies the quota to each vCPU. Unreadable values count as no cap (Nova
-    validates them at flavor creation).
-    """
-    quota = (extra_specs or {}).get('quota:cpu_quota')
-    try:
-        return vcpu_sizing.cap_from_quota(
-            quota, (extra_specs or {}).get('quota:cpu_period'))
-    except exception.InvalidInput:
-        return None
+    MULTIPLIER_OPTION = 'cache_contention_weight_multiplier'
+
+    def _wanted(self, req):
+        # Invalid keys: CacheDomainFilter has already refused the request
+        # when it is enabled.
+        return True if req.contention_weighed else None
+
+    def _score(self, state, wanted, host_state):
+        return contention_score(state)
 
 
 def availability_score(state, vcpus, cap=None):
     """Raw weight in ``[-1, 1]`` of a host for a new ``vcpus``-vCPU instance.
 
     0 (neutral) without fresh, healthy state carrying ``vcpu_affinity``.
+    Memoised per state and (vCPUs, cap): the state's
+    :attr:`~.host_state.HostCacheState.pcpu_headroom` makes a miss cheap.
     """
-    if (state is None or not state.agent_healthy
-            or state.vcpu_affinity is None or vcpus < 1):
+    if state is None or not state.agent_healthy or vcpus < 1:
         return NEUTRAL
-    estimate = vcpu_sizing.new_instance_estimate(state.vcpu_affinity,
-                                                 vcpus, cap)
-    if estimate is None:
-        return NEUTRAL
-    return 2.0 * min(1.0, estimate.available_pcpus / vcpus) - 1.0
-
-
-class _ScoreCache:
-    """Scores per (host, state timestamp, vCPUs, cap).
-
-    A host's state changes once per agent period while every request weighs
-    every host: the estimate is computed once per state and request shape.
-    """
-
-    MAX_ENTRIES = 4096
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._scores = {}
-
-    def score(self, state, vcpus, cap):
-        """:func:`availability_score`, memoised."""
-        if state is None:
+    scores = state.pcpu_scores
+    key = (vcpus, cap)
+    value = scores.get(key)
+    if value is None:
+        headroom = state.pcpu_headroom
+        if headroom is None:
             return NEUTRAL
-        key = (state.host, state.timestamp, id(state), vcpus, cap)
-        with self._lock:
-            hit = self._scores.get(key)
-        if hit is not None:
-            return hit
-        value = availability_score(state, vcpus, cap)
-        with self._lock:
-            if len(self._scores) >= self.MAX_ENTRIES:
-                self._scores.clear()
-            self._scores[key] = value
-        return value
+        available = headroom.available_pcpus(vcpus, cap)
+        value = 2.0 * min(1.0, available / vcpus) - 1.0
+        if len(scores) >= SCORES_PER_STATE:
+            try:
+                # Oldest first (insertion order); another thread may have
+                # dropped it already.
+                del scores[next(iter(scores))]
+            except (KeyError, StopIteration, RuntimeError):
+                pass
+        scores[key] = value
+    return value
 
 
-_SCORES = _ScoreCache()
-
-
-class PCPUAvailabilityWeigher(weights.BaseHostWeigher):
+class PCPUAvailabilityWeigher(_RequestWeigher):
     """Prefer hosts where a new instance gets the most real pCPUs."""
 
-    minval = -1.0
-    maxval = 1.0
+    MULTIPLIER_OPTION = 'pcpu_availability_weight_multiplier'
 
-    def weight_multiplier(self, host_state):
-        """Configured multiplier, overridable by aggregate metadata."""
-        return utils.get_weight_multiplier(
-            host_state, 'pcpu_availability_weight_multiplier',
-            CONF.cacheaware_scheduler.pcpu_availability_weight_multiplier)
+    def _wanted(self, req):
+        # Flavors without our keys keep Nova's ordering; dedicated pCPUs
+        # are Placement's exclusive PCPU inventory.
+        if not req.pcpu_weighed:
+            return None
+        return req.vcpus, req.cap
 
-    def _weigh_object(self, host_state, weight_properties):
-        flavor = weight_properties.flavor
-        extra_specs = flavor.extra_specs or {}
+    def _score(self, state, wanted, host_state):
         try:
-            request = specs.parse_extra_specs(extra_specs)
-        except exception.InvalidInput:
-            return NEUTRAL
-        if not request.present:
-            # Flavors without our keys keep Nova's ordering.
-            return NEUTRAL
-        if extra_specs.get('hw:cpu_policy') == 'dedicated':
-            # Dedicated pCPUs are Placement's PCPU inventory: exclusive.
-            return NEUTRAL
-        state = live_state.get_cache().get(host_state.host)
-        try:
-            return _SCORES.score(state, flavor.vcpus,
-                                 flavor_cap(extra_specs))
+            return availability_score(state, *wanted)
         except exception.InvalidInput as e:
             LOG.warning('PCPUAvailabilityWeigher: no estimate for %s: %s',
                         host_state.host, e)

@@ -1,5 +1,7 @@
 """One host-state cache (and listener) per process."""
 
+import os
+
 import fixtures
 from oslo_config import fixture as config_fixture
 import oslo_messaging
@@ -23,9 +25,17 @@ class LiveStateTest(testtools.TestCase):
         first = live_state.get_cache()
         self.assertIs(first, live_state.get_cache())
         self.assertEqual(42, first.ttl)
-        # A forked worker has another pid: it gets its own cache.
-        self.useFixture(fixtures.MockPatch('os.getpid', return_value=-7))
-        self.assertIsNot(first, live_state.get_cache())
+        # A forked worker gets its own cache (exit status 0), and the
+        # parent keeps its own.
+        pid = os.fork()
+        if pid == 0:
+            try:
+                child = live_state.get_cache()
+                os._exit(0 if child is not first and child.ttl == 42 else 1)
+            finally:
+                os._exit(2)
+        self.assertEqual(0, os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        self.assertIs(first, live_state.get_cache())
 
     def test_listener_failure_leaves_plugins_without_live_state(self):
         self.conf.config(listen_for_host_state=True,
