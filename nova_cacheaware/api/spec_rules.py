@@ -34,6 +34,15 @@ def contradictions(extra_specs, ram_mb=None):
         request = specs.parse_extra_specs(extra_specs)
     except exception.InvalidInput as e:
         return [str(e)]
+    return request_contradictions(request, ram_mb)
+
+
+def request_contradictions(request, ram_mb=None):
+    """:func:`contradictions` of an already parsed request.
+
+    :param request: a :class:`~nova_cacheaware.api.specs.CacheAwareRequest`.
+    :param ram_mb: the flavor's RAM in MiB (None: the rule on it is skipped).
+    """
     if not request.present:
         return []
     problems = []

@@ -93,8 +93,8 @@ def _parse(flavor):
         invalid = e.kwargs.get('reason', str(e))
     problems = ()
     if parsed.present:
-        problems = tuple(spec_rules.contradictions(extra_specs,
-                                                   flavor.memory_mb))
+        problems = tuple(spec_rules.request_contradictions(
+            parsed, flavor.memory_mb))
     return Request(cacheaware=parsed, invalid=invalid, vcpus=flavor.vcpus,
                    cap=flavor_cap(extra_specs),
                    dedicated=extra_specs.get('hw:cpu_policy') == 'dedicated',
