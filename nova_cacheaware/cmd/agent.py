@@ -93,6 +93,26 @@ def read_topology(conf):
         return libvirt_caps.read_topology(conf.topology.libvirt_uri)
 
 
+def silent_configuration(conf):
+    """Warnings for what this configuration asks for and cannot do.
+
+    Every run-time capability acts only on instances whose flavor opts in,
+    and the agent knows flavors only through ``[agent] spec_source``:
+    without one, a capability (and every declared workload) silently does
+    nothing. One warning per capability, said once at start.
+    """
+    if conf.agent.spec_source != 'none':
+        return []
+    out = ['[agent] spec_source = none: declared workloads '
+           '(cacheaware:workload) are not read, every instance is "auto"; '
+           'set spec_source = nova on a Nova compute']
+    for name in conf.agent.capabilities:
+        out.append('[agent] capabilities lists %s, but with spec_source = '
+                   'none no flavor can opt in: it will act on no instance'
+                   % name)
+    return out
+
+
 def build_agent(conf, planner=None, hv=None):
     """Wire an :class:`~nova_cacheaware.agent.service.Agent` from ``conf``."""
     topology = read_topology(conf)
@@ -114,6 +134,8 @@ def build_agent(conf, planner=None, hv=None):
         spec_source = specs.FileSpecSource(conf.agent.spec_file)
     counter_source = (counters.PerfCounterSource() if conf.agent.counters
                       else counters.NoCounterSource())
+    for warning in silent_configuration(conf):
+        LOG.warning(warning)
     return service.Agent(
         hv, domain_set, planner, act, spec_source=spec_source,
         counter_source=counter_source, usable_cpus=usable,
