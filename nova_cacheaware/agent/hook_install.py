@@ -13,7 +13,8 @@ and Nova 34 needs libvirt >= 8.0):
 
 * ``<dir>/qemu`` when it is missing or is ours (replaced atomically);
 * ``<dir>/qemu.d/nova-cacheaware`` when ``<dir>/qemu`` belongs to someone
-  else (never overwritten: ours is chained after it), or when asked for.
+  else (never overwritten: ours is chained after it), when ours is already
+  there, or when asked for.
 """
 
 import dataclasses
@@ -73,16 +74,20 @@ def is_ours(content):
     return MARKER in content[:512]
 
 
-def choose_target(hooks_dir, main_content, drop_in):
+def choose_target(hooks_dir, main_content, drop_in, drop_in_content=None):
     """Pure choice of the file to write: (path, foreign main hook or None).
 
-    ``main_content`` is the bytes of ``<hooks_dir>/qemu`` or None when
-    there is no such file.
+    ``main_content`` and ``drop_in_content`` are the bytes of
+    ``<hooks_dir>/qemu`` and ``<hooks_dir>/qemu.d/nova-cacheaware``, None
+    where there is no such file. An earlier copy of ours in ``qemu.d`` is
+    updated where it is, so that the hook never runs twice.
     """
     main = os.path.join(hooks_dir, MAIN_NAME)
     drop_in_path = os.path.join(hooks_dir, DROP_IN_DIR, DROP_IN_NAME)
     foreign = main_content is not None and not is_ours(main_content)
-    if drop_in or foreign:
+    ours_in_drop_in = (main_content is None and drop_in_content is not None
+                       and is_ours(drop_in_content))
+    if drop_in or foreign or ours_in_drop_in:
         return drop_in_path, main if foreign else None
     return main, None
 
@@ -126,7 +131,8 @@ def install(hooks_dir=DEFAULT_HOOKS_DIR, drop_in=False, content=None):
                                'installed on this host?' % parent)
     try:
         path, foreign = choose_target(
-            hooks_dir, _read(os.path.join(hooks_dir, MAIN_NAME)), drop_in)
+            hooks_dir, _read(os.path.join(hooks_dir, MAIN_NAME)), drop_in,
+            _read(os.path.join(hooks_dir, DROP_IN_DIR, DROP_IN_NAME)))
         existing = _read(path)
         if existing == content and os.access(path, os.X_OK):
             return Result(path, 'unchanged', foreign)

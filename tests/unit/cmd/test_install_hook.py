@@ -95,6 +95,13 @@ class InstallHookTest(base.CLITestCase):
                          self.install('--drop-in'))
         self.assertFalse(os.path.exists(self.main))
 
+    def test_earlier_drop_in_of_ours_is_updated_where_it_is(self):
+        self.write(self.drop_in, b'#!/bin/sh\n' + hook_install.MARKER + b'\n')
+        self.assertEqual({'path': self.drop_in, 'action': 'updated',
+                          'chained_after': None, 'restart_libvirtd': False},
+                         self.install())
+        self.assertFalse(os.path.exists(self.main))
+
     def test_foreign_file_at_the_drop_in_path_is_refused(self):
         self.write(self.drop_in, FOREIGN)
         err = self.assertOneLineError(
@@ -134,16 +141,21 @@ class ChooseTargetTest(testtools.TestCase):
     def test_table(self):
         main, drop_in = '/h/qemu', '/h/qemu.d/nova-cacheaware'
         ours = hook_install.hook_source()
-        for content, want_drop_in, expected in [
-                (None, False, (main, None)),
-                (ours, False, (main, None)),
-                (FOREIGN, False, (drop_in, main)),
-                (None, True, (drop_in, None)),
-                (ours, True, (drop_in, None)),
-                (FOREIGN, True, (drop_in, main))]:
+        for content, want_drop_in, in_drop_in, expected in [
+                (None, False, None, (main, None)),
+                (ours, False, None, (main, None)),
+                (FOREIGN, False, None, (drop_in, main)),
+                (None, True, None, (drop_in, None)),
+                (ours, True, None, (drop_in, None)),
+                (FOREIGN, True, None, (drop_in, main)),
+                # An earlier copy of ours in qemu.d stays the only one.
+                (None, False, ours, (drop_in, None)),
+                (ours, False, ours, (main, None)),
+                (None, False, FOREIGN, (main, None))]:
             self.assertEqual(expected, hook_install.choose_target(
-                '/h', content, want_drop_in), (content[:20] if content
-                                               else None, want_drop_in))
+                '/h', content, want_drop_in, in_drop_in),
+                (content and content[:20], want_drop_in,
+                 in_drop_in and in_drop_in[:20]))
 
     def test_marker_is_in_the_shipped_hook(self):
         self.assertTrue(hook_install.is_ours(hook_install.hook_source()))
