@@ -1,11 +1,23 @@
 #!/bin/bash
 # shellcheck shell=bash
 # DevStack plugin for nova-cacheaware: installs the package, adds the
-# scheduler filters and weighers to nova.conf, runs the agent on compute
-# nodes and creates example flavors.
+# scheduler filters and weighers to nova.conf, writes the recommended
+# Placement settings, installs the live-migration libvirt hook and runs the
+# agent on compute nodes, and creates example flavors.
 
 # Nova's own default enabled_filters (nova 34), used when nova.conf has none.
 NOVA_CACHEAWARE_NOVA_DEFAULT_FILTERS="ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter,ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter"
+
+# The recommended settings of doc/source/admin/placement.rst and
+# scheduler.rst, the one place that lists them: one per line,
+#   SERVICE CONFIG-FILE-VARIABLE SECTION OPTION VALUE
+# written on the nodes that run SERVICE. When the Placement model or its
+# recommended settings change, change this table (and the docs) only.
+NOVA_CACHEAWARE_RECOMMENDED_SETTINGS="
+placement-api PLACEMENT_CONF placement max_allocation_candidates 1000
+placement-api PLACEMENT_CONF placement allocation_candidates_generation_strategy breadth-first
+n-sch NOVA_CONF scheduler max_placement_results 1000
+"
 
 function install_nova_cacheaware {
     setup_develop "$NOVA_CACHEAWARE_DIR"
@@ -46,6 +58,28 @@ function configure_nova_cacheaware_scheduler {
     weighers=$(_cacheaware_list_add "$weighers" \
         nova_cacheaware.scheduler.weights.all_weighers)
     iniset "$conf" filter_scheduler weight_classes "$weighers"
+}
+
+function configure_nova_cacheaware_recommended {
+    local service conf_var section option value
+    while read -r service conf_var section option value; do
+        [[ -z "$service" ]] && continue
+        is_service_enabled "$service" || continue
+        iniset "${!conf_var}" "$section" "$option" "$value"
+    done <<< "$NOVA_CACHEAWARE_RECOMMENDED_SETTINGS"
+}
+
+# The hook keeps live migrations of agent-pinned guests from failing; it
+# never replaces another program's hook (ours then goes to qemu.d/).
+function install_nova_cacheaware_hook {
+    local out
+    out=$(sudo "$NOVA_BIN_DIR/nova-cacheaware" install-hook \
+        --hooks-dir "$NOVA_CACHEAWARE_LIBVIRT_HOOKS_DIR")
+    echo "$out"
+    # libvirtd looks for hooks only when it starts.
+    if [[ "$out" == *'"restart_libvirtd": true'* ]]; then
+        restart_service "${LIBVIRT_DAEMON:-libvirtd}"
+    fi
 }
 
 function configure_nova_cacheaware_agent {
@@ -107,9 +141,13 @@ if is_service_enabled n-sch n-api n-cpu cacheaware-agent; then
             echo_summary "Configuring nova-cacheaware scheduler plugins"
             configure_nova_cacheaware_scheduler
         fi
+        echo_summary "Writing nova-cacheaware's recommended settings"
+        configure_nova_cacheaware_recommended
         if is_service_enabled n-cpu && is_service_enabled cacheaware-agent; then
             echo_summary "Configuring nova-cacheaware-agent"
             configure_nova_cacheaware_agent
+            echo_summary "Installing nova-cacheaware's libvirt hook"
+            install_nova_cacheaware_hook
         fi
     elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
         if is_service_enabled n-cpu && is_service_enabled cacheaware-agent; then

@@ -7,5 +7,5 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 bash tools/setup.sh || exit 1
 VENV=${NOVA_CACHEAWARE_VENV:-.venv}
-exec "$VENV/bin/stestr" --test-path ./tests/nova_numa run \
-    --concurrency "${TEST_CONCURRENCY:-2}" "$@"
+export PATH="$PWD/$VENV/bin:$PATH" TEST_CONCURRENCY=${TEST_CONCURRENCY:-2}
+exec bash tools/suite.sh nova-numa "$@"

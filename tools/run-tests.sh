@@ -38,14 +38,17 @@ bash tools/devcloud/build_image.sh .test-state/guest-image \
     > .test-state/guest-image.log 2>&1 \
     || { echo "run-tests: building the guest image failed:"; cat .test-state/guest-image.log; exit 1; }
 
+# Each suite is defined once, in tools/suite.sh (the tox environments run
+# the same definitions).
+export TEST_CONCURRENCY=${TEST_CONCURRENCY:-2}
 rc=0
 for suite in unit functional; do
     echo "=== $suite tests"
-    stestr --test-path "./tests/$suite" run --concurrency "${TEST_CONCURRENCY:-2}" || rc=1
+    bash tools/suite.sh "$suite" || rc=1
     stestr last --subunit > ".test-state/$suite.subunit" 2>/dev/null || true
 done
 echo "=== flake8"
-flake8 || rc=1
+bash tools/suite.sh pep8 || rc=1
 
 if [ "${NOVA_CACHEAWARE_SKIP_DEVCLOUD:-0}" != 1 ]; then
     echo "=== tempest scenario tests on the devcloud"

@@ -15,7 +15,7 @@ The agent's own pins are live-only, so the persistent (inactive) XML keeps
 Nova's decision: :func:`parse_nova_domain` reads the allowed CPUs from it.
 The agent also records, in its own metadata element, which pins it changed,
 so that the libvirt migration hook can undo exactly those (see
-``agent/libvirt-hooks/qemu``).
+``nova_cacheaware/agent/libvirt_hook.py``).
 """
 
 import dataclasses

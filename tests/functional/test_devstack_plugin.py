@@ -7,11 +7,14 @@ functions, and the resulting files are read back with oslo.config.
 
 import os
 import shutil
+import stat
 import subprocess
+import sys
 
 import fixtures
 from oslo_config import cfg
 
+from nova_cacheaware.agent import hook_install
 from tests.functional import base
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -31,6 +34,14 @@ def scheduler_conf(path):
     return conf.filter_scheduler
 
 
+def service_conf(register_opts, path):
+    """Load ``path`` with a service's own option definitions."""
+    conf = cfg.ConfigOpts()
+    register_opts(conf)
+    conf(args=[], default_config_files=[path])
+    return conf
+
+
 class DevstackPluginTest(base.FunctionalTestCase):
 
     def setUp(self):
@@ -39,11 +50,17 @@ class DevstackPluginTest(base.FunctionalTestCase):
         self.nova_conf = os.path.join(self.scratch, 'nova.conf')
         self.agent_conf = os.path.join(self.scratch, 'etc', 'nova-cacheaware',
                                        'agent.conf')
+        self.placement_conf = os.path.join(self.scratch, 'placement.conf')
+        self.hooks = os.path.join(self.scratch, 'etc', 'libvirt', 'hooks')
 
-    def phase(self, services, *args):
+    def phase(self, services, *args, disabled=''):
+        env = dict(os.environ, HARNESS_PYTHON=sys.executable,
+                   DISABLED_SERVICES=disabled)
         proc = subprocess.run(['bash', HARNESS, self.scratch, services]
-                              + list(args), capture_output=True, text=True)
+                              + list(args), capture_output=True, text=True,
+                              env=env)
         self.assertEqual(0, proc.returncode, proc.stderr)
+        return proc.stdout
 
     def calls(self):
         with open(os.path.join(self.scratch, 'calls.log')) as f:
@@ -108,6 +125,60 @@ class DevstackPluginTest(base.FunctionalTestCase):
                       % (self.scratch, self.agent_conf), calls)
         # No n-api here: no flavors.
         self.assertFalse([c for c in calls if c.startswith('openstack')])
+
+    def assertHookInstalled(self, path):
+        with open(path, 'rb') as f:
+            self.assertEqual(hook_install.hook_source(), f.read())
+        self.assertEqual(0o755, stat.S_IMODE(os.stat(path).st_mode))
+        self.assertTrue(os.access(path, os.X_OK))
+
+    def test_compute_node_gets_the_hook_and_libvirtd_restarts_once(self):
+        self.phase('n-cpu', 'stack', 'post-config')
+        self.assertHookInstalled(os.path.join(self.hooks, 'qemu'))
+        self.phase('n-cpu', 'stack', 'post-config')
+        calls = self.calls()
+        self.assertIn('sudo %s/bin/nova-cacheaware install-hook --hooks-dir '
+                      '%s' % (self.scratch, self.hooks), calls)
+        # The second run finds the hook in place: no second restart.
+        self.assertEqual(['restart_service libvirtd'],
+                         [c for c in calls if c.startswith('restart')])
+
+    def test_foreign_hook_is_kept_and_ours_chained(self):
+        os.makedirs(self.hooks)
+        foreign = os.path.join(self.hooks, 'qemu')
+        with open(foreign, 'w') as f:
+            f.write('#!/bin/sh\nexit 0\n')
+        self.phase('n-cpu', 'stack', 'post-config')
+        with open(foreign) as f:
+            self.assertEqual('#!/bin/sh\nexit 0\n', f.read())
+        self.assertHookInstalled(
+            os.path.join(self.hooks, 'qemu.d', 'nova-cacheaware'))
+
+    def test_no_hook_without_the_agent(self):
+        self.phase('n-cpu', 'stack', 'post-config',
+                   disabled='cacheaware-agent')
+        self.assertFalse(os.path.exists(self.hooks))
+        self.assertFalse(os.path.exists(self.agent_conf))
+
+    def test_recommended_placement_and_scheduler_settings(self):
+        self.phase('placement-api,n-sch', 'stack', 'post-config')
+        from placement.conf import placement as placement_conf
+        placement = service_conf(placement_conf.register_opts,
+                                 self.placement_conf).placement
+        self.assertEqual((1000, 'breadth-first'),
+                         (placement.max_allocation_candidates,
+                          placement.allocation_candidates_generation_strategy))
+        from nova.conf import scheduler as nova_scheduler
+        nova = service_conf(nova_scheduler.register_opts, self.nova_conf)
+        self.assertEqual(1000, nova.scheduler.max_placement_results)
+        # Placement's cap must not hide hosts from Nova's limit.
+        self.assertGreaterEqual(placement.max_allocation_candidates,
+                                nova.scheduler.max_placement_results)
+
+    def test_placement_settings_only_where_placement_runs(self):
+        self.phase('n-cpu', 'stack', 'post-config')
+        self.assertFalse(os.path.exists(self.placement_conf))
+        self.assertFalse(os.path.exists(self.nova_conf))
 
     def test_flavors_created_once_and_set_with_our_tool(self):
         self.phase('n-api', 'stack', 'extra')

@@ -14,13 +14,9 @@ import os
 import sys
 import warnings
 
-if 'eventlet' not in sys.modules:
-    # Nova's native-threading mode (as tests/functional/nova does).
-    os.environ.setdefault('OS_NOVA_DISABLE_EVENTLET_PATCHING', 'true')
+from tests import nova_concurrency  # noqa: E402
 
-from nova import monkey_patch  # noqa: E402
-
-monkey_patch.patch()
+nova_concurrency.apply()
 
 import fixtures  # noqa: E402
 from keystoneauth1 import session as ks_session  # noqa: E402
@@ -46,6 +42,11 @@ class TestFlavorSetThroughNovaAPI(test.TestCase):
         warnings.filterwarnings(
             'ignore', message=r'The noload\(\) option is deprecated',
             category=sqla_exc.SADeprecationWarning)
+        # Nova 31's server side under newer oslo.versionedobjects (no
+        # 2025.1 upper-constraints here); the CLI itself must stay quiet.
+        warnings.filterwarnings(
+            'ignore', message=r'Passing item_cls to obj_make_list\(\)',
+            category=DeprecationWarning)
         api_fixture = self.useFixture(
             nova_fixtures.OSAPIFixture(api_version='v2.1'))
         self.admin_api = api_fixture.admin_api

@@ -4,12 +4,6 @@ Opt-in (``tox -e functional-nova-numa`` or ``tools/run-nova-numa-tests.sh``),
 not part of the default run: it re-runs a whole module of Nova's suite.
 """
 
-import os
-import sys
+from tests import nova_concurrency
 
-if 'eventlet' not in sys.modules:
-    os.environ.setdefault('OS_NOVA_DISABLE_EVENTLET_PATCHING', 'true')
-
-from nova import monkey_patch  # noqa: E402
-
-monkey_patch.patch()
+nova_concurrency.apply()

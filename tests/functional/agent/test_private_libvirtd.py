@@ -6,8 +6,11 @@ daemons with :class:`tests.fixtures.private_libvirtd.PrivateLibvirtd`. The
 guests are the tiny disk-less SeaBIOS TCG guests of ``nova_domains``.
 """
 
+import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -20,7 +23,6 @@ from tests.fixtures import private_libvirtd
 from tests.functional.agent import base
 from tests.functional.agent import test_faults
 from tests.functional.agent import test_qemu
-from tests.unit.agent import test_migration_hook
 
 TWO = test_qemu.TWO
 WAIT = 30.0
@@ -163,6 +165,15 @@ class LiveMigrationTest(PrivateLibvirtdTestCase):
                   'tcp://127.0.0.1:%d' % free_port()}
         self.dom(uuid).migrateToURI3(dest.uri, params, flags)
 
+    def installed_hook(self):
+        """The hook file as ``nova-cacheaware install-hook`` writes it."""
+        etc = self.useFixture(fixtures.TempDir()).path
+        out = subprocess.run(
+            [sys.executable, '-m', 'nova_cacheaware.cmd.cli', 'install-hook',
+             '--hooks-dir', os.path.join(etc, 'hooks')],
+            check=True, capture_output=True, text=True).stdout
+        return json.loads(out)['path']
+
     def test_pins_rewritten_on_arrival_and_fail_without_the_hook(self):
         import libvirt
         a = self.define(1, cpuset='0-1', workload='memory')
@@ -171,7 +182,7 @@ class LiveMigrationTest(PrivateLibvirtdTestCase):
             self.hv.vcpu_threads(a)[0]))
         plain = self.start_libvirtd(cpus='0')
         hooked = self.start_libvirtd(cpus='0',
-                                     hook=test_migration_hook.HOOK)
+                                     hook=self.installed_hook())
 
         # Without the hook: the migration fails, the guest stays here,
         # running, pinned as before.

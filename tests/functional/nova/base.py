@@ -93,7 +93,9 @@ class CacheAwareTestBase(base.ServersTestBase):
         """A keystoneauth1 Adapter on the in-process Placement."""
         return ka.Adapter(
             ks.Session(auth=None),
-            endpoint_override=self.placement_fixture.endpoint,
+            # self.placement (Nova's PlacementApiClient) exists in every
+            # supported Nova; self.placement_fixture only from Nova 32 on.
+            endpoint_override=self.placement.fixture.endpoint,
             additional_headers={'x-auth-token': 'admin'},
             raise_exc=False)
 

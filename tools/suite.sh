@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The one definition of each test suite, shared by the tox environments and
+# tools/run-tests.sh (CI):
+#
+#   tools/suite.sh unit|functional|nova-numa|pep8 [ARGS...]
+#
+# ARGS go to stestr (a test-name regex, ...) or to flake8. The suite runs
+# with the stestr/flake8 first on PATH: tox puts its environment's bin/
+# there, run-tests.sh the project's .venv/bin. TEST_CONCURRENCY sets
+# stestr's worker count (default: one per CPU).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+suite=${1:-}
+[ $# -gt 0 ] && shift
+concurrency=()
+if [ -n "${TEST_CONCURRENCY:-}" ]; then
+    concurrency=(--concurrency "$TEST_CONCURRENCY")
+fi
+
+case "$suite" in
+unit)
+    # Pure tests: no services, no I/O outside temporary directories.
+    exec stestr --test-path ./tests/unit run "${concurrency[@]}" "$@" ;;
+functional)
+    # Real components: this host's /sys, libvirt's test:/// driver and, where
+    # a libvirtd runs, qemu:///system; Nova's functional base; Placement on
+    # MariaDB; RabbitMQ.
+    exec stestr --test-path ./tests/functional run "${concurrency[@]}" "$@" ;;
+nova-numa)
+    # Opt-in: Nova's own NUMA functional tests with our plugins enabled.
+    exec stestr --test-path ./tests/nova_numa run "${concurrency[@]}" "$@" ;;
+pep8)
+    exec flake8 "$@" ;;
+*)
+    echo "usage: tools/suite.sh unit|functional|nova-numa|pep8 [ARGS...]" >&2
+    exit 2 ;;
+esac
