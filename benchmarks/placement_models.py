@@ -67,6 +67,7 @@ import argparse
 import datetime
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -453,6 +454,37 @@ def run_size(models, hosts, shape, args, start):
             'isolated_aggregates': {m: a for m, a in aggs.items() if a}}
 
 
+def rst_table(doc):
+    """The results of a JSON document as reStructuredText tables."""
+    head = ('model / request', 'cands', 'hosts', 'random', 'tuned',
+            'CPU ms', 'CPU x', 'wall ms', 'wall x', 'n')
+    out = []
+    for size in doc['sizes']:
+        rows = []
+        for key, v in sorted(size['results'].items()):
+            cpu = v.get('placement_cpu_mean_ms', v['placement_cpu_ms'])
+            ratio = v.get('placement_cpu_mean_vs_before',
+                          v.get('placement_cpu_vs_before'))
+            rows.append((key, v['candidates'], v['hosts'],
+                         v.get('hosts_randomized', '--'),
+                         v.get('hosts_tuned', '--'), cpu, ratio,
+                         v['median_ms'], v.get('median_vs_before'), v['n']))
+        widths = [max(len(str(c)) for c in col) for col in zip(head, *rows)]
+        rule = ' '.join('=' * w for w in widths)
+        out.append('%d hosts x %d domains (load after: %.1f)\n' % (
+            size['hosts'], size['domains'], size['load_after']))
+        out.append(rule)
+        for row in [head, None] + rows:
+            if row is None:
+                out.append(rule)
+                continue
+            out.append(' '.join(str(c).ljust(w) if i == 0 else
+                                str(c).rjust(w)
+                                for i, (c, w) in enumerate(zip(row, widths))))
+        out.append(rule + '\n')
+    return '\n'.join(out)
+
+
 def main(argv=None):
     """Seed, measure, print and write JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -470,8 +502,16 @@ def main(argv=None):
                              'randomize_allocation_candidates and tuned')
     parser.add_argument('--coverage-samples', type=int, default=3)
     parser.add_argument('--output', help='also write the JSON here')
+    parser.add_argument('--table', metavar='JSON',
+                        help='only print the tables of a results file')
     args = parser.parse_args(argv)
+    if args.table:
+        with open(args.table) as f:
+            print(rst_table(json.load(f)))
+        return 0
 
+    # SIGTERM runs the clean-ups too: services stopped, databases dropped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     t_start = time.time()
     load_before = os.getloadavg()
     sizes = []
@@ -493,6 +533,14 @@ def main(argv=None):
                     svc.cleanUp()
             print('done: %d hosts x %d domains (%.0f s)' % (
                 hosts, ndom, time.time() - t_start), file=sys.stderr)
+            # Every size as it finishes: a long run stopped early keeps
+            # what it measured.
+            write_doc(args, argv, t_start, load_before, sizes)
+    return 0
+
+
+def write_doc(args, argv, t_start, load_before, sizes):
+    """The JSON document of the run so far: stdout, ``--output``."""
     doc = {
         'benchmark': 'placement_models',
         'command': 'python benchmarks/placement_models.py ' + ' '.join(
@@ -511,11 +559,11 @@ def main(argv=None):
         'sizes': sizes,
     }
     text = json.dumps(doc, indent=2, sort_keys=True)
-    print(text)
     if args.output:
         with open(args.output, 'w') as f:
             f.write(text + '\n')
-    return 0
+    else:
+        print(text)
 
 
 if __name__ == '__main__':
