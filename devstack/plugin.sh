@@ -16,6 +16,7 @@ NOVA_CACHEAWARE_NOVA_DEFAULT_FILTERS="ComputeFilter,ComputeCapabilitiesFilter,Im
 NOVA_CACHEAWARE_RECOMMENDED_SETTINGS="
 placement-api PLACEMENT_CONF placement max_allocation_candidates 1000
 placement-api PLACEMENT_CONF placement allocation_candidates_generation_strategy breadth-first
+placement-api PLACEMENT_CONF placement allocation_conflict_retry_count 1
 n-sch NOVA_CONF scheduler max_placement_results 1000
 "
 

@@ -165,9 +165,10 @@ class DevstackPluginTest(base.FunctionalTestCase):
         from placement.conf import placement as placement_conf
         placement = service_conf(placement_conf.register_opts,
                                  self.placement_conf).placement
-        self.assertEqual((1000, 'breadth-first'),
+        self.assertEqual((1000, 'breadth-first', 1),
                          (placement.max_allocation_candidates,
-                          placement.allocation_candidates_generation_strategy))
+                          placement.allocation_candidates_generation_strategy,
+                          placement.allocation_conflict_retry_count))
         from nova.conf import scheduler as nova_scheduler
         nova = service_conf(nova_scheduler.register_opts, self.nova_conf)
         self.assertEqual(1000, nova.scheduler.max_placement_results)
