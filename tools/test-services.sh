@@ -55,8 +55,13 @@ start)
         # (libvirt copies /dev mounts into each guest's /dev, so it has to be
         # a device node: /dev/null's, mode 000.)
         nokvm="$PWD/.test-state/nokvm"
-        rm -f "$nokvm"
-        mknod -m 000 "$nokvm" c 1 3
+        # Never replace the node under a running daemon: its /dev/kvm is a
+        # bind mount of this file, and libvirt fails every guest start
+        # ("Unable to move /dev/kvm mount") once the source is gone.
+        if ! running libvirtd /run/libvirtd.pid; then
+            rm -f "$nokvm"
+            mknod -m 000 "$nokvm" c 1 3
+        fi
         # shellcheck disable=SC2016  # $0 expands in the inner sh
         start_daemon libvirtd /run/libvirtd.pid \
             unshare -m --propagation private sh -c \

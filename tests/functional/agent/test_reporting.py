@@ -314,10 +314,13 @@ class BusReportingTest(base.AgentTestCase):
         self.assertTrue(bus.wait_for(lambda: cache.get('compute-x')))
         got = cache.get('compute-x')
         self.assertEqual(
-            (host_state.DomainState('L2-0', 'clean', (mem,), 2),
-             host_state.DomainState('L2-1', 'empty', (), 2),
-             host_state.DomainState('L2-2', 'empty', (), 2),
-             host_state.DomainState('L2-3', 'empty', (), 2)), got.domains)
+            # Payload 1.2: the memory-bound VM's 2 vCPUs are kept in L2-0;
+            # the CPU-bound one floats over several domains (not counted).
+            (host_state.DomainState('L2-0', 'clean', (mem,), 2, None, 2),
+             host_state.DomainState('L2-1', 'empty', (), 2, None, 0),
+             host_state.DomainState('L2-2', 'empty', (), 2, None, 0),
+             host_state.DomainState('L2-3', 'empty', (), 2, None, 0)),
+            got.domains)
         self.assertEqual(
             sorted([host_state.VmState(mem, 'memory', 'L2-0'),
                     host_state.VmState(cpu, 'cpu', None)],
