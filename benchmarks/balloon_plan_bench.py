@@ -30,15 +30,14 @@ import datetime
 import io
 import json
 import os
-import platform
 import random
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from unittest import mock
 
+from benchmarks import common
 from nova_cacheaware.cmd import cli
 from nova_cacheaware.policy import balloon
 from tests.unit import balloon_quadratic
@@ -133,18 +132,6 @@ def bench(n, old_budget_s, tmpdir):
     return row
 
 
-def machine():
-    """What ran the benchmark: lscpu model, nproc, load average."""
-    try:
-        model = [line.split(':', 1)[1].strip() for line in subprocess.run(
-            ['lscpu'], capture_output=True, text=True).stdout.splitlines()
-            if line.startswith('Model name')][0]
-    except (OSError, IndexError):
-        model = platform.processor()
-    return {'cpu': model, 'nproc': os.cpu_count(),
-            'python': platform.python_version()}
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--sizes', default='10000,30000,100000')
@@ -156,7 +143,7 @@ def main(argv=None):
                                     else sys.argv[1:]),
               'date': datetime.datetime.now(datetime.timezone.utc)
               .isoformat(timespec='seconds'),
-              'machine': machine(), 'load_before': os.getloadavg(),
+              'machine': common.machine(), 'load_before': os.getloadavg(),
               'rows': []}
     with tempfile.TemporaryDirectory() as tmpdir:
         bench(100, args.old_budget_s, tmpdir)  # imports, caches: not timed

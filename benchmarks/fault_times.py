@@ -21,7 +21,6 @@ Usage: python benchmarks/fault_times.py [--rounds 30] [--domains 16]
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,7 @@ import uuid as uuid_mod
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from benchmarks import common  # noqa: E402
 from nova_cacheaware.agent import placement_report  # noqa: E402
 from nova_cacheaware.placement import client as placement_client  # noqa
 from nova_cacheaware.placement import provider_sync  # noqa: E402
@@ -155,20 +155,6 @@ def rst(report):
     return '\n'.join(lines) + '\n'
 
 
-def machine():
-    """CPU model and count from lscpu, and nproc."""
-    try:
-        out = subprocess.run(['lscpu'], capture_output=True, text=True,
-                             check=True).stdout
-        fields = dict(line.split(':', 1) for line in out.splitlines()
-                      if ':' in line)
-        return '%s, %s CPUs (nproc %d)' % (
-            fields.get('Model name', '?').strip(),
-            fields.get('CPU(s)', '?').strip(), os.cpu_count())
-    except (OSError, subprocess.CalledProcessError):
-        return platform.processor()
-
-
 def loadavg():
     """The 1/5/15-minute load averages."""
     with open('/proc/loadavg') as f:
@@ -188,7 +174,7 @@ def main(argv=None):
               'command': 'python benchmarks/fault_times.py %s'
                          % ' '.join(argv if argv is not None
                                     else sys.argv[1:]),
-              'machine': machine(),
+              'machine': common.machine(),
               'date': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
               'loadavg_before': loadavg()}
     report['reconcile_cost'] = reconcile_cost(args.rounds, args.domains)

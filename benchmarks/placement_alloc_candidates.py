@@ -48,9 +48,7 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -58,6 +56,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
+from benchmarks import common  # noqa: E402
 from nova_cacheaware import names  # noqa: E402
 from nova_cacheaware.placement import provider_sync  # noqa: E402
 from nova_cacheaware.topology import domains as topo_domains  # noqa: E402
@@ -268,21 +267,6 @@ def profile_in_process(service, qs, top, sort='cumulative'):
     return report
 
 
-def machine():
-    """CPU model and count from lscpu, for the results page."""
-    try:
-        out = subprocess.run(['lscpu'], capture_output=True, text=True,
-                             check=True).stdout
-        fields = dict(line.split(':', 1) for line in out.splitlines()
-                      if ':' in line)
-        return '%s, %s CPUs, %s' % (
-            fields.get('Model name', '?').strip(),
-            fields.get('CPU(s)', '?').strip(),
-            fields.get('Hypervisor vendor', 'bare metal').strip())
-    except (OSError, subprocess.CalledProcessError):
-        return platform.processor()
-
-
 def main(argv=None):
     """Seed, measure, print JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -390,7 +374,7 @@ def main(argv=None):
                 value[metric] / max(plain_base[metric], 1e-3), 2)
     doc = {
         'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
-        'machine': machine(),
+        'machine': common.machine(),
         'placement': 'openstack-placement 16.0.0, MariaDB, noauth2, '
                      'threaded wsgiref server',
         'computes': args.computes, 'domains_per_compute': args.domains,

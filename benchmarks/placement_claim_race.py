@@ -18,10 +18,8 @@ services' database sessions at READ COMMITTED.
 """
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import sys
 import threading
 import uuid
@@ -31,6 +29,7 @@ import requests
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchmarks import common  # noqa: E402
 from tests import placement_fixtures  # noqa: E402
 
 RC = 'CUSTOM_CACHE_DOMAIN_MEMBOUND'
@@ -145,16 +144,12 @@ def main(argv=None):
     doc = {'benchmark': 'placement_claim_race',
            'command': 'benchmarks/placement_claim_race.py --trials %d'
                       % args.trials,
-           'date': datetime.datetime.now(datetime.timezone.utc).isoformat(),
-           'machine': '%s, %d CPUs' % (platform.processor()
-                                       or platform.machine(), os.cpu_count()),
+           'date': common.now(),
+           'machine': common.machine(),
            'load_avg_at_start': round(load, 2),
            'placement': _version('openstack-placement'),
            'results': results}
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, 'w') as f:
-        json.dump(doc, f, indent=1)
-        f.write('\n')
+    common.write_json(args.out, doc)
     for r in results:
         print(json.dumps(r))
     return 0

@@ -36,10 +36,8 @@ for the in-host choice.
 import argparse
 import collections
 from concurrent import futures
-import datetime
 import json
 import os
-import platform
 import random
 import statistics
 import subprocess
@@ -47,9 +45,12 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, 'tools', 'devcloud'))
 
 import cloud as cloudlib  # noqa: E402
+
+from benchmarks import common  # noqa: E402
 
 from nova_cacheaware.api import flavor_specs  # noqa: E402
 from nova_cacheaware import names  # noqa: E402
@@ -371,18 +372,14 @@ def main(argv=None):
         'benchmark': 'traffic_e2e',
         'command': ' '.join(['benchmarks/traffic_e2e.py']
                             + (argv if argv is not None else sys.argv[1:])),
-        'date': datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        'machine': '%s, %d CPUs' % (platform.processor()
-                                    or platform.machine(), os.cpu_count()),
+        'date': common.now(),
+        'machine': common.machine(),
         'load_avg_at_start_of_runs': [round(x, 2) for x in load],
         'hosts': HOSTS, 'scheduler_workers': args.workers,
         'plan': [[list(op) for op in wave] for wave in plan],
         'results': results,
     }
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, 'w') as f:
-        json.dump(doc, f, indent=1)
-        f.write('\n')
+    common.write_json(args.out, doc)
     for r in results:
         print(json.dumps(r))
     return 0
