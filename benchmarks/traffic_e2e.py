@@ -316,10 +316,11 @@ def _p95(values):
 
 
 def wait_deleted(cloud, ids, timeout=180):
+    """Wait until Nova answers 404 for every server of ``ids``."""
     deadline = time.monotonic() + timeout
     while ids and time.monotonic() < deadline:
-        ids = [i for i in ids if cloud.nova('GET', '/servers/' + i,
-                                            ok=(200, 404))]
+        ids = [i for i in ids if 'server' in (cloud.nova(
+            'GET', '/servers/' + i, ok=(200, 404)) or {})]
         time.sleep(0.5)
 
 
