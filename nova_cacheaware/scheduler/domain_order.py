@@ -85,8 +85,7 @@ def order_candidates(host_state, candidates, vcpus, memory_bound,
     providers = [p for p in by_provider if p is not None]
     if not providers:
         return candidates
-    listed = (frozenset(vm.instance_uuid for vm in live.vms)
-              if live is not None else frozenset())
+    listed = live.instance_uuids if live is not None else frozenset()
     own = ledger.claims(host, received, listed)
     loads = domain_loads(providers, live,
                          host_state.cpu_allocation_ratio or 1.0, own, request)

@@ -150,6 +150,11 @@ class HostCacheState:
             getattr(self, name)
         return self
 
+    @functools.cached_property
+    def instance_uuids(self):
+        """Uuids of every instance the state lists on the host."""
+        return frozenset(vm.instance_uuid for vm in self.vms)
+
     def domain_by_provider(self):
         """``{provider_uuid: DomainState}`` for domains that name one."""
         return {d.provider_uuid: d for d in self.domains if d.provider_uuid}
