@@ -22,3 +22,12 @@ def domain_provider_name(compute_rp_name, domain_id):
     Never ``<nodename>_<...>``: nova deletes such children.
     """
     return '%s:cacheaware:%s' % (compute_rp_name, domain_id)
+
+
+def host_provider_name(compute_rp_name):
+    """Name of the host's one cache provider (``provider_model = host``).
+
+    ``<compute node RP name>:cacheaware``: the domain providers' prefix
+    without a domain id, so it can never collide with one of them.
+    """
+    return '%s:cacheaware' % compute_rp_name

@@ -34,12 +34,19 @@ MARIADB_URL = os.environ.get('NOVA_CACHEAWARE_MARIADB',
                              'mysql+pymysql://root@127.0.0.1:3306')
 
 
+#: What noauth2 Placement is told the agent's user has (as nova-compute's).
+SERVICE_ROLES = 'admin,member,reader,service'
+
+
 def client_for_endpoint(endpoint, token='admin'):
     """A :class:`PlacementClient` for a noauth2 Placement at ``endpoint``."""
     session = ks_session.Session(
         auth=token_endpoint.Token(endpoint, token))
+    # The roles of nova-compute's user (and the agent's): POST /reshaper
+    # needs "service" under Placement's default policy.
     return placement_client.PlacementClient(
-        ks_adapter.Adapter(session, service_type='placement'))
+        ks_adapter.Adapter(session, service_type='placement',
+                           additional_headers={'X-Roles': SERVICE_ROLES}))
 
 
 class InProcessPlacement(fixtures.Fixture):
