@@ -118,3 +118,80 @@ def order_domains(loads, vcpus, memory_bound, seed):
         keyed.append((key, load.provider))
     keyed.sort()
     return [provider for _, provider in keyed]
+
+
+@dataclasses.dataclass(frozen=True)
+class HostHeld:
+    """An instance whose allocation holds All-share room of the *host*.
+
+    The per-host provider model (``[placement] provider_model = host``):
+    the allocation names the host's one cache provider, not a domain, so
+    the agent chooses the domain. ``current`` is the domain the instance's
+    live pins already lie in (None: none, or several); ``previous`` the
+    domain the agent gave it before (None: never).
+    """
+
+    uuid: str
+    vcpus: int
+    memory_bound: bool
+    current: ty.Optional[str] = None
+    previous: ty.Optional[str] = None
+
+
+def assign_domains(capacity, instances):
+    """``{uuid: domain id or None}`` for the host-held instances.
+
+    :param capacity: ``{domain id: vCPUs it holds All-share}`` (its usable
+        CPUs times the host's allocation ratio, rounded down).
+    :param instances: :class:`HostHeld` values.
+
+    An instance keeps the domain it had (``previous``, else the one its
+    pins lie in after an agent restart) while that domain exists: moving a
+    running VM to another cache is never free, and the scheduler counted
+    it there. The others are placed one at a time, in uuid order, with
+    :func:`order_domains` over the loads of those already placed - the
+    same rule and seed the scheduler used to predict the domain, so with
+    the same knowledge both choose the same one. ``None``: no domain has
+    room (the instance stays on Nova's CPUs; two claims raced for the last
+    room between two agent syncs).
+    """
+    out = {}
+    used = {d: 0 for d in capacity}
+    memory = {d: 0 for d in capacity}
+    fresh = []
+    for vm in sorted(instances, key=lambda i: i.uuid):
+        home = vm.previous if vm.previous in capacity else (
+            vm.current if vm.current in capacity else None)
+        if home is None:
+            fresh.append(vm)
+            continue
+        out[vm.uuid] = home
+        used[home] += vm.vcpus
+        memory[home] += int(vm.memory_bound)
+    for vm in fresh:
+        loads = [DomainLoad(provider=d, memory_bound=memory[d],
+                            vcpus_used=used[d], vcpus_total=capacity[d])
+                 for d in sorted(capacity)]
+        order = order_domains(loads, vm.vcpus, vm.memory_bound, vm.uuid)
+        first = order[0] if order else None
+        if first is None or used[first] + vm.vcpus > capacity[first]:
+            out[vm.uuid] = None
+            continue
+        out[vm.uuid] = first
+        used[first] += vm.vcpus
+        memory[first] += int(vm.memory_bound)
+    return out
+
+
+def largest_room(capacity, assigned, vcpus_of):
+    """The most vCPUs one more instance could get All-share in one domain.
+
+    ``assigned`` is ``{uuid: domain id or None}``, ``vcpus_of`` gives each
+    instance's vCPUs. What the agent writes as the host provider's
+    ``max_unit`` (at least 1: Placement refuses 0).
+    """
+    used = {d: 0 for d in capacity}
+    for uuid, domain in assigned.items():
+        if domain in used:
+            used[domain] += vcpus_of[uuid]
+    return max([1] + [capacity[d] - used[d] for d in capacity])

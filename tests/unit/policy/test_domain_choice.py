@@ -134,3 +134,89 @@ class PropertiesTest(testtools.TestCase):
         firsts = {dc.order_domains(loads, 1, True, 'vm-%d' % n)[0]
                   for n in range(40 * domains)}
         self.assertEqual({x.provider for x in loads}, firsts)
+
+
+def _held(uuid, vcpus, memory=False, current=None, previous=None):
+    return dc.HostHeld(uuid=uuid, vcpus=vcpus, memory_bound=memory,
+                       current=current, previous=previous)
+
+
+class AssignDomainsTest(testtools.TestCase):
+    """The agent's choice in the per-host model: tables."""
+
+    CAPACITY = {'L3-0': 8, 'L3-1': 8, 'L3-2': 8}
+
+    def test_memory_bound_instances_get_empty_domains(self):
+        out = dc.assign_domains(self.CAPACITY, [
+            _held('a', 2, True), _held('b', 2, True), _held('c', 2, True)])
+        self.assertEqual({'L3-0', 'L3-1', 'L3-2'}, set(out.values()))
+
+    def test_a_fourth_memory_bound_shares_a_domain(self):
+        out = dc.assign_domains(self.CAPACITY, [
+            _held(u, 2, True) for u in 'abcd'])
+        self.assertEqual([1, 1, 2], sorted(
+            list(out.values()).count(d) for d in self.CAPACITY))
+
+    def test_previous_and_current_domains_are_kept(self):
+        out = dc.assign_domains(self.CAPACITY, [
+            _held('a', 2, True, previous='L3-2'),
+            _held('b', 2, True, current='L3-2'),
+            _held('c', 8, False, previous='gone', current='L3-1')])
+        self.assertEqual({'a': 'L3-2', 'b': 'L3-2', 'c': 'L3-1'}, out)
+
+    def test_cpu_instances_fill_the_fullest_domain_first(self):
+        out = dc.assign_domains(self.CAPACITY, [
+            _held('m', 2, True, previous='L3-1'),
+            _held('x', 4, False), _held('y', 2, False)])
+        # Best fit keeps the Empty domains for memory-bound instances.
+        self.assertEqual({'m': 'L3-1', 'x': 'L3-1', 'y': 'L3-1'}, out)
+
+    def test_no_room_leaves_the_instance_unassigned(self):
+        out = dc.assign_domains({'L3-0': 4}, [
+            _held('a', 4, previous='L3-0'), _held('b', 1)])
+        self.assertEqual({'a': 'L3-0', 'b': None}, out)
+
+    def test_same_seed_as_the_scheduler(self):
+        # With the same loads, the agent picks what order_domains (the
+        # scheduler's prediction) puts first.
+        loads = [dc.DomainLoad(provider=d, vcpus_total=8)
+                 for d in sorted(self.CAPACITY)]
+        for uuid in ('u1', 'u2', 'u3', 'u4'):
+            predicted = dc.order_domains(loads, 2, True, uuid)[0]
+            self.assertEqual({uuid: predicted}, dc.assign_domains(
+                self.CAPACITY, [_held(uuid, 2, True)]))
+
+    def test_largest_room(self):
+        self.assertEqual(6, dc.largest_room(
+            {'L3-0': 8, 'L3-1': 8}, {'a': 'L3-0', 'b': 'L3-1', 'c': None},
+            {'a': 2, 'b': 3, 'c': 8}))
+        self.assertEqual(1, dc.largest_room({'L3-0': 2}, {'a': 'L3-0'},
+                                            {'a': 2}))
+
+
+class AssignDomainsPropertiesTest(testtools.TestCase):
+
+    @hypothesis.given(
+        st.lists(st.integers(1, 16), min_size=1, max_size=6),
+        st.lists(st.tuples(st.integers(1, 8), st.booleans()), max_size=20))
+    def test_never_over_capacity_and_kept_stable(self, sizes, vms):
+        capacity = {'L3-%d' % i: s for i, s in enumerate(sizes)}
+        held = [_held('vm-%02d' % i, v, m) for i, (v, m) in enumerate(vms)]
+        out = dc.assign_domains(capacity, held)
+        used = {d: 0 for d in capacity}
+        for vm in held:
+            if out[vm.uuid] is not None:
+                used[out[vm.uuid]] += vm.vcpus
+        for d in capacity:
+            self.assertLessEqual(used[d], capacity[d])
+        # A second pass with the answer as ``previous`` changes nothing.
+        again = dc.assign_domains(capacity, [
+            dc.HostHeld(vm.uuid, vm.vcpus, vm.memory_bound,
+                        previous=out[vm.uuid]) for vm in held])
+        self.assertEqual({u: d for u, d in out.items() if d is not None},
+                         {u: d for u, d in again.items() if d is not None})
+        # Nobody is left out while a domain could take it.
+        for vm in held:
+            if out[vm.uuid] is None:
+                self.assertFalse(any(
+                    used[d] + vm.vcpus <= capacity[d] for d in capacity))
