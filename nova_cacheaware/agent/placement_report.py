@@ -38,6 +38,7 @@ from nova_cacheaware.agent import reporting
 from nova_cacheaware import exception
 from nova_cacheaware import names
 from nova_cacheaware.placement import errors
+from nova_cacheaware.placement import host_provider
 from nova_cacheaware.placement import provider_sync
 
 LOG = logging.getLogger(__name__)
@@ -156,6 +157,8 @@ PlacementClient`.
             membound_total=self.membound_total,
             membound_reserved=reserved, usable_cpus=list(usable_cpus),
             child_traits=self.child_traits)
+        # Back from the per-host model: its provider must take no claim.
+        host_provider.retire_host_provider(self.client, root)
         if result.providers != self._providers:
             # Providers with new uuids: read every allocation again.
             self._stale = set(self._held)

@@ -17,9 +17,19 @@ import logging
 
 LOG = logging.getLogger(__name__)
 
+#: ``held_domains`` value in the per-host model: the instance holds room of
+#: the host, and the agent chooses the domain.
+ANY_DOMAIN = '*'
+
 
 class PlacementReporter(abc.ABC):
     """Keeps Placement's cache-domain providers in line with the host."""
+
+    #: True when allocations name the domain (``provider_model =
+    #: domain``); False in the per-host model, where ``held_domains``
+    #: answers :data:`ANY_DOMAIN` and the agent reports its choice with
+    #: ``set_host_load``.
+    per_domain = True
 
     @abc.abstractmethod
     def sync_domains(self, domain_set, usable_cpus):

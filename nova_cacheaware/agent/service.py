@@ -20,6 +20,9 @@ from nova_cacheaware.agent import outage
 from nova_cacheaware.agent import reporting
 from nova_cacheaware.agent import specs as specs_mod
 from nova_cacheaware.agent import threads
+from nova_cacheaware.api import specs as api_specs
+from nova_cacheaware import exception
+from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.topology import cpulist
 
 LOG = logging.getLogger(__name__)
@@ -80,6 +83,8 @@ class Agent:
         # Run-time classification of 'auto' VMs (None: declared only).
         self.classifier = classifier
         self.last_held = {}
+        # Per-host model: {uuid: domain} the agent chose for host room.
+        self._chosen = {}
         self.outages = outage.Outages()
         self._membound_homes = {}
         # Crosses from libvirt's OS thread to this loop (green or not).
@@ -135,6 +140,10 @@ class Agent:
     def _held_domains(self, snapshot):
         # Placement being down never stops pinning: the reporter keeps the
         # last known allocations; anything else wrong means none this pass.
+        if getattr(self.placement, 'last_sync', True) is None:
+            # First pass: learn the providers before deciding, or instances
+            # holding a domain would be planned as if they held none.
+            self.sync_placement(self._usable(snapshot))
         try:
             return self.placement.held_domains(
                 [i.uuid for i in snapshot.instances])
@@ -142,9 +151,55 @@ class Agent:
             LOG.warning('reading allocations failed: %s', e)
             return self.last_held
 
+    def _choose_domains(self, snapshot, held):
+        """Resolve :data:`~.reporting.ANY_DOMAIN` (per-host model).
+
+        Instances holding room of the host get a domain from
+        :func:`~nova_cacheaware.policy.domain_choice.assign_domains`, with
+        the scheduler's rule and seed: the one they had, else the best
+        for them now. Those that fit nowhere are left out (they stay on
+        Nova's CPUs, reported not All-share).
+        """
+        domains = decide.usable_domains(self.domain_set,
+                                        self._usable(snapshot))
+        cpus_of = {d['id']: set(d['cpus']) for d in domains}
+        capacity = {d: c for d, c in self.placement.domain_capacity().items()
+                    if d in cpus_of}
+        wanted = []
+        for instance in snapshot.instances:
+            if held.get(instance.uuid) != reporting.ANY_DOMAIN:
+                continue
+            pins = set()
+            for cpus in instance.live.values():
+                pins |= set(cpus)
+            current = next((d for d, cpus in sorted(cpus_of.items())
+                            if pins and pins <= cpus), None)
+            wanted.append(domain_choice.HostHeld(
+                uuid=instance.uuid, vcpus=len(instance.nova.allowed),
+                memory_bound=_clean_wanted(snapshot.specs.get(instance.uuid)),
+                current=current, previous=self._chosen.get(instance.uuid)))
+        chosen = domain_choice.assign_domains(capacity, wanted)
+        for uuid, domain in sorted(chosen.items()):
+            if domain is None:
+                LOG.warning('instance %s holds All-share room of this host '
+                            'but no cache domain has room for it now (two '
+                            'claims raced between agent syncs): it stays on '
+                            'Nova\'s CPUs', uuid)
+            elif self._chosen.get(uuid) != domain:
+                LOG.info('instance %s: cache domain %s', uuid, domain)
+        self._chosen = {u: d for u, d in chosen.items() if d is not None}
+        out = {u: d for u, d in held.items() if d != reporting.ANY_DOMAIN}
+        out.update(self._chosen)
+        return out
+
     def decide(self, snapshot):
         """Plan input, planner output and per-instance decisions."""
-        held = self.last_held = self._held_domains(snapshot)
+        held = self._held_domains(snapshot)
+        if any(d == reporting.ANY_DOMAIN for d in held.values()):
+            held = self._choose_domains(snapshot, held)
+        else:
+            self._chosen = {}
+        self.last_held = held
         specs = snapshot.specs
         if self.classifier is not None:
             specs = self.classifier.effective_specs(snapshot)
@@ -226,9 +281,17 @@ class Agent:
         (no cache group in its flavor), still takes the slot of the domain
         it now runs in, and Clean holds for the next request.
         """
+        slots = self.placement.membound_holders()
+        out = {}
+        for uuid, home in self._memory_bound_homes(decisions).items():
+            if slots.get(uuid) != home:
+                out[home] = out.get(home, 0) + 1
+        return out
+
+    def _memory_bound_homes(self, decisions):
+        """``{uuid: domain id}`` of every memory-bound VM pinned in one."""
         found = (self.classifier.memory_bound()
                  if self.classifier is not None else set())
-        slots = self.placement.membound_holders()
         homes = {}
         for d in decisions:
             if d.workload != 'memory' and d.uuid not in found:
@@ -241,20 +304,36 @@ class Agent:
                 home = self._membound_homes[d.uuid]
             else:
                 continue
-            if slots.get(d.uuid) != home:
-                homes[d.uuid] = home
+            homes[d.uuid] = home
         self._membound_homes = homes
-        out = {}
-        for domain in homes.values():
-            out[domain] = out.get(domain, 0) + 1
-        return out
+        return homes
+
+    def host_load(self, decisions):
+        """``(vcpus by domain, memory-bound VMs by domain)`` (per-host).
+
+        The first: vCPUs of the instances holding host room that the agent
+        put in each domain; the second: every memory-bound VM it pins in
+        one domain. What ``max_unit`` and ``reserved`` are made of.
+        """
+        vcpus = {}
+        for d in decisions:
+            domain = self._chosen.get(d.uuid)
+            if domain is not None:
+                vcpus[domain] = vcpus.get(domain, 0) + len(d.allowed)
+        memory = {}
+        for home in self._memory_bound_homes(decisions).values():
+            memory[home] = memory.get(home, 0) + 1
+        return vcpus, memory
 
     def _report(self, plan_output, decisions, reports=None, usable=None):
         # Reporting never stops pinning: log and go on.
         if self.sync_placement(usable):
             try:
-                self.placement.set_membound_reserved(
-                    self.membound_reserved(decisions))
+                if self.placement.per_domain:
+                    self.placement.set_membound_reserved(
+                        self.membound_reserved(decisions))
+                else:
+                    self.placement.set_host_load(*self.host_load(decisions))
             except Exception as e:
                 LOG.warning('setting MEMBOUND reserved failed (%s); '
                             'retrying next pass', e)
@@ -265,6 +344,8 @@ class Agent:
                     self.domain_set, self.usable_cpus
                     if usable is None else usable)}
             state['providers'] = self.placement.provider_uuids()
+            if not self.placement.per_domain:
+                state['host_provider'] = self.placement.host_provider_uuid()
             for capability in self.capabilities:
                 report = (reports or {}).get(capability.name)
                 extra = (capability.host_state(report)
@@ -430,3 +511,11 @@ def format_decisions(decisions, result=None):
                      % (len(result.succeeded), len(result.failed),
                         len(result.deferred), len(result.dry_run)))
     return '\n'.join(lines)
+
+
+def _clean_wanted(extra_specs):
+    """The scheduler's memory-bound rule for a flavor (False if invalid)."""
+    try:
+        return api_specs.parse_extra_specs(extra_specs or {}).clean_wanted
+    except exception.InvalidInput:
+        return False

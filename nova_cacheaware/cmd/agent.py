@@ -23,6 +23,7 @@ from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import counters
 from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor
+from nova_cacheaware.agent import placement_host_report
 from nova_cacheaware.agent import placement_report
 from nova_cacheaware.agent import sampling
 from nova_cacheaware.agent import service
@@ -157,7 +158,10 @@ def build_placement_reporter(conf, hv):
     from nova_cacheaware.placement import client as placement_client
     hostname = conf.agent.hypervisor_hostname or (
         lambda: hv.call(lambda c: c.getHostname()))
-    return placement_report.PlacementSyncReporter(
+    reporter = (placement_report.PlacementSyncReporter
+                if conf.placement.provider_model == 'domain'
+                else placement_host_report.HostPlacementReporter)
+    return reporter(
         placement_client.PlacementClient.from_conf(conf), hostname,
         cpu_allocation_ratio=conf.agent.domain_cpu_allocation_ratio,
         membound_total=conf.agent.membound_slots,

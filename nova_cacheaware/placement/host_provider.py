@@ -233,13 +233,40 @@ def _create(client, result, name, root_uuid):
     return {'uuid': rp_uuid, 'name': name}
 
 
+def retire_host_provider(client, compute_rp_uuid):
+    """Back to the per-domain model: remove the host provider.
+
+    Deleted when nothing holds it; otherwise kept with its inventory fully
+    reserved (no new claim lands there) until the instances holding it are
+    gone. Returns the provider's uuid while one is left, else None.
+    """
+    host = _host_child(client.providers_in_tree(compute_rp_uuid),
+                       compute_rp_uuid)
+    if host is None:
+        return None
+    result = HostSyncResult(compute_rp_uuid=compute_rp_uuid,
+                            provider_uuid=host['uuid'])
+    _retire_host(provider_sync._Syncer(client, result), host['uuid'])
+    if result.provider_uuid is not None:
+        LOG.warning('the per-host cache provider %s still holds '
+                    'allocations: kept, fully reserved, until they are '
+                    'gone', host['uuid'])
+    return result.provider_uuid
+
+
 def _retire_host(syncer, rp_uuid):
     client = syncer.client
     if not client.get_provider_allocations(rp_uuid):
-        client.delete_provider(rp_uuid)
-        syncer.result.writes += 1
-        syncer.result.provider_uuid = None
-        return
+        try:
+            client.delete_provider(rp_uuid)
+            syncer.result.writes += 1
+            syncer.result.provider_uuid = None
+            return
+        except errors.ResourceProviderNotFound:
+            syncer.result.provider_uuid = None
+            return
+        except errors.ProviderInUse:
+            pass  # an allocation arrived between our read and the delete
     syncer.update(
         'inventories', rp_uuid, lambda: client.get_inventories(rp_uuid),
         lambda doc: (None if provider_sync._same_inventories(

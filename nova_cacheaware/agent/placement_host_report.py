@@ -1,0 +1,178 @@
+"""The agent's Placement side in the per-host model.
+
+:class:`HostPlacementReporter` keeps the host's one cache provider
+(:mod:`nova_cacheaware.placement.host_provider`), migrating per-domain
+providers on its first sync, and reads which instances hold All-share room
+of the host. The agent then chooses their domains itself
+(:func:`nova_cacheaware.policy.domain_choice.assign_domains`) and tells the
+reporter what is left (:meth:`HostPlacementReporter.set_host_load`): the
+largest room of one domain becomes ``max_unit`` of
+``CUSTOM_CACHE_DOMAIN_VCPU``, the memory-bound VMs no allocation counts
+become ``reserved`` of ``CUSTOM_CACHE_DOMAIN_MEMBOUND``. So the claim of
+the next scheduler is refused when no domain has room or no domain is
+Clean, as fresh as the agent's last sync.
+"""
+
+import logging
+
+from nova_cacheaware.agent import placement_report
+from nova_cacheaware.agent import reporting
+from nova_cacheaware import names
+from nova_cacheaware.placement import errors
+from nova_cacheaware.placement import host_provider
+
+LOG = logging.getLogger(__name__)
+
+
+def clean_slots_reserved(sizes, membound_total, membound_by_domain,
+                         slots_used):
+    """``reserved`` of the host's MEMBOUND slots. Pure.
+
+    Placement must offer as many slots as there are free Clean places:
+    ``sum over domains of max(0, slots - memory-bound VMs there)``. Its
+    capacity is ``total - reserved - used``, so ``reserved = total - used -
+    free``, at least 0 (never below what allocations use: an allocation
+    already placed may hold a slot of a domain that is no longer Clean).
+    """
+    total = len(sizes) * membound_total
+    free = sum(max(0, membound_total - membound_by_domain.get(d, 0))
+               for d in sizes)
+    return max(0, min(total - slots_used, total - slots_used - free))
+
+
+class HostPlacementReporter(placement_report.PlacementSyncReporter):
+    """Keeps this host's cache provider right (``provider_model = host``).
+
+    Constructor arguments as for :class:`~nova_cacheaware.agent.\
+placement_report.PlacementSyncReporter` (``child_traits`` is ignored: the
+    host provider has no traits of ours).
+    """
+
+    per_domain = False
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.host_uuid = None
+        self._sizes = {}
+        self._ratio_now = 1.0
+        self._load = (None, 0)     # (max_unit, reserved) asked for
+        self._load_written = None  # what the last sync wrote
+        self._last_args = None     # (domain_set, usable_cpus) last synced
+
+    # -- PlacementReporter ------------------------------------------------
+
+    def sync_domains(self, domain_set, usable_cpus):
+        """Reconcile the host provider (one read when nothing changed)."""
+        root = self.compute_node_uuid()
+        inputs = (domain_set, tuple(usable_cpus), self._load)
+        generations = self._generations(root)
+        if root not in generations:
+            self.root_uuid = self._in_sync = None
+            root = self.compute_node_uuid()
+            generations = self._generations(root)
+        if self._in_sync == (inputs, generations):
+            return self.last_sync
+        result = self._host_sync(root, domain_set, usable_cpus)
+        self._in_sync = ((inputs, generations) if result.writes == 0
+                         else None)
+        return result
+
+    def _host_sync(self, root, domain_set, usable_cpus):
+        self._last_args = (domain_set, tuple(usable_cpus))
+        self._ratio_now = self._ratio(root)
+        self._sizes = host_provider.domain_sizes(domain_set, usable_cpus)
+        max_unit, reserved = self._load
+        result = host_provider.sync_host_provider(
+            self.client, root, domain_set,
+            cpu_allocation_ratio=self._ratio_now,
+            membound_total=self.membound_total,
+            usable_cpus=list(usable_cpus), vcpu_max_unit=max_unit,
+            membound_reserved=reserved)
+        if result.provider_uuid != self.host_uuid:
+            # A new provider (first sync, or deleted by hand): read every
+            # allocation again.
+            self._stale = set(self._held)
+        self.host_uuid = result.provider_uuid
+        self._load_written = self._load
+        self.last_sync = result
+        return result
+
+    def domain_capacity(self):
+        """``{domain id: vCPUs it holds All-share}`` as of the last sync."""
+        return {d: int(n * self._ratio_now) for d, n in self._sizes.items()}
+
+    def set_host_load(self, vcpus_by_domain, membound_by_domain):
+        """Make ``max_unit`` and ``reserved`` follow the host (next sync).
+
+        :param vcpus_by_domain: vCPUs of the host-held instances the agent
+            put in each domain.
+        :param membound_by_domain: memory-bound VMs the agent pins in each
+            domain (declared or classified, counted by an allocation or
+            not).
+        Written at once when it changes (one inventory write), so the
+        next claim already sees it.
+        """
+        capacity = self.domain_capacity()
+        if not capacity:
+            return
+        max_unit = max([1] + [capacity[d] - vcpus_by_domain.get(d, 0)
+                              for d in capacity])
+        reserved = clean_slots_reserved(
+            self._sizes, self.membound_total, membound_by_domain,
+            len(self.membound_holders()))
+        self._load = (max_unit, reserved)
+        if self._load != self._load_written and self._last_args:
+            LOG.info('cache provider %s: largest domain room %d vCPUs, '
+                     '%d memory-bound slots reserved', self.host_uuid,
+                     max_unit, reserved)
+            self._in_sync = None
+            self._host_sync(self.compute_node_uuid(), *self._last_args)
+
+    def set_membound_reserved(self, reserved_by_domain):
+        """Unused in the per-host model (see :meth:`set_host_load`)."""
+        return {}
+
+    def provider_uuids(self):
+        """No per-domain providers in this model."""
+        return {}
+
+    def host_provider_uuid(self):
+        """The host provider's uuid once synced, else None."""
+        return self.host_uuid
+
+    # -- allocations ------------------------------------------------------
+
+    def held_domains(self, uuids):
+        """``{uuid: ANY_DOMAIN}`` for instances holding host room.
+
+        One ``GET /allocations/{uuid}`` per instance not in the cache; kept
+        while Placement is down, as in the per-domain model.
+        """
+        if self.host_uuid is None:
+            return {}
+        uuids = list(uuids)
+        self._held = {u: d for u, d in self._held.items() if u in uuids}
+        self._membound &= set(self._held)
+        self._stale &= set(self._held)
+        for uuid in uuids:
+            if uuid in self._held and uuid not in self._stale:
+                continue
+            try:
+                doc = self.client.get('/allocations/%s' % uuid)
+            except errors.PlacementError as e:
+                if not self._down:
+                    LOG.warning('cannot read allocations from Placement '
+                                '(%s); keeping the last known ones', e)
+                self._down = True
+                break
+            self._down = False
+            self._stale.discard(uuid)
+            mine = doc.get('allocations', {}).get(self.host_uuid, {})
+            resources = mine.get('resources', {})
+            self._held[uuid] = (reporting.ANY_DOMAIN
+                                if resources.get(names.RC_DOMAIN_VCPU)
+                                else None)
+            (self._membound.add if resources.get(names.RC_DOMAIN_MEMBOUND)
+             else self._membound.discard)(uuid)
+        return {u: self._held[u] for u in uuids
+                if self._held.get(u) is not None}

@@ -1,0 +1,164 @@
+"""The agent in the per-host provider model, on a real Placement.
+
+libvirt's test:///default driver and the Placement WSGI service on MariaDB.
+The agent chooses the domain of every instance that holds room of the
+host, pins it there, and keeps ``max_unit`` and ``reserved`` of the host
+provider in line; switching from the per-domain model moves running
+instances' allocations without moving the instances.
+"""
+
+import uuid as uuid_mod
+
+from nova_cacheaware.agent import placement_host_report
+from nova_cacheaware.agent import placement_report
+from nova_cacheaware import names
+from nova_cacheaware.policy import domain_choice
+from tests.functional.agent import base
+from tests.functional.agent import test_reporting
+
+FOUR = test_reporting.FOUR
+VCPU = names.RC_DOMAIN_VCPU
+MEMBOUND = names.RC_DOMAIN_MEMBOUND
+MEMORY = {'cacheaware:workload': 'memory', 'cacheaware:cache_share': 'all',
+          'cacheaware:cache_clean': 'required'}
+CPU = {'cacheaware:workload': 'cpu', 'cacheaware:cache_share': 'all',
+       'cacheaware:cache_clean': 'off'}
+
+
+class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
+
+    def host_agent(self, name):
+        reporter = placement_host_report.HostPlacementReporter(
+            self.client, lambda: name)
+        agent = self.agent(FOUR)
+        agent.placement = reporter
+        return agent, reporter
+
+    def boot(self, root, host_rp, specs, slot):
+        uuid = self.define(2, cpuset='0-7', extra=specs)
+        resources = {VCPU: 2}
+        if slot:
+            resources[MEMBOUND] = 1
+        self.client.put('/allocations/%s' % uuid, {
+            'allocations': {root: {'resources': {'VCPU': 2}},
+                            host_rp: {'resources': resources}},
+            'project_id': str(uuid_mod.uuid4()),
+            'user_id': str(uuid_mod.uuid4()),
+            'consumer_generation': None, 'consumer_type': 'INSTANCE'},
+            expected=(204,))
+        return uuid
+
+    def test_domains_chosen_and_counts_follow(self):
+        root, name = self.compute_node(ratio=1.0)
+        agent, reporter = self.host_agent(name)
+        agent.reconcile()
+        host = reporter.host_provider_uuid()
+        self.assertEqual({'total': 8, 'reserved': 0, 'min_unit': 1,
+                          'max_unit': 2, 'step_size': 1,
+                          'allocation_ratio': 1.0},
+                         self.inventory(host, VCPU))
+        self.assertEqual(4, self.inventory(host, MEMBOUND)['total'])
+
+        m1 = self.boot(root, host, MEMORY, True)
+        m2 = self.boot(root, host, MEMORY, True)
+        c1 = self.boot(root, host, CPU, False)
+        agent.handle_events([(u, 'started') for u in (m1, m2, c1)])
+        one = agent.reconcile()
+        chosen = {u: agent.last_held[u] for u in (m1, m2, c1)}
+        # Each in a domain of its own (2 CPUs each), as assign_domains says.
+        self.assertEqual(3, len(set(chosen.values())))
+        self.assertEqual(chosen, domain_choice.assign_domains(
+            {d: 2 for d in ('L2-0', 'L2-1', 'L2-2', 'L2-3')},
+            [domain_choice.HostHeld(m1, 2, True),
+             domain_choice.HostHeld(m2, 2, True),
+             domain_choice.HostHeld(c1, 2, False)]))
+        cpus = {'L2-0': (0, 1), 'L2-1': (2, 3), 'L2-2': (4, 5),
+                'L2-3': (6, 7)}
+        for uuid, domain in chosen.items():
+            self.assertEqual({0: cpus[domain], 1: cpus[domain]},
+                             self.live_pins(uuid))
+        got = {d.uuid: d for d in one.decisions}
+        self.assertEqual((chosen[m1],), got[m1].domains)
+        # One domain left with room for 2; two slots used, two Clean
+        # domains left (the cpu VM's and the empty one): nothing reserved.
+        self.assertEqual(2, self.inventory(host, VCPU)['max_unit'])
+        self.assertEqual(0, self.inventory(host, MEMBOUND)['reserved'])
+
+        # The last domain taken by a memory-bound VM that has no slot in
+        # its allocation (a flavor without the cache group's slot): one
+        # Clean place fewer than Placement counts -> reserved 1.
+        m3 = self.boot(root, host, dict(MEMORY, **{
+            'cacheaware:cache_clean': 'preferred'}), False)
+        agent.handle_events([(m3, 'started')])
+        agent.reconcile()
+        self.assertEqual({cpus[agent.last_held[m3]]}, set(
+            self.live_pins(m3).values()))
+        self.assertEqual(4, len(set(agent.last_held.values())))
+        self.assertEqual(1, self.inventory(host, VCPU)['max_unit'])
+        self.assertEqual(1, self.inventory(host, MEMBOUND)['reserved'])
+        # Capacity left for a Clean claim: 4 - 1 reserved - 2 used = 1,
+        # the cpu VM's domain. Domains stay put on the next passes.
+        before = dict(agent.last_held)
+        agent.reconcile()
+        self.assertEqual(before, agent.last_held)
+
+    def test_no_room_leaves_the_instance_on_novas_cpus(self):
+        root, name = self.compute_node(ratio=1.0)
+        agent, reporter = self.host_agent(name)
+        agent.reconcile()
+        host = reporter.host_provider_uuid()
+        first = [self.boot(root, host, CPU, False) for _ in range(4)]
+        agent.handle_events([(u, 'started') for u in first])
+        agent.reconcile()
+        self.assertEqual(4, len(set(agent.last_held[u] for u in first)))
+        # A fifth claim raced in (the host counts were 8 of 8; the VCPU
+        # inventory of the host provider is bypassed here on purpose).
+        late = self.define(2, cpuset='0-7', extra=CPU)
+        reporter._held[late] = '*'
+        agent.handle_events([(late, 'started')])
+        agent.reconcile()
+        self.assertNotIn(late, agent.last_held)
+        self.assertEqual({0: tuple(range(8)), 1: tuple(range(8))},
+                         self.live_pins(late))
+
+    def test_switch_from_domain_model_keeps_instances_in_place(self):
+        root, name = self.compute_node(ratio=1.0)
+        old = placement_report.PlacementSyncReporter(self.client,
+                                                     lambda: name)
+        agent = self.agent(FOUR)
+        agent.placement = old
+        agent.reconcile()
+        rps = old.provider_uuids()
+        held = self.define(2, cpuset='0-7', extra=MEMORY)
+        self.client.put('/allocations/%s' % held, {
+            'allocations': {root: {'resources': {'VCPU': 2}},
+                            rps['L2-2']: {'resources': {VCPU: 2,
+                                                        MEMBOUND: 1}}},
+            'project_id': str(uuid_mod.uuid4()),
+            'user_id': str(uuid_mod.uuid4()),
+            'consumer_generation': None, 'consumer_type': 'INSTANCE'},
+            expected=(204,))
+        agent.handle_events([(held, 'started')])
+        agent.reconcile()
+        self.assertEqual({0: (4, 5), 1: (4, 5)}, self.live_pins(held))
+
+        # The agent restarts with provider_model = host.
+        new_agent, reporter = self.host_agent(name)
+        new_agent.reconcile()
+        host = reporter.host_provider_uuid()
+        kids = {p['name'] for p in self.client.providers_in_tree(root)
+                if p['uuid'] != root}
+        self.assertEqual({name + ':cacheaware'}, kids)
+        allocs = self.client.get('/allocations/%s' % held)['allocations']
+        self.assertEqual({VCPU: 2, MEMBOUND: 1}, allocs[host]['resources'])
+        # Not moved: its pins lie in L2-2, so that is its domain.
+        self.assertEqual({held: 'L2-2'}, new_agent.last_held)
+        self.assertEqual({0: (4, 5), 1: (4, 5)}, self.live_pins(held))
+
+        # And back: the host provider is kept, fully reserved, while
+        # the instance holds it.
+        agent.placement = placement_report.PlacementSyncReporter(
+            self.client, lambda: name)
+        agent.reconcile()
+        inv = self.inventory(host, VCPU)
+        self.assertEqual(inv['total'], inv['reserved'])
