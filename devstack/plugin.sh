@@ -110,6 +110,7 @@ function configure_nova_cacheaware_agent {
     done
     iniset "$conf" nova interface public
     iniset "$conf" placement valid_interfaces public
+    iniset "$conf" placement provider_model "$NOVA_CACHEAWARE_PROVIDER_MODEL"
 }
 
 function start_nova_cacheaware_agent {

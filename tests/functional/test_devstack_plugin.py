@@ -104,10 +104,10 @@ class DevstackPluginTest(base.FunctionalTestCase):
         conf = agent_cmd.make_conf(['--config-file', self.agent_conf])
         self.assertEqual(
             ('qemu:///system', 'nova', True, True,
-             ['vcpu_sizing', 'balloon', 'numa_balance']),
+             ['vcpu_sizing', 'balloon', 'numa_balance'], 'host'),
             (conf.agent.libvirt_uri, conf.agent.spec_source,
              conf.agent.report_placement, conf.agent.notifications,
-             conf.agent.capabilities))
+             conf.agent.capabilities, conf.placement.provider_model))
         from nova_cacheaware.agent import capability
         self.assertLessEqual(set(conf.agent.capabilities),
                              set(capability.available()))

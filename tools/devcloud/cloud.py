@@ -114,14 +114,19 @@ def _domain_set_for(host):
 
 
 def _wait_for_agent_sync(placement, cn_uuid, domain_set, timeout=120):
-    """Wait until the agent created the libvirt compute's domain providers."""
+    """Wait until the agent created the libvirt compute's cache providers.
+
+    One per host (``[placement] provider_model = host``, the default) or
+    one per domain (``domain``).
+    """
     deadline = time.time() + timeout
     want = len(domain_set.domains)
     while True:
-        have = len(placement.providers_in_tree(cn_uuid)) - 1
-        if have >= want:
-            print('domain providers of %s synced by the agent: %d'
-                  % (LIBVIRT_HOST, have))
+        kids = [p['name'] for p in placement.providers_in_tree(cn_uuid)
+                if p['uuid'] != cn_uuid]
+        if len(kids) >= want or any(k.endswith(':cacheaware') for k in kids):
+            print('cache providers of %s synced by the agent: %s'
+                  % (LIBVIRT_HOST, ', '.join(sorted(kids))))
             return
         if time.time() > deadline:
             raise SystemExit('the agent did not sync the domain providers of '
@@ -261,7 +266,7 @@ def over_capacity(cloud, names):
     """
     out = []
     for rp, name in sorted(names.items(), key=lambda x: x[1]):
-        if ':cacheaware:' not in name:
+        if ':cacheaware' not in name:
             continue
         invs = cloud.placement('GET', '/resource_providers/%s/inventories'
                                % rp)['inventories']
@@ -383,6 +388,9 @@ def demo(cloud, keep=False):
             label = names.get(rp, rp)
             if ':cacheaware:' in label:
                 label = 'domain ' + label.split(':cacheaware:', 1)[1]
+            elif label.endswith(':cacheaware'):
+                # Per-host model: the agent chose the domain (its view).
+                label = 'host cache'
             else:
                 label = 'root'
             parts.append('%s: %s' % (label, ','.join(
