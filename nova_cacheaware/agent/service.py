@@ -85,6 +85,7 @@ class Agent:
         self.last_held = {}
         # Per-host model: {uuid: domain} the agent chose for host room.
         self._chosen = {}
+        self._choice_input = None  # its replay document (--dump-state)
         self.outages = outage.Outages()
         self._membound_homes = {}
         # Crosses from libvirt's OS thread to this loop (green or not).
@@ -178,6 +179,7 @@ class Agent:
                 uuid=instance.uuid, vcpus=len(instance.nova.allowed),
                 memory_bound=_clean_wanted(snapshot.specs.get(instance.uuid)),
                 current=current, previous=self._chosen.get(instance.uuid)))
+        self._choice_input = domain_choice.choice_to_dict(capacity, wanted)
         chosen = domain_choice.assign_domains(capacity, wanted)
         for uuid, domain in sorted(chosen.items()):
             if domain is None:
@@ -199,6 +201,7 @@ class Agent:
             held = self._choose_domains(snapshot, held)
         else:
             self._chosen = {}
+            self._choice_input = None
         self.last_held = held
         specs = snapshot.specs
         if self.classifier is not None:
@@ -396,6 +399,9 @@ class Agent:
         }
         if reports is not None:
             doc['agent']['capabilities'] = reports
+        if self._choice_input is not None:
+            # Replay: nova-cacheaware domain-choice --input <this file>.
+            doc['agent']['domain_choice'] = self._choice_input
         return doc
 
     # -- daemon loop ----------------------------------------------------------

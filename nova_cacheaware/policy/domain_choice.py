@@ -41,6 +41,8 @@ import functools
 import hashlib
 import typing as ty
 
+from nova_cacheaware import exception
+
 _MASK = (1 << 64) - 1
 # An odd 64-bit constant (2**64 / golden ratio) for multiplicative mixing.
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -195,3 +197,73 @@ def largest_room(capacity, assigned, vcpus_of):
         if domain in used:
             used[domain] += vcpus_of[uuid]
     return max([1] + [capacity[d] - used[d] for d in capacity])
+
+
+#: Bound on what a replay document may hold (the agent writes far less).
+_MAX_ITEMS = 1 << 16
+
+
+def _bad(reason):
+    return exception.InvalidInput(reason=reason)
+
+
+def _count(value, what, minimum=0):
+    if (not isinstance(value, int) or isinstance(value, bool)
+            or not minimum <= value <= 1 << 20):
+        raise _bad('%s must be an integer in %d..%d, not %r'
+                   % (what, minimum, 1 << 20, value))
+    return value
+
+
+def _name(value, what, optional=False):
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not 0 < len(value) <= 255:
+        raise _bad('%s must be a non-empty string, not %r' % (what, value))
+    return value
+
+
+def choice_from_dict(doc):
+    """``(capacity, [HostHeld])`` from a replay document; validated.
+
+    ``{"capacity": {domain: vCPUs}, "instances": [{"uuid", "vcpus",
+    "memory_bound", "current", "previous"}]}`` - what the agent writes as
+    ``agent.domain_choice`` in ``--dump-state``.
+    """
+    if not isinstance(doc, dict):
+        raise _bad('the input must be a JSON object')
+    capacity = doc.get('capacity')
+    instances = doc.get('instances', [])
+    if not isinstance(capacity, dict) or not isinstance(instances, list):
+        raise _bad('"capacity" must be an object and "instances" a list')
+    if len(capacity) > _MAX_ITEMS or len(instances) > _MAX_ITEMS:
+        raise _bad('at most %d domains and instances' % _MAX_ITEMS)
+    capacity = {_name(d, 'a domain id'): _count(v, 'capacity of %s' % d)
+                for d, v in capacity.items()}
+    held, seen = [], set()
+    for raw in instances:
+        if not isinstance(raw, dict):
+            raise _bad('each instance must be an object')
+        uuid = _name(raw.get('uuid'), 'uuid')
+        if uuid in seen:
+            raise _bad('instance %s is listed twice' % uuid)
+        seen.add(uuid)
+        memory = raw.get('memory_bound', False)
+        if not isinstance(memory, bool):
+            raise _bad('memory_bound of %s must be true or false' % uuid)
+        held.append(HostHeld(
+            uuid=uuid, vcpus=_count(raw.get('vcpus'), 'vcpus of %s' % uuid,
+                                    1),
+            memory_bound=memory,
+            current=_name(raw.get('current'), 'current', optional=True),
+            previous=_name(raw.get('previous'), 'previous', optional=True)))
+    return capacity, held
+
+
+def choice_to_dict(capacity, instances):
+    """The replay document of :func:`choice_from_dict`."""
+    return {'capacity': dict(sorted(capacity.items())),
+            'instances': [{'uuid': i.uuid, 'vcpus': i.vcpus,
+                           'memory_bound': i.memory_bound,
+                           'current': i.current, 'previous': i.previous}
+                          for i in sorted(instances, key=lambda i: i.uuid)]}

@@ -97,6 +97,11 @@ SEEDS = [
      {'handoff_s': 0.09}),
     (['flavor', 'numa-full', '--ram-mb', '4096', '--format', 'json',
       '--topology', '-'], Q6600_REPORT),
+    (['domain-choice', '--input', '-'],
+     {'capacity': {'L3-0': 8, 'L3-1': 8},
+      'instances': [{'uuid': 'a', 'vcpus': 2, 'memory_bound': True,
+                     'current': None, 'previous': 'L3-1'},
+                    {'uuid': 'b', 'vcpus': 4, 'memory_bound': False}]}),
 ]
 
 #: Hostile texts every subcommand gets as they are.

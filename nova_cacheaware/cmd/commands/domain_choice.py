@@ -1,0 +1,42 @@
+"""``nova-cacheaware domain-choice``: replay the agent's choice of domains.
+
+In the per-host provider model the agent chooses the cache domain of every
+instance holding room of the host
+(:func:`nova_cacheaware.policy.domain_choice.assign_domains`). Its
+``--dump-state`` writes the inputs as ``agent.domain_choice``; this command
+replays them and prints the choice.
+"""
+
+from nova_cacheaware.cmd import common
+from nova_cacheaware.policy import domain_choice
+
+NAME = 'domain-choice'
+HELP = ('Replay the agent\'s choice of cache domains (per-host provider '
+        'model).')
+
+
+def configure(parser):
+    """Add the options."""
+    parser.add_argument('--input', required=True, metavar='FILE|-',
+                        help='the agent\'s --dump-state output, or its '
+                             '"agent.domain_choice" part; "-" reads '
+                             'standard input')
+
+
+def run(args):
+    """Read, check, choose, print ``{"domains": ..., "largest_room": n}``."""
+    doc = common.load_json_input(args.input)
+    if isinstance(doc, dict) and isinstance(doc.get('agent'), dict):
+        doc = doc['agent'].get('domain_choice')
+        if doc is None:
+            raise domain_choice._bad(
+                'the dump has no agent.domain_choice (the agent runs the '
+                'per-domain provider model, or holds no host room)')
+    capacity, held = domain_choice.choice_from_dict(doc)
+    chosen = domain_choice.assign_domains(capacity, held)
+    vcpus = {i.uuid: i.vcpus for i in held}
+    common.dump_json({
+        'domains': dict(sorted(chosen.items())),
+        'largest_room': domain_choice.largest_room(capacity, chosen, vcpus)
+        if capacity else None})
+    return 0
