@@ -80,6 +80,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
 
 from benchmarks import placement_alloc_candidates as pac  # noqa: E402
 from nova_cacheaware import names  # noqa: E402
+from nova_cacheaware.placement import host_provider  # noqa: E402
 from nova_cacheaware.placement import provider_sync  # noqa: E402
 from tests import placement_fixtures  # noqa: E402
 
@@ -187,8 +188,10 @@ def build_template(client, model, index, shape):
             _child(client, '%s:cacheaware:numa-%d' % (name, n), root,
                    _counts(cpus // NUMA_NODES, per, ndom // NUMA_NODES))
     elif model == 'host_child':
-        _child(client, '%s:cacheaware' % name, root,
-               _counts(cpus, per, ndom))
+        # The agent's own code (provider_model = host): what is shipped.
+        host_provider.sync_host_provider(
+            client, root, pac.domain_set(ndom, per),
+            cpu_allocation_ratio=4.0)
     elif model == 'root_trait':
         pass
     elif model == 'root_count':

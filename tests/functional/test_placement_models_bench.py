@@ -78,12 +78,13 @@ class TestProviderModels(base.FunctionalTestCase):
         # Take every memory-bound slot of host 3 (4 domains: 4 slots).
         rp = svc.client.get('/resource_providers?name=bench-cn-0003:'
                             'cacheaware')['resource_providers'][0]
-        svc.client.put('/allocations/%s' % uuid.uuid4(), {
-            'allocations': {rp['uuid']: {'resources': {
-                names.RC_DOMAIN_MEMBOUND: 4}}},
-            'consumer_generation': None, 'consumer_type': 'INSTANCE',
-            'project_id': 'p',
-            'user_id': 'u'}, expected=(204,))
+        for _slot in range(4):  # one memory-bound instance per slot
+            svc.client.put('/allocations/%s' % uuid.uuid4(), {
+                'allocations': {rp['uuid']: {'resources': {
+                    names.RC_DOMAIN_MEMBOUND: 1}}},
+                'consumer_generation': None, 'consumer_type': 'INSTANCE',
+                'project_id': 'p',
+                'user_id': 'u'}, expected=(204,))
         self.assertEqual((HOSTS - 1, HOSTS - 1),
                          self.answer(svc, 'host_child', agg, 'clean'))
         self.assertEqual((HOSTS, HOSTS),
