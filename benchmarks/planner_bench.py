@@ -1,33 +1,41 @@
-"""Benchmark the All-share planner: speed on a large host, quality vs optimum.
+"""Benchmark the All-share planner: speed on large hosts, quality.
 
 Usage::
 
     python benchmarks/planner_bench.py [--quick] [--json FILE]
 
-1. Speed: ``cachedomain.plan`` on 256 CPUs / 32 domains (8 CPUs each) / 200
-   VMs, with 30 %, 50 % and 100 % of the VMs memory-bound (goal < 50 ms).
-   Baseline in the same run: the greedy phase alone (no local search).
-2. Quality: the heuristic against the exact optimum (branch and bound,
-   cross-checked by brute force in the unit tests) on random small (<= 4
-   domains, <= 4 memory-bound VMs) and medium (5-6 domains, 5-7 VMs)
-   instances; how often it is optimal and by how much it misses on each
-   criterion; and how often the budgeted refinement that ``plan`` applies
-   up to 8 movable memory-bound VMs reaches the optimum.
+1. Speed: ``cachedomain.plan`` at 32 domains x 200 and x 800 VMs, 64 x 400
+   and 128 x 800 (8 CPUs per domain), with 30 %, 50 % and 100 % of the VMs
+   memory-bound, ``max_vcpus_per_cpu`` 1.0 (goal < 50 ms at 32 x 800 and
+   64 x 400). Baseline in the same run: the greedy phase alone.
+2. Quality under the cache simulator (:mod:`benchmarks.planner_quality`):
+   random oversubscribed small hosts, the planner against the simulator's
+   exhaustive optimum (goal >= 0.98 mean, >= 0.95 worst).
+3. Quality on the objective: the heuristic against the exact optimum
+   (branch and bound) on random small and medium instances.
 
-Results go to doc/source/evaluation/planner.rst (by hand, with the machine
-and the date).
+Writes ``benchmarks/results/planner_bench.json`` (or ``--json FILE``)
+with the command, machine, load and date; the figures go to
+doc/source/evaluation/planner.rst.
 """
 
 import argparse
 import json
-import platform
+import os
 import random
+import shlex
 import statistics
 import sys
 import time
 
-from nova_cacheaware.policy import allshare_search
-from nova_cacheaware.policy import cachedomain
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from benchmarks import common  # noqa: E402
+from benchmarks import planner_quality  # noqa: E402
+from nova_cacheaware.policy import allshare_heuristic  # noqa: E402
+from nova_cacheaware.policy import allshare_search  # noqa: E402
+from nova_cacheaware.policy import cachedomain  # noqa: E402
 
 
 def large_host(seed, memory_fraction, n_domains=32, per_domain=8,
@@ -69,26 +77,49 @@ def time_it(fn, repeat):
             'max_ms': round(samples[-1], 2)}
 
 
+SIZES = ((32, 200), (32, 800), (64, 400), (128, 800))
+
+
 def speed(repeat, seeds):
     rows = []
-    for fraction in (0.3, 0.5, 1.0):
-        for seed in seeds:
-            plan_input = large_host(seed, fraction)
-            inst, movable = cachedomain.build_instance(plan_input)
-            full = time_it(lambda: cachedomain.plan(plan_input), repeat)
-            greedy = time_it(lambda: allshare_search.heuristic(
-                inst, max_passes=0, kick_budget=0), repeat)
-            result = cachedomain.plan(plan_input)
-            greedy_key = allshare_search.objective(
-                inst, allshare_search.heuristic(inst, max_passes=0,
-                                                kick_budget=0))
-            rows.append({
-                'memory_fraction': fraction, 'seed': seed,
-                'memory_vms': len(inst.sizes), 'plan': full,
-                'greedy_only': greedy,
-                'objective': list(cachedomain.score(plan_input, result)),
-                'greedy_objective': list(greedy_key)})
+    for n_domains, n_vms in SIZES:
+        for fraction in (0.3, 0.5, 1.0):
+            for seed in seeds:
+                rows.append(_speed_row(repeat, seed, fraction, n_domains,
+                                       n_vms))
     return rows
+
+
+def _speed_row(repeat, seed, fraction, n_domains, n_vms):
+    plan_input = large_host(seed, fraction, n_domains=n_domains,
+                            n_vms=n_vms)
+    inst, movable = cachedomain.build_instance(plan_input)
+    full = time_it(lambda: cachedomain.plan(plan_input), repeat)
+    greedy = time_it(lambda: allshare_heuristic.heuristic(
+        inst, max_passes=0, kick_budget=0), repeat)
+    result = cachedomain.plan(plan_input)
+    greedy_key = allshare_search.objective(
+        inst, allshare_heuristic.heuristic(inst, max_passes=0,
+                                           kick_budget=0))
+    return {'domains': n_domains, 'vms': n_vms,
+            'memory_fraction': fraction, 'seed': seed,
+            'memory_vms': len(inst.sizes), 'plan': full,
+            'greedy_only': greedy,
+            'objective': list(cachedomain.score(plan_input, result)),
+            'greedy_objective': list(greedy_key)}
+
+
+def speed_summary(rows):
+    """Per size: the worst median and the worst max over mixes and seeds."""
+    out = []
+    for n_domains, n_vms in SIZES:
+        mine = [r for r in rows
+                if (r['domains'], r['vms']) == (n_domains, n_vms)]
+        out.append({'domains': n_domains, 'vms': n_vms,
+                    'worst_median_ms': max(r['plan']['median_ms']
+                                           for r in mine),
+                    'worst_max_ms': max(r['plan']['max_ms'] for r in mine)})
+    return out
 
 
 def random_instance(rng, n_domains, n_vms, max_cpus=4, max_vcpus=4):
@@ -124,7 +155,7 @@ def quality(label, count, domains_range, vms_range, seed):
     for _ in range(count):
         inst = random_instance(rng, rng.randint(*domains_range),
                                rng.randint(*vms_range))
-        heur = allshare_search.heuristic(inst)
+        heur = allshare_heuristic.heuristic(inst)
         h_key = allshare_search.objective(inst, heur)
         start = time.process_time()
         best = allshare_search.exact(inst, incumbent=heur)
@@ -160,28 +191,43 @@ def main(argv=None):
     parser.add_argument('--quick', action='store_true',
                         help='fewer repetitions and instances')
     parser.add_argument('--json', metavar='FILE',
-                        help='also write the results to FILE')
+                        default='benchmarks/results/planner_bench.json',
+                        help='where to write the results')
     args = parser.parse_args(argv)
-    repeat = 5 if args.quick else 21
-    count = 100 if args.quick else 1000
+    repeat = 3 if args.quick else 7
+    count = 100 if args.quick else 400
+    hosts = 10 if args.quick else 40
+    load_before = os.getloadavg()
+    started = time.monotonic()
+    rows = speed(repeat, seeds=[1, 2, 3])
     doc = {
-        'machine': {'python': platform.python_version(),
-                    'processor': platform.processor() or platform.machine()},
-        'date': time.strftime('%Y-%m-%d', time.gmtime()),
-        'speed': speed(repeat, seeds=[1, 2, 3]),
-        'quality': [
+        'benchmark': 'planner_bench',
+        'command': ' '.join(['.venv/bin/python', 'benchmarks/planner_bench.py']
+                            + [shlex.quote(a) for a in (argv or [])]),
+        'date': common.now(),
+        'machine': common.machine(),
+        'speed_summary': speed_summary(rows),
+        'speed': rows,
+        'simulated': planner_quality.quality(
+            hosts, seed=7, slices=600, planners={
+                'max_vcpus_per_cpu=1.0': planner_quality.planner_at(
+                    'default'),
+                'max_vcpus_per_cpu=host ratio': planner_quality.planner_at(
+                    'host')}),
+        'objective': [
             quality('small (1-4 domains, 1-4 VMs)', count, (1, 4), (1, 4),
                     seed=11),
             quality('medium (5-6 domains, 5-7 VMs)', count // 4, (5, 6),
                     (5, 7), seed=12)],
     }
-    json.dump(doc, sys.stdout, indent=2)
-    sys.stdout.write('\n')
-    if args.json:
-        with open(args.json, 'w') as f:
-            json.dump(doc, f, indent=2)
+    doc['loadavg_before'] = [round(x, 2) for x in load_before]
+    doc['loadavg_after'] = [round(x, 2) for x in os.getloadavg()]
+    doc['wall_s'] = round(time.monotonic() - started, 1)
+    common.write_json(args.json, doc)
+    print(json.dumps({k: doc[k] for k in ('speed_summary', 'simulated')},
+                     indent=1))
     return 0
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -64,7 +64,8 @@ Possible values:
                  default=1.0,
                  min=0.0,
                  help='Memory-bound vCPUs per CPU a cache domain may take '
-                      '(the planner caps it at one vCPU per CPU).'),
+                      '(capacity = floor(CPUs x this); on oversubscribed '
+                      'hosts, the host\'s CPU allocation ratio).'),
     cfg.BoolOpt('counters',
                 default=True,
                 help="""

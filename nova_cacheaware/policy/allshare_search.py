@@ -22,9 +22,12 @@ The objective is a lexicographic key, smaller is better::
 * moves: placed VMs whose placement differs from their current one (a VM whose
   current CPUs are not inside whole domains always counts) -- criterion (3).
 
-Two solvers: :func:`exact` (branch and bound over supports, optimal) and
-:func:`heuristic` (greedy plus local search, fast, guarantee in its
-docstring).
+Ties are broken by :func:`crowding` (memory-bound vCPUs beyond one per CPU
+in a domain), which the solvers minimise after the objective.
+
+Two solvers: :func:`exact` here (branch and bound over supports, optimal)
+and :func:`nova_cacheaware.policy.allshare_heuristic.heuristic` (greedy
+plus local search, fast, guarantee in its docstring).
 """
 
 import dataclasses
@@ -45,7 +48,9 @@ class Instance:
     ``fixed_touch``: per domain, unmovable memory-bound VMs touching it.
     ``sizes``/``current``/``current_touch``: per movable memory-bound VM, its
     vCPU count, its current counts per domain (``None`` when any vCPU is not
-    inside one domain) and the domains its current CPUs touch.
+    inside one domain) and the domains its current CPUs touch. ``cpus``:
+    per domain, its CPU count (for the crowding tie-break; the capacity when
+    not given).
     """
 
     free: ty.Tuple[int, ...]
@@ -54,6 +59,17 @@ class Instance:
     sizes: ty.Tuple[int, ...]
     current: ty.Tuple[Placement, ...]
     current_touch: ty.Tuple[ty.FrozenSet[int], ...]
+    cpus: ty.Optional[ty.Tuple[int, ...]] = None
+
+    @functools.cached_property
+    def domain_cpus(self):
+        """Per domain, its CPU count (``cpus``; the capacity if unset)."""
+        return self.cpus if self.cpus is not None else self.capacity
+
+    @functools.cached_property
+    def fixed_load(self):
+        """Per domain, vCPUs of unmovable memory-bound VMs pinned in it."""
+        return tuple(c - f for c, f in zip(self.capacity, self.free))
 
     @functools.cached_property
     def n_domains(self):
@@ -109,6 +125,26 @@ def objective(inst, placements):
             count[d] += 1
     dirt = sum(max(0, n - 1) for n in count)
     return (unplaced, excess, dirt, moves)
+
+
+def crowding(inst, placements):
+    """Memory-bound vCPUs beyond one per CPU, summed over the domains.
+
+    The tie-break after the objective (not part of the contract's
+    optimality): among plans equal on ``(unplaced, excess, dirt, moves)``,
+    the one where fewer pinned vCPUs must take turns on a CPU.
+    """
+    load = list(inst.fixed_load)
+    for placement in placements:
+        if placement is not None:
+            for d, n in enumerate(placement):
+                load[d] += n
+    return sum(max(0, u - c) for u, c in zip(load, inst.domain_cpus))
+
+
+def search_key(inst, placements):
+    """:func:`objective` then :func:`crowding`: what the solvers minimise."""
+    return objective(inst, placements) + (crowding(inst, placements),)
 
 
 def is_feasible(inst, placements):
@@ -306,7 +342,7 @@ def exact(inst, incumbent=None, budget=None):
         raise ValueError('a search budget needs an incumbent')
     best = {'key': None, 'placements': None, 'nodes': 0}
     if incumbent is not None:
-        best['key'] = objective(inst, incumbent)
+        best['key'] = search_key(inst, incumbent)
         best['placements'] = list(incumbent)
 
     touch = list(inst.fixed_touch)
@@ -322,7 +358,7 @@ def exact(inst, incumbent=None, budget=None):
             return
         if unplaced > target_unplaced:
             return
-        bound = (target_unplaced, excess, dirt(), moved_lb)
+        bound = (target_unplaced, excess, dirt(), moved_lb, 0)
         if best['key'] is not None and bound >= best['key']:
             return
         if pos == len(order):
@@ -367,7 +403,7 @@ def exact(inst, incumbent=None, budget=None):
                 if not ok:
                     continue
                 placements = [counts.get(vm) for vm in range(n_vms)]
-                key = objective(inst, placements)
+                key = search_key(inst, placements)
                 if best['key'] is None or key < best['key']:
                     best['key'] = key
                     best['placements'] = placements
@@ -375,347 +411,3 @@ def exact(inst, incumbent=None, budget=None):
 
     visit(0, 0, 0, 0)
     return best['placements']
-
-
-# --------------------------------------------------------------------------
-# Heuristic: greedy placement, then local search.
-
-class _State:
-    """Mutable working state of the heuristic (private)."""
-
-    def __init__(self, inst, pending):
-        self.inst = inst
-        self.free = list(inst.free)
-        # VMs to be placed (``pending``) touch nothing yet; the others stay
-        # unplaced and are counted at their current CPUs.
-        self.pending = set(pending)
-        self.count = list(inst.fixed_touch)
-        for vm, touched in enumerate(inst.current_touch):
-            if vm not in self.pending:
-                for d in touched:
-                    self.count[d] += 1
-        self.placements = [None] * len(inst.sizes)
-        self.excess = 0
-        self.moves = 0
-        self.dirt = sum(n - 1 for n in self.count if n > 1)
-
-    def key(self):
-        """``(excess, dirt, moves)`` of the current placements."""
-        return (self.excess, self.dirt, self.moves)
-
-    def _touch(self, d, step):
-        # Keep ``dirt`` = sum(max(0, count - 1)) up to date.
-        if step > 0:
-            self.dirt += self.count[d] >= 1
-        else:
-            self.dirt -= self.count[d] >= 2
-        self.count[d] += step
-
-    def dirt_delta(self, old, new):
-        delta = 0
-        for d in old - new:
-            delta -= 1 if self.count[d] >= 2 else 0
-        for d in new - old:
-            delta += 1 if self.count[d] >= 1 else 0
-        return delta
-
-    def set(self, vm, placement):
-        old = self.placements[vm]
-        if vm in self.pending:
-            self.pending.discard(vm)
-        elif old is not None:
-            for d in support(old):
-                self.free[d] += old[d]
-                self._touch(d, -1)
-            self.excess -= len(support(old)) - self.inst.minspan(vm)
-            self.moves -= old != self.inst.current[vm]
-        else:
-            for d in self.inst.current_touch[vm]:
-                self._touch(d, -1)
-        self.placements[vm] = placement
-        if placement is not None:
-            for d in support(placement):
-                self.free[d] -= placement[d]
-                self._touch(d, +1)
-            self.excess += len(support(placement)) - self.inst.minspan(vm)
-            self.moves += placement != self.inst.current[vm]
-        else:
-            for d in self.inst.current_touch[vm]:
-                self._touch(d, +1)
-
-
-def _single(inst, d, size):
-    counts = [0] * inst.n_domains
-    counts[d] = size
-    return tuple(counts)
-
-
-def _greedy_place(state, vm):
-    inst = state.inst
-    size = inst.sizes[vm]
-    cur = inst.current[vm]
-    fits = [d for d in range(inst.n_domains) if state.free[d] >= size]
-    if fits:
-        # Keep Clean (no dirt) first, then stay put, then the emptiest
-        # domain, then best fit so that large domains stay for large VMs.
-        def key(d):
-            return (state.count[d] > 0, cur != _single(inst, d, size),
-                    state.count[d], state.free[d] - size, d)
-        state.set(vm, _single(inst, min(fits, key=key), size))
-        return
-    chosen = _narrowest_split(state, size)
-    if (cur is not None and len(support(cur)) <= len(chosen)
-            and all(state.free[d] >= n for d, n in enumerate(cur))
-            and state.dirt_delta(frozenset(), support(cur))
-            <= state.dirt_delta(frozenset(), frozenset(chosen))):
-        # Must split anyway: keep the current split when it is as narrow
-        # and as clean.
-        state.set(vm, cur)
-        return
-    counts = [0] * inst.n_domains
-    left = size
-    # Fill the domains with the least room first so that every chosen
-    # domain gets at least one vCPU and the roomiest keeps the slack.
-    for d in sorted(chosen, key=lambda d: (state.free[d], d)):
-        take = min(left - (len(chosen) - 1 - sum(1 for x in counts if x)),
-                   state.free[d])
-        counts[d] = take
-        left -= take
-    state.set(vm, tuple(counts))
-
-
-def _narrowest_split(state, size):
-    """The fewest domains holding ``size`` vCPUs, as clean as possible.
-
-    The fewest is ``k``: the count of largest free rooms reaching ``size``.
-    Among sets of ``k`` domains, take as many domains without memory-bound
-    VMs as still reach ``size`` (roomiest first), the rest from the others.
-    """
-    n = state.inst.n_domains
-    by_room = sorted(range(n), key=lambda d: (-state.free[d], d))
-    k, room = 0, 0
-    for d in by_room:
-        if room >= size:
-            break
-        k += 1
-        room += state.free[d]
-    clean = [d for d in by_room if state.count[d] == 0 and state.free[d]]
-    dirty = [d for d in by_room if state.count[d] > 0 and state.free[d]]
-    for c in range(min(k, len(clean)), -1, -1):
-        chosen = clean[:c] + dirty[:k - c]
-        if len(chosen) == k and sum(state.free[d] for d in chosen) >= size:
-            return chosen
-    return by_room[:k]
-
-
-def _candidate_key(state, vm, new):
-    """Key change (excess, dirt, moves) if ``vm`` moved to ``new``."""
-    inst = state.inst
-    old = state.placements[vm]
-    old_s, new_s = support(old), support(new)
-    d_excess = len(new_s) - len(old_s)
-    d_dirt = state.dirt_delta(old_s, new_s)
-    d_moves = (new != inst.current[vm]) - (old != inst.current[vm])
-    return (d_excess, d_dirt, d_moves)
-
-
-def _fits_after_removal(state, vm, new):
-    old = state.placements[vm]
-    for d in support(new):
-        room = state.free[d] + (old[d] if old else 0)
-        if new[d] > room:
-            return False
-    return True
-
-
-def _improve_once(state, placed):
-    inst = state.inst
-    improved = False
-    for vm in placed:
-        size = inst.sizes[vm]
-        old = state.placements[vm]
-        old_s = support(old)
-        cur = inst.current[vm]
-        best, best_key = None, (0, 0, 0)
-        # One whole domain: cheap checks first, a tuple only when it wins.
-        for d in range(inst.n_domains):
-            if state.free[d] + old[d] < size:
-                continue
-            if len(old_s) == 1 and d in old_s:
-                continue
-            new_s = frozenset((d,))
-            partial = (1 - len(old_s), state.dirt_delta(old_s, new_s))
-            if partial > best_key[:2]:
-                continue
-            new = _single(inst, d, size)
-            key = partial + ((new != cur) - (old != cur),)
-            if key < best_key:
-                best, best_key = new, key
-        if cur is not None and cur != old and _fits_after_removal(
-                state, vm, cur):
-            key = _candidate_key(state, vm, cur)
-            if key < best_key:
-                best, best_key = cur, key
-        if best is not None:
-            state.set(vm, best)
-            improved = True
-    # Swaps that send a moved VM home: v wants domain a, held by w.
-    for vm in placed:
-        cur = inst.current[vm]
-        placement = state.placements[vm]
-        if (cur is None or placement == cur or len(support(cur)) != 1
-                or len(support(placement)) != 1):
-            continue
-        a = next(iter(support(cur)))
-        b = next(iter(support(placement)))
-        for other in placed:
-            if other == vm or state.placements[other] != _single(
-                    inst, a, inst.sizes[other]):
-                continue
-            if not (state.free[b] + inst.sizes[vm] >= inst.sizes[other]
-                    and state.free[a] + inst.sizes[other] >= inst.sizes[vm]):
-                continue
-            before = ((state.placements[vm] != cur)
-                      + (state.placements[other] != inst.current[other]))
-            after = (0 + (_single(inst, b, inst.sizes[other])
-                          != inst.current[other]))
-            if after < before:
-                state.set(other, None)
-                state.set(vm, cur)
-                state.set(other, _single(inst, b, inst.sizes[other]))
-                improved = True
-                break
-    return improved
-
-
-def _kick(state, placed, budget):
-    """Two-step moves: VM ``v`` takes a target, one blocker moves away.
-
-    For each VM that spans more domains than it must or that moved, each
-    target (one whole domain, or its current placement) short of room in
-    exactly one domain ``d`` is tried after relocating one VM that sits in
-    ``d`` alone to another whole domain. Kept when ``(excess, dirt, moves)``
-    drops. Returns ``(improved, budget left)``.
-    """
-    inst = state.inst
-    n = inst.n_domains
-    improved = False
-    for v in placed:
-        placement = state.placements[v]
-        wide = len(support(placement)) > inst.minspan(v)
-        if not wide and placement == inst.current[v]:
-            continue
-        # Only a wide VM gains from a new whole domain; a moved one gains
-        # from going home.
-        targets = ([_single(inst, d, inst.sizes[v]) for d in range(n)]
-                   if wide else [])
-        if inst.current[v] is not None:
-            targets.append(inst.current[v])
-        for target in targets:
-            if target == state.placements[v]:
-                continue
-            own = state.placements[v]
-            short = [d for d in range(n)
-                     if target[d] > state.free[d] + own[d]]
-            if len(short) != 1:
-                continue
-            d = short[0]
-            for w in placed:
-                if w == v or state.placements[w] != _single(
-                        inst, d, inst.sizes[w]):
-                    continue
-                if target[d] > state.free[d] + own[d] + inst.sizes[w]:
-                    continue
-                if not wide and state.placements[w] == inst.current[w]:
-                    continue  # would trade one move for another
-                for e in range(n):
-                    if budget <= 0:
-                        return improved, 0
-                    budget -= 1
-                    if e == d:
-                        continue
-                    before = state.key()
-                    old_v, old_w = state.placements[v], state.placements[w]
-                    state.set(w, None)
-                    state.set(v, target)
-                    if state.free[e] >= inst.sizes[w]:
-                        state.set(w, _single(inst, e, inst.sizes[w]))
-                        if state.key() < before:
-                            improved = True
-                            break
-                        state.set(w, None)
-                    state.set(v, old_v)
-                    state.set(w, old_w)
-                if improved:
-                    return improved, budget
-    return improved, budget
-
-
-def heuristic(inst, max_passes=20, kick_budget=4000):
-    """A good list of placements, fast; see the guarantee below.
-
-    1. Place as many VMs as possible (:func:`placed_set`, optimal count).
-    2. Greedy, largest VM first: a VM that fits in one domain goes to a
-       domain without memory-bound VMs if one fits (Empty stays Clean), its
-       current domain when that is as good, else the domain with the fewest
-       memory-bound VMs, then best fit. A VM that fits in no single domain
-       is split over the fewest domains (most free room first, cleanest
-       first), keeping its current split when that is as narrow and clean.
-    3. Local search until no step improves ``(excess, dirt, moves)``
-       lexicographically (at most ``max_passes`` passes): move one VM into
-       one whole domain or back to its current placement; swap a moved VM
-       with the occupant of its home domain; two-step moves where one
-       blocker leaves a domain (:func:`_kick`, budgeted); finally an
-       unplaced VM may take a placed VM's room (:func:`_exchange_unplaced`).
-
-    Guarantee (proof in doc/source/user/plan.rst): the number of unplaced
-    VMs is optimal; capacity is never exceeded; and if every VM is placed
-    and the VMs, sorted by size, fit one-to-one into distinct domains free
-    of unmovable memory-bound VMs (``i``-th largest VM <= ``i``-th largest
-    such domain's room), the plan has no excess span and no Dirty domain
-    caused by a movable VM, which is optimal for criteria (1) and (2). The
-    result is locally optimal for the steps of 3 (unless a budget ran
-    out).
-    """
-    placed = placed_set(inst)
-    state = _State(inst, placed)
-    order = sorted(placed, key=lambda vm: (-inst.sizes[vm],
-                                           inst.current[vm] is None, vm))
-    for vm in order:
-        _greedy_place(state, vm)
-    for _ in range(max_passes):
-        if _improve_once(state, order):
-            continue
-        kicked, kick_budget = _kick(state, order, kick_budget)
-        if not kicked:
-            break
-    _exchange_unplaced(state)
-    return list(state.placements)
-
-
-def _exchange_unplaced(state, budget=512):
-    """Let an unplaced VM take the room of a placed VM.
-
-    The count placed stays optimal; the exchange is kept when it lowers
-    ``(excess, dirt, moves)`` (an unplaced VM stays at its current CPUs, and
-    a floating one fills every cache, so which VMs stay unplaced matters).
-    At most ``budget`` trials: hosts with many unplaced VMs are overloaded.
-    """
-    inst = state.inst
-    for u in range(len(inst.sizes)):
-        if state.placements[u] is not None:
-            continue
-        for p in range(len(inst.sizes)):
-            old = state.placements[p]
-            if old is None or sum(state.free) + inst.sizes[p] < inst.sizes[u]:
-                continue
-            if budget <= 0:
-                return
-            budget -= 1
-            before = state.key()
-            state.set(p, None)
-            _greedy_place(state, u)
-            if state.key() < before:
-                break
-            state.set(u, None)
-            state.set(p, old)

@@ -7,10 +7,11 @@ The contract is ``nova-cacheaware plan`` (doc/source/user/plan.rst):
   their current pinning (all CPUs when none is given);
 * capacity per domain: memory-bound vCPUs pinned into it (movable ones, plus
   vCPUs of unmovable ones whose current CPUs lie inside it) <=
-  ``min(|cpus|, floor(|cpus| * max_vcpus_per_cpu))``;
+  ``floor(|cpus| * max_vcpus_per_cpu)``;
 * minimise, in this order: (1) the excess domains spanned by movable
   memory-bound VMs, (2) the sum over domains of ``max(0, memory-bound VMs in
-  it - 1)``, (3) the movable memory-bound VMs that move;
+  it - 1)``, (3) the movable memory-bound VMs that move; ties broken by
+  crowding (memory-bound vCPUs beyond one per CPU);
 * memory-bound VMs that cannot fit stay where they are and are ``unplaced``
   (as few as possible: the smallest VMs are placed first).
 
@@ -28,6 +29,7 @@ import math
 import typing as ty
 
 from nova_cacheaware import exception
+from nova_cacheaware.policy import allshare_heuristic
 from nova_cacheaware.policy import allshare_search
 from nova_cacheaware.policy import limits
 
@@ -43,6 +45,8 @@ EXACT_MAX_VMS = 4
 # ms): better plans on medium hosts, bounded time everywhere.
 REFINE_MAX_VMS = 8
 REFINE_BUDGET = 4000
+# A refined plan is re-searched from itself at most this many times.
+REFINE_MAX_ROUNDS = 8
 
 
 def cache_state(memory_vms):
@@ -90,8 +94,7 @@ class PlanInput:
 
     def capacity(self, domain):
         """Memory-bound vCPUs ``domain`` may hold."""
-        n = len(domain.cpus)
-        return min(n, math.floor(n * self.max_vcpus_per_cpu))
+        return math.floor(len(domain.cpus) * self.max_vcpus_per_cpu)
 
     @functools.cached_property
     def all_cpus(self):
@@ -371,7 +374,8 @@ def build_instance(plan_input):
         free=tuple(max(0, f) for f in free), capacity=tuple(caps),
         fixed_touch=tuple(fixed_touch),
         sizes=tuple(vm.vcpus for vm in movable),
-        current=tuple(current), current_touch=tuple(touch))
+        current=tuple(current), current_touch=tuple(touch),
+        cpus=tuple(len(d.cpus) for d in plan_input.domains))
     return inst, movable
 
 
@@ -382,6 +386,11 @@ def solve(inst, method='auto'):
     memory-bound VMs); up to ``REFINE_MAX_VMS`` movable memory-bound VMs,
     the heuristic refined by a budgeted branch and bound (``refined``);
     the heuristic alone above.
+
+    Incremental: the current placements are kept unless the search finds
+    a strictly better key (so replanning with nothing changed moves
+    nothing). A budgeted search is iterated from its own answer until it
+    is a fixed point, so that the next replan cannot find more.
     """
     if method == 'auto':
         if (inst.n_domains <= EXACT_MAX_DOMAINS
@@ -391,17 +400,45 @@ def solve(inst, method='auto'):
             method = 'refined'
         else:
             method = 'heuristic'
-    if method == 'exact':
-        # The heuristic's answer is a good first bound for the search.
-        return allshare_search.exact(
-            inst, incumbent=allshare_search.heuristic(inst))
-    if method == 'refined':
-        return allshare_search.exact(
-            inst, incumbent=allshare_search.heuristic(inst),
-            budget=REFINE_BUDGET)
+    if method not in ('exact', 'refined', 'heuristic'):
+        raise ValueError('unknown method %r' % method)
+    result = _keep_current(inst, _search(inst, method))
+    if method != 'refined':
+        return result
+    for _ in range(REFINE_MAX_ROUNDS):
+        again = dataclasses.replace(
+            inst, current=tuple(p if p is not None else c
+                                for p, c in zip(result, inst.current)),
+            current_touch=tuple(
+                allshare_search.support(p) if p is not None else t
+                for p, t in zip(result, inst.current_touch)))
+        better = _keep_current(again, _search(again, method))
+        if better == result:
+            break
+        result = better
+    return result
+
+
+def _search(inst, method):
     if method == 'heuristic':
-        return allshare_search.heuristic(inst)
-    raise ValueError('unknown method %r' % method)
+        return allshare_heuristic.heuristic(inst)
+    return allshare_search.exact(
+        inst, incumbent=allshare_heuristic.heuristic(inst),
+        budget=REFINE_BUDGET if method == 'refined' else None)
+
+
+def _keep_current(inst, placements):
+    """``placements``, or the current ones when they are as good."""
+    current = [c if p is not None else None
+               for p, c in zip(placements, inst.current)]
+    if (current == list(placements) or None in [
+            c for p, c in zip(placements, current) if p is not None]
+            or not allshare_search.is_feasible(inst, current)):
+        return placements
+    if (allshare_search.search_key(inst, current)
+            <= allshare_search.search_key(inst, placements)):
+        return current
+    return placements
 
 
 def plan(plan_input, method='auto'):

@@ -75,12 +75,15 @@ def partial_share(domains, vms):
     return allowed
 
 
-def planner_pinning(domains, vms, fixed=None, current=None):
+def planner_pinning(domains, vms, fixed=None, current=None,
+                    max_vcpus_per_cpu=1.0):
     """Our agent: the planner over the host's VMs.
 
     ``fixed``: {vm id: domain index} for VMs holding a Placement domain
     claim (pinned there, unmovable). ``current``: {vm id: allowed} from the
     previous plan, so the planner sees where VMs are now.
+    ``max_vcpus_per_cpu``: the agent's option of that name (on an
+    oversubscribed host, the host's CPU allocation ratio).
     """
     fixed = fixed or {}
     current = current or {}
@@ -98,7 +101,8 @@ def planner_pinning(domains, vms, fixed=None, current=None):
                               for i, c in enumerate(current[vm.id])}
         plan_vms.append(doc)
     result = cachedomain.plan(cachedomain.input_from_dict(
-        {'domains': plan_domains, 'vms': plan_vms}))
+        {'domains': plan_domains, 'vms': plan_vms,
+         'max_vcpus_per_cpu': max_vcpus_per_cpu}))
     return {vm.id: [tuple(result.vms[vm.id].pinning[i])
                     for i in range(vm.vcpus)] for vm in vms}
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import testtools
 
 from nova_cacheaware import exception
+from nova_cacheaware.policy import allshare_heuristic
 from nova_cacheaware.policy import allshare_search
 from nova_cacheaware.policy import cachedomain
 from tests.unit.policy import bruteforce
@@ -103,12 +104,37 @@ class NamedTopologyTest(testtools.TestCase):
         self.assertEqual('empty', out['domains']['L2-1']['state'])
 
     def test_q6600_half_ratio_halves_capacity(self):
-        # capacity = min(2, floor(2 * 0.5)) = 1 per domain: the 2-vCPU VM
+        # capacity = floor(2 * 0.5) = 1 per domain: the 2-vCPU VM
         # would need both domains, so the 1-vCPU VM is placed (most VMs).
         _, _, out = run_plan(topo.Q6600, [mem('a', 2), mem('b', 1)],
                              ratio=0.5)
         self.assertEqual(['a'], out['unplaced'])
         self.assertEqual({'0': [0, 1]}, out['vms']['b']['pinning'])
+
+    def test_q6600_oversubscribed_two_per_domain(self):
+        # Study 000's 4-VM experiment: 8 vCPUs on 4 CPUs. With the host's
+        # ratio (2.0) a domain takes floor(2 * 2) = 4 memory-bound vCPUs:
+        # two VMs per chip, All share, nothing left floating.
+        plan_input, result, out = run_plan(
+            topo.Q6600, [mem(v, 2) for v in 'abcd'], ratio=2.0)
+        self.assertEqual([], out['unplaced'])
+        self.assertEqual([2, 2], [len(p['memory_vms'])
+                                  for p in out['domains'].values()])
+        self.assertEqual((0, 0, 2, 4), cachedomain.score(plan_input, result))
+
+    def test_crowding_breaks_ties_by_cpus(self):
+        # A 2-CPU and a 4-CPU domain, ratio 2: both plans are Clean with no
+        # excess; the 4-vCPU VM takes the 4 CPUs so no vCPU takes turns.
+        for method in ('exact', 'heuristic'):
+            plan_input = cachedomain.input_from_dict(
+                {'domains': [{'id': 'S', 'cpus': [0, 1]},
+                             {'id': 'L', 'cpus': [2, 3, 4, 5]}],
+                 'max_vcpus_per_cpu': 2.0,
+                 'vms': [mem('big', 4), mem('small', 2)]})
+            out = cachedomain.plan_to_dict(
+                cachedomain.plan(plan_input, method))
+            self.assertEqual(['L'], out['vms']['big']['domains'], method)
+            self.assertEqual(['S'], out['vms']['small']['domains'], method)
 
     def test_vm_wider_than_a_domain_spans_fewest(self):
         # 3 vCPUs on 2-CPU domains: two domains, no excess; Partial share.
@@ -351,7 +377,7 @@ class PlanPropertyTest(testtools.TestCase):
     @given(plan_inputs(max_domains=8, max_vms=10))
     def test_heuristic_rules_hold(self, plan_input):
         inst, movable = cachedomain.build_instance(plan_input)
-        placements = allshare_search.heuristic(inst)
+        placements = allshare_heuristic.heuristic(inst)
         self.assertTrue(allshare_search.is_feasible(inst, placements))
         result = cachedomain.assemble(plan_input, movable, placements)
         check_rules(self, plan_input, result)
@@ -379,6 +405,17 @@ class PlanPropertyTest(testtools.TestCase):
                          cachedomain.score(again_input, again)[:3])
         self.assertFalse(any(p.moved for p in again.vms.values()))
 
+    @settings(max_examples=80, deadline=None)
+    @given(plan_inputs(max_domains=8, max_vms=12))
+    def test_heuristic_key_is_kept_incrementally(self, plan_input):
+        # The heuristic's running (excess, dirt, moves, crowding) equals
+        # the key recomputed from its placements.
+        inst, _ = cachedomain.build_instance(plan_input)
+        state = allshare_heuristic.run(inst)
+        self.assertEqual(
+            allshare_search.search_key(inst, state.placements)[1:],
+            state.key())
+
     @settings(max_examples=60, deadline=None)
     @given(plan_inputs(max_domains=6, max_vms=8))
     def test_heuristic_guarantee(self, plan_input):
@@ -392,7 +429,7 @@ class PlanPropertyTest(testtools.TestCase):
         assume(len(placed) == len(inst.sizes))
         assume(len(sizes) <= len(rooms)
                and all(s <= r for s, r in zip(sizes, rooms)))
-        placements = allshare_search.heuristic(inst)
+        placements = allshare_heuristic.heuristic(inst)
         key = allshare_search.objective(inst, placements)
         fixed_dirt = sum(max(0, n - 1) for n in inst.fixed_touch)
         self.assertEqual((0, 0, fixed_dirt), key[:3])
@@ -420,7 +457,7 @@ class OptimalityTest(testtools.TestCase):
         self.assertTrue(allshare_search.is_feasible(inst, placements))
         self.assertEqual(bruteforce.optimum(inst),
                          allshare_search.objective(inst, placements))
-        heuristic = allshare_search.heuristic(inst)
+        heuristic = allshare_heuristic.heuristic(inst)
         self.assertGreaterEqual(allshare_search.objective(inst, heuristic),
                                 allshare_search.objective(inst, placements))
 
@@ -436,7 +473,8 @@ class RefinedTest(testtools.TestCase):
         self.assertTrue(allshare_search.is_feasible(inst, refined))
         self.assertLessEqual(
             allshare_search.objective(inst, refined),
-            allshare_search.objective(inst, allshare_search.heuristic(inst)))
+            allshare_search.objective(
+                inst, allshare_heuristic.heuristic(inst)))
 
     def test_budget_needs_an_incumbent(self):
         inst, _ = cachedomain.build_instance(cachedomain.input_from_dict(
