@@ -24,6 +24,13 @@ Minor versions:
   agent keeps in that domain (absent or null: unknown). The scheduler's
   in-host domain choice uses it for best fit
   (:mod:`nova_cacheaware.policy.domain_choice`).
+* 1.3: optional top-level ``host_provider``: the uuid of the host's one
+  cache child provider (``<compute node RP name>:cacheaware``) when the
+  agent runs the host provider model (``[placement] provider_model =
+  host``); its domains then name no provider (``provider_uuid`` null).
+  Absent or null: the domain model (each domain names its provider) or
+  unknown. The scheduler predicts the domain the agent will choose on
+  such hosts (:mod:`nova_cacheaware.scheduler.domain_order`).
 """
 
 import dataclasses
@@ -38,7 +45,7 @@ from nova_cacheaware.policy import pcpu_headroom
 
 EVENT_TYPE = 'cacheaware.host.state'
 PAYLOAD_NAME = 'CacheAwareHostStatePayload'
-VERSION = '1.2'
+VERSION = '1.3'
 MAJOR = 1
 
 DOMAIN_STATES = ('empty', 'clean', 'dirty')
@@ -93,6 +100,9 @@ class HostCacheState:
     version: str = VERSION
     #: The host's VMs, affinities and caps (payload 1.1); None: unknown.
     vcpu_affinity: ty.Optional[pcpu_est.EstimateRequest] = None
+    #: The host's one cache child provider in the host model (1.3); None:
+    #: the domain model or unknown.
+    host_provider: ty.Optional[str] = None
 
     # Derived values are computed once per received state: the scheduler
     # reads them for every request on every host.
@@ -111,6 +121,22 @@ class HostCacheState:
         """Provider uuids of domains holding a memory-bound VM."""
         return frozenset(d.provider_uuid for d in self.domains
                          if d.provider_uuid and d.memory_bound_vms)
+
+    @functools.cached_property
+    def domain_providers(self):
+        """Provider uuids the domains name (empty in the host model)."""
+        return frozenset(d.provider_uuid for d in self.domains
+                         if d.provider_uuid)
+
+    @functools.cached_property
+    def host_model_memo(self):
+        """The filter's per-state memo of domain loads (host model).
+
+        Keyed by the host's CPU allocation ratio
+        (:func:`~nova_cacheaware.scheduler.domain_order.host_domain_loads`);
+        lives and dies with this state.
+        """
+        return {}
 
     @functools.cached_property
     def pcpu_headroom(self):
@@ -146,7 +172,7 @@ class HostCacheState:
             self.__dict__['pcpu_headroom'] = previous.pcpu_headroom
             self.__dict__['pcpu_scores'] = previous.pcpu_scores
         for name in ('empty_domains', 'memory_bound_vms', 'busy_providers',
-                     'pcpu_headroom'):
+                     'domain_providers', 'pcpu_headroom'):
             getattr(self, name)
         return self
 
@@ -178,6 +204,7 @@ def to_payload(state):
         'vms': [dataclasses.asdict(vm) for vm in state.vms],
         'vcpu_affinity': (None if state.vcpu_affinity is None
                           else state.vcpu_affinity.to_dict()),
+        'host_provider': state.host_provider,
     }
 
 
@@ -211,6 +238,9 @@ def from_payload(payload):
     healthy = doc.get('agent_healthy')
     if not isinstance(healthy, bool):
         raise exception.InvalidInput(reason='agent_healthy must be a bool')
+    host_provider = doc.get('host_provider')
+    if host_provider is not None:
+        host_provider = _str_item(host_provider, 'host_provider')
     return HostCacheState(
         host=_str(doc, 'host'),
         timestamp=_parse_time(_str(doc, 'timestamp')),
@@ -219,7 +249,8 @@ def from_payload(payload):
         vms=tuple(_vm(v) for v in _list(doc, 'vms')),
         available_pcpus=pcpus,
         version=version,
-        vcpu_affinity=affinity)
+        vcpu_affinity=affinity,
+        host_provider=host_provider)
 
 
 def _domain(raw):

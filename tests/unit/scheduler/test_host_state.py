@@ -29,7 +29,7 @@ class PayloadTest(testtools.TestCase):
 
     def test_exact_payload(self):
         self.assertEqual({
-            'version': '1.2', 'host': 'cmp1',
+            'version': '1.3', 'host': 'cmp1',
             'timestamp': '2026-11-22T12:00:00.123456Z',
             'agent_healthy': True, 'available_pcpus': 12.5,
             'domains': [
@@ -48,6 +48,7 @@ class PayloadTest(testtools.TestCase):
                 {'instance_uuid': 'vm-d', 'workload_class': 'cpu',
                  'domain_id': 'L3-0', 'pcpu_estimate': None}],
             'vcpu_affinity': None,
+            'host_provider': None,
         }, hs.to_payload(sample()))
 
     def test_vcpu_affinity_round_trip_and_1_0_without_it(self):
@@ -80,6 +81,37 @@ class PayloadTest(testtools.TestCase):
             del domain['vcpus_used']
         self.assertEqual([None, None, None],
                          [d.vcpus_used for d in hs.from_payload(old).domains])
+
+    def test_host_provider_round_trip_and_1_2_without_it(self):
+        state = hs.HostCacheState(
+            host='cmp1', timestamp=T0, agent_healthy=True,
+            domains=(hs.DomainState('L3-0', 'empty', (), 8, None, 2),
+                     hs.DomainState('L3-1', 'clean', ('vm-a',), 8, None, 4)),
+            host_provider='rp-host')
+        payload = hs.to_payload(state)
+        self.assertEqual('rp-host', payload['host_provider'])
+        again = hs.from_payload(payload)
+        self.assertEqual(state, again)
+        self.assertEqual('rp-host', again.host_provider)
+        self.assertEqual(frozenset(), again.domain_providers)
+        # A 1.2 agent (domain model) sends no host_provider.
+        old = dict(hs.to_payload(sample()), version='1.2')
+        del old['host_provider']
+        old_state = hs.from_payload(old)
+        self.assertIsNone(old_state.host_provider)
+        self.assertEqual(frozenset({'rp-0', 'rp-1'}),
+                         old_state.domain_providers)
+        # null is the same as absent.
+        self.assertIsNone(hs.from_payload(
+            dict(old, host_provider=None)).host_provider)
+
+    def test_bad_host_provider_refused(self):
+        for bad in ('', 7, True, ['rp'], {'uuid': 'rp'}):
+            doc = dict(hs.to_payload(sample()), host_provider=bad)
+            ex = self.assertRaises(exception.InvalidInput, hs.from_payload,
+                                   doc)
+            self.assertIn('host_provider must be a non-empty string',
+                          str(ex))
 
     def test_bad_vcpus_used_refused(self):
         for bad in (-1, 1.5, True, '2'):
@@ -133,12 +165,14 @@ class PayloadTest(testtools.TestCase):
     @settings(max_examples=100, deadline=None)
     @given(st.lists(st.lists(st.uuids().map(str), max_size=3), max_size=6),
            st.booleans(),
-           st.one_of(st.none(), st.floats(0, 512, allow_nan=False)))
-    def test_round_trip_property(self, vms_per_domain, healthy, pcpus):
+           st.one_of(st.none(), st.floats(0, 512, allow_nan=False)),
+           st.one_of(st.none(), st.uuids().map(str)))
+    def test_round_trip_property(self, vms_per_domain, healthy, pcpus,
+                                 host_provider):
         state = hs.HostCacheState(
             host='h', timestamp=T0, agent_healthy=healthy,
             domains=tuple(hs.DomainState('d%d' % i, hs.domain_state(len(v)),
                                          tuple(v), 4)
                           for i, v in enumerate(vms_per_domain)),
-            available_pcpus=pcpus)
+            available_pcpus=pcpus, host_provider=host_provider)
         self.assertEqual(state, hs.from_payload(hs.to_payload(state)))
