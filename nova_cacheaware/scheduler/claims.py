@@ -43,8 +43,10 @@ MAX_CLAIMS_PER_HOST = 256
 class Claim:
     """One domain claim (or hand-out) of this process.
 
-    ``request`` identifies the scheduling request (all instances of a
-    multi-create share it).
+    ``provider`` names the domain: its provider uuid in the domain model,
+    its domain id in the host model (one cache provider per host; the
+    agent chooses the domain). ``request`` identifies the scheduling
+    request (all instances of a multi-create share it).
     """
 
     provider: str
@@ -94,6 +96,15 @@ class ClaimLedger:
         """Remember that ``claim``'s domain is first for ``host`` now."""
         with self._lock:
             self._handouts[host] = _HandOut(num_instances, claim)
+
+    def handed_out(self, host):
+        """The claim last handed out for ``host`` and not yet seen claimed.
+
+        None when there is none (tests, debugging).
+        """
+        with self._lock:
+            handout = self._handouts.get(host)
+        return None if handout is None else handout.claim
 
     def claims(self, host, received=None, listed=frozenset()):
         """This process's claims on ``host`` that the live state lacks.

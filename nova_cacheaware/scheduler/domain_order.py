@@ -1,12 +1,27 @@
-"""Order a host's allocation candidates: the domain to claim comes first.
+"""The domain inside a host: candidate order (domain model), prediction
+(host model).
 
 Thin adapter around :func:`nova_cacheaware.policy.domain_choice.
 order_domains`: it turns the freshest knowledge the scheduler process has
 - the agent's live state of the host and this process's own claims since
 (:mod:`nova_cacheaware.scheduler.claims`) - into
-:class:`~nova_cacheaware.policy.domain_choice.DomainLoad` values, reorders
-the candidates, and tells the ledger which domain it handed out first.
+:class:`~nova_cacheaware.policy.domain_choice.DomainLoad` values.
+
+* **Domain model** (one provider per cache domain, the allocation names the
+  domain): :func:`order_candidates` reorders the host's candidates and
+  tells the ledger which domain it handed out first. Loads are keyed by
+  provider uuid.
+* **Host model** (one ``<root name>:cacheaware`` child per host, one
+  candidate per host; the agent chooses the domain on the host with the
+  same policy, seeded with the instance uuid): :func:`host_domain_loads`
+  builds the loads keyed by **domain id**, :func:`room_reason` says why no
+  domain can take the instance, and :func:`hand_out_domain` predicts the
+  domain the agent will choose and hands it to the ledger, so that the
+  next instance of a burst is counted against it.
 """
+
+import functools
+import uuid as uuid_mod
 
 from oslo_log import log as logging
 
@@ -100,3 +115,145 @@ def order_candidates(host_state, candidates, vcpus, memory_bound,
         provider=order[0], instance=instance, vcpus=vcpus,
         memory_bound=memory_bound, at=ledger.now(), request=request))
     return ordered
+
+
+# --- host model -----------------------------------------------------------
+
+#: The name the agent derives the host child's uuid from (uuid5 of the
+#: compute node provider's uuid), when it creates the child.
+HOST_CHILD_UUID_NAME = 'cacheaware'
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def host_child_uuid(compute_rp_uuid):
+    """The uuid the agent gives the host child it creates, or None.
+
+    None when ``compute_rp_uuid`` is not a uuid (unit tests' hosts).
+    """
+    try:
+        return str(uuid_mod.uuid5(uuid_mod.UUID(compute_rp_uuid),
+                                  HOST_CHILD_UUID_NAME))
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def is_host_provider(provider, host_uuid, live):
+    """True when ``provider`` is the host's one cache child (host model).
+
+    :param provider: the provider a candidate puts the cache group on.
+    :param host_uuid: the compute node (root provider) uuid.
+    :param live: the host's fresh live state, or None.
+
+    The live state's ``host_provider`` (payload 1.3) decides when it names
+    one; otherwise a provider none of the state's domains names, when they
+    name some (they do in the domain model); otherwise the uuid the agent
+    gives the child it creates.
+    """
+    if live is not None:
+        if live.host_provider is not None:
+            return provider == live.host_provider
+        if live.domain_providers:
+            return provider not in live.domain_providers
+    return host_uuid is not None and provider == host_child_uuid(host_uuid)
+
+
+def _base_loads(live, cpu_ratio):
+    """The live state's domains as DomainLoads keyed by domain id (memo).
+
+    Only what the agent itself knows: memory-bound instances, vCPUs used,
+    capacity (usable CPUs x ratio; unknown when the state lacks the
+    usable CPUs or the vCPUs used).
+    """
+    memo = live.host_model_memo
+    loads = memo.get(cpu_ratio)
+    if loads is None:
+        loads = []
+        for d in live.domains:
+            known = bool(d.usable_cpus) and d.vcpus_used is not None
+            loads.append(domain_choice.DomainLoad(
+                provider=d.id, memory_bound=len(d.memory_bound_vms),
+                vcpus_used=d.vcpus_used or 0,
+                vcpus_total=(int(d.usable_cpus * cpu_ratio) if known
+                             else None)))
+        loads = memo[cpu_ratio] = tuple(loads)
+    return loads
+
+
+def host_domain_loads(host_state, live, received, ledger):
+    """Host model: ``(loads, own claims)`` of a host with live state.
+
+    ``loads`` are the :class:`~nova_cacheaware.policy.domain_choice.
+    DomainLoad` of every domain of ``live``, keyed by domain id, with this
+    process's claims that the state does not show yet added (their
+    vCPUs, and a memory-bound instance each for memory-bound ones).
+    Recency and per-request counts are left out: the agent, which takes
+    the decision, does not know them.
+
+    :param host_state: Nova's ``HostState`` (``uuid``, ``num_instances``,
+        ``cpu_allocation_ratio`` are read).
+    :param live: the host's fresh, healthy ``HostCacheState``.
+    :param received: when ``live`` was received (ledger clock).
+    :param ledger: this process's :class:`~.claims.ClaimLedger`.
+    """
+    host = host_state.uuid
+    ledger.observe(host, host_state.num_instances)
+    loads = _base_loads(live, host_state.cpu_allocation_ratio or 1.0)
+    own = ledger.claims(host, received, live.instance_uuids)
+    if not own:
+        return loads, own
+    memory, used = {}, {}
+    for claim in own:
+        memory[claim.provider] = (memory.get(claim.provider, 0)
+                                  + int(claim.memory_bound))
+        used[claim.provider] = used.get(claim.provider, 0) + claim.vcpus
+    return tuple(
+        domain_choice.DomainLoad(
+            provider=load.provider,
+            memory_bound=load.memory_bound + memory[load.provider],
+            vcpus_used=load.vcpus_used + used[load.provider],
+            vcpus_total=load.vcpus_total)
+        if load.provider in used else load
+        for load in loads), own
+
+
+def room_reason(loads, vcpus, clean_required, own_claims=0):
+    """Why no domain of ``loads`` can take the instance, or None.
+
+    A domain can when it is not known to lack room for ``vcpus`` and, with
+    ``clean_required``, holds no memory-bound instance.
+    """
+    if not loads:
+        return "its agent's live state lists no cache domain"
+    fitting = [load for load in loads if load.fits(vcpus)]
+    counted = (' (counting %d recent claims of this scheduler)' % own_claims
+               if own_claims else '')
+    if not fitting:
+        room, domain = max((load.vcpus_total - load.vcpus_used,
+                            load.provider) for load in loads)
+        return ("no cache domain has room for %d vCPUs in its agent's live "
+                "state%s: %d domains, the most room is %d vCPUs in %s"
+                % (vcpus, counted, len(loads), room, domain))
+    if clean_required and not any(load.memory_bound == 0
+                                  for load in fitting):
+        return ("no cache domain with room for %d vCPUs is free of "
+                "memory-bound instances in its agent's live state%s: %d of "
+                "%d domains have room, all hold one"
+                % (vcpus, counted, len(fitting), len(loads)))
+    return None
+
+
+def hand_out_domain(host_state, loads, vcpus, memory_bound, instance,
+                    ledger, request=None):
+    """Host model: predict the agent's domain and hand it to the ledger.
+
+    The agent orders the host's domains with the same policy and the same
+    seed (the instance uuid), so with the same knowledge it picks the same
+    domain. Returns the predicted domain id.
+    """
+    host = host_state.uuid
+    domain = domain_choice.order_domains(loads, vcpus, memory_bound,
+                                         instance or host)[0]
+    ledger.hand_out(host, host_state.num_instances, claims_mod.Claim(
+        provider=domain, instance=instance, vcpus=vcpus,
+        memory_bound=memory_bound, at=ledger.now(), request=request))
+    return domain

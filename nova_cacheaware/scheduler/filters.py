@@ -24,6 +24,17 @@ host's live state and this process's own recent claims
 (:mod:`~nova_cacheaware.scheduler.claims`), so a multi-create or a burst
 spreads over the host's domains instead of colliding on one.
 
+In the **host model** (the candidate puts the cache group on the host's one
+``<root name>:cacheaware`` child, not on a domain provider; see
+:func:`~nova_cacheaware.scheduler.domain_order.is_host_provider`) the
+allocation no longer names the domain: the agent chooses it on the host.
+With fresh, healthy live state the filter then checks per domain - live
+state plus this process's own recent claims - that one has room for all
+the vCPUs (and, for ``cache_clean=required``, holds no memory-bound
+instance), rejecting the host otherwise, and hands the domain the agent
+will choose (same policy, same seed) to the claim ledger. Without live
+state Placement's host counts decide and nothing is recorded.
+
 Candidates that fail are pruned from ``host_state.allocation_candidates``
 (the contract of Nova's ``CandidateFilterMixin``; we prune in one list
 comprehension instead of its ``filter_candidates``, which formats three
@@ -114,6 +125,12 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
                              if request.clean_required else '',
                              len(before), why))
             return False
+        if domain_order.is_host_provider(
+                domain_order.candidate_provider(kept[0]), host_state.uuid,
+                live):
+            host_state.allocation_candidates = kept
+            return self._host_model_passes(host_state, spec_obj, request,
+                                           live, cache)
         # Nova claims the first candidate: put the domain to claim first.
         opts = CONF.cacheaware_scheduler
         host_state.allocation_candidates = domain_order.order_candidates(
@@ -122,6 +139,34 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             cache.received(host_state.host) if live is not None else None,
             claims.get_ledger(opts.claim_memory_seconds,
                               opts.claim_settle_seconds),
+            # The instances of a multi-create share one RequestSpec object.
+            request=id(spec_obj))
+        return True
+
+    def _host_model_passes(self, host_state, spec_obj, request, live,
+                           cache):
+        """Host model: a domain with room, and the agent's choice predicted.
+
+        Without live state Placement's host counts decide (``max_unit``
+        and ``reserved`` as fresh as the agent's last sync) and nothing is
+        recorded.
+        """
+        if live is None:
+            return True
+        opts = CONF.cacheaware_scheduler
+        ledger = claims.get_ledger(opts.claim_memory_seconds,
+                                   opts.claim_settle_seconds)
+        vcpus = spec_obj.flavor.vcpus
+        loads, own = domain_order.host_domain_loads(
+            host_state, live, cache.received(host_state.host), ledger)
+        why = domain_order.room_reason(loads, vcpus, request.clean_required,
+                                       len(own))
+        if why is not None:
+            self._reject(host_state, why)
+            return False
+        domain_order.hand_out_domain(
+            host_state, loads, vcpus, request.clean_wanted,
+            _instance_uuid(spec_obj), ledger,
             # The instances of a multi-create share one RequestSpec object.
             request=id(spec_obj))
         return True

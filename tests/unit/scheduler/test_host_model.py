@@ -1,0 +1,381 @@
+"""CacheDomainFilter in the host provider model (one cache child per host).
+
+The allocation names the host's ``<root name>:cacheaware`` child, not a
+domain: the filter checks per domain (live state plus this process's own
+claims) that one has room, and predicts the domain the agent will choose.
+"""
+
+import datetime
+import uuid
+
+import fixtures
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+from oslo_config import fixture as config_fixture
+import testtools
+
+from nova import objects
+from nova.scheduler import host_manager
+
+from nova_cacheaware import conf as ca_conf
+from nova_cacheaware import names
+from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.scheduler import claims
+from nova_cacheaware.scheduler import domain_order
+from nova_cacheaware.scheduler import filters
+from nova_cacheaware.scheduler import host_state as hs
+from nova_cacheaware.scheduler import live_state
+from nova_cacheaware.scheduler import weights
+
+objects.register_all()
+VCPU, MEMBOUND = names.RC_DOMAIN_VCPU, names.RC_DOMAIN_MEMBOUND
+ROOT = '4d1d9a0c-6f4e-4c7a-9d59-2f6d0cfd1a10'
+CHILD = domain_order.host_child_uuid(ROOT)
+
+REQUIRED = {'cacheaware:cache_share': 'all', 'cacheaware:workload': 'memory',
+            'cacheaware:cache_clean': 'required'}
+PREFERRED = dict(REQUIRED, **{'cacheaware:cache_clean': 'preferred'})
+CPU_OFF = {'cacheaware:cache_share': 'all', 'cacheaware:workload': 'cpu',
+           'cacheaware:cache_clean': 'off'}
+
+
+def host_candidate(vcpus=2, clean=True, child=CHILD):
+    """The host model's one candidate: the cache group on the host child."""
+    cache = {VCPU: vcpus}
+    if clean:
+        cache[MEMBOUND] = 1
+    return {'allocations': {
+        ROOT: {'resources': {'VCPU': vcpus, 'MEMORY_MB': 512}},
+        child: {'resources': cache}},
+        'mappings': {'': [ROOT], '_CACHE': [child]}}
+
+
+def host(name='h1', candidates=None, ratio=1.0, root=ROOT, instances=0):
+    state = host_manager.HostState(name, name, 'cell1')
+    state.uuid = root
+    state.cpu_allocation_ratio = ratio
+    state.num_instances = instances
+    state.allocation_candidates = list(
+        [host_candidate()] if candidates is None else candidates)
+    return state
+
+
+def spec(extra_specs, vcpus=2, instance=None):
+    flavor = objects.Flavor(flavorid='f1', vcpus=vcpus, memory_mb=512,
+                            root_gb=1, ephemeral_gb=0, swap=0,
+                            extra_specs=extra_specs)
+    result = objects.RequestSpec(flavor=flavor, num_instances=1)
+    if instance is not None:
+        result.instance_uuid = instance
+    return result
+
+
+def live(domains, name='h1', healthy=True, host_provider=CHILD, vms=()):
+    """A host-model state (no domain names a provider).
+
+    ``domains``: (usable CPUs, vCPUs used, memory-bound VMs) of ``d0``,
+    ``d1``, ...
+    """
+    return hs.HostCacheState(
+        host=name, timestamp=datetime.datetime.now(datetime.timezone.utc),
+        agent_healthy=healthy, host_provider=host_provider,
+        domains=tuple(hs.DomainState(
+            'd%d' % i, hs.domain_state(len(mem)), tuple(mem), usable, None,
+            used) for i, (usable, used, mem) in enumerate(domains)),
+        vms=tuple(hs.VmState(vm) for vm in vms))
+
+
+def loads(*rows):
+    """DomainLoads ``d0``... from (memory_bound, used, total) rows."""
+    return tuple(domain_choice.DomainLoad('d%d' % i, m, u, t)
+                 for i, (m, u, t) in enumerate(rows))
+
+
+def new_uuid(index):
+    return str(uuid.UUID(int=index + 1))
+
+
+class HostProviderTest(testtools.TestCase):
+
+    def test_host_child_uuid(self):
+        self.assertEqual(str(uuid.uuid5(uuid.UUID(ROOT), 'cacheaware')),
+                         CHILD)
+        self.assertIsNone(domain_order.host_child_uuid('h1'))
+        self.assertIsNone(domain_order.host_child_uuid(None))
+
+    def test_is_host_provider_table(self):
+        named = live([(3, 0, ())], host_provider='rp-host')
+        unnamed = live([(3, 0, ())], host_provider=None)
+        domain_model = hs.HostCacheState(
+            host='h1', timestamp=named.timestamp, agent_healthy=True,
+            domains=(hs.DomainState('d0', 'empty', (), 3, 'rp-d0', 0),))
+        table = [
+            # (provider, host uuid, live) -> host model?
+            ('rp-host', ROOT, named, True),
+            (CHILD, ROOT, named, False),      # the state names another
+            ('rp-d0', ROOT, domain_model, False),
+            ('rp-other', ROOT, domain_model, True),
+            (CHILD, ROOT, unnamed, True),     # no names: the agent's uuid
+            ('rp-other', ROOT, unnamed, False),
+            (CHILD, ROOT, None, True),        # no live state
+            ('rp-d0', ROOT, None, False),
+            (CHILD, None, None, False),       # a host without uuid
+        ]
+        for provider, root, state, expected in table:
+            self.assertEqual(expected, domain_order.is_host_provider(
+                provider, root, state), (provider, state))
+
+
+class RoomReasonTest(testtools.TestCase):
+
+    def test_table(self):
+        full = (0, 3, 3)
+        table = [
+            # (loads, vCPUs, clean required, own claims, reason or None)
+            (loads(full, (0, 1, 3)), 2, True, 0, None),
+            (loads(full, (1, 1, 3)), 2, False, 0, None),
+            (loads(full, (1, 1, 3)), 2, True, 0,
+             'no cache domain with room for 2 vCPUs is free of memory-bound '
+             "instances in its agent's live state: 1 of 2 domains have "
+             'room, all hold one'),
+            (loads(full, (0, 2, 3)), 2, False, 0,
+             "no cache domain has room for 2 vCPUs in its agent's live "
+             'state: 2 domains, the most room is 1 vCPUs in d1'),
+            (loads(full, (0, 2, 3)), 2, False, 3,
+             "no cache domain has room for 2 vCPUs in its agent's live "
+             'state (counting 3 recent claims of this scheduler): 2 '
+             'domains, the most room is 1 vCPUs in d1'),
+            # Unknown capacity is never "too small": Placement decides.
+            (loads(full, (0, 0, None)), 8, True, 0, None),
+            ((), 2, False, 0, "its agent's live state lists no cache domain"),
+        ]
+        for rows, vcpus, clean, own, expected in table:
+            self.assertEqual(expected, domain_order.room_reason(
+                rows, vcpus, clean, own), rows)
+
+
+class HostModelFilterTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.conf = self.useFixture(config_fixture.Config(ca_conf.CONF))
+        self.conf.config(listen_for_host_state=False,
+                         group='cacheaware_scheduler')
+        live_state.reset()
+        self.addCleanup(live_state.reset)
+        claims.reset()
+        self.addCleanup(claims.reset)
+        self.cache = live_state.get_cache()
+        self.filt = filters.CacheDomainFilter()
+        self.log = self.useFixture(fixtures.FakeLogger(
+            name='nova_cacheaware.scheduler.filters'))
+
+    def ledger(self):
+        opts = ca_conf.CONF.cacheaware_scheduler
+        return claims.get_ledger(opts.claim_memory_seconds,
+                                 opts.claim_settle_seconds)
+
+    def predicted(self, state):
+        handout = self.ledger().handed_out(state.uuid)
+        return None if handout is None else handout.provider
+
+    def test_verdict_and_prediction_table(self):
+        # d0 full, d1 holds a memory-bound VM, d2 has 2 free, d3 1 free.
+        domains = [(3, 3, ()), (3, 0, ('x',)), (3, 1, ()), (3, 2, ())]
+        table = [
+            # (extra specs, vCPUs, CPU ratio, passes, predicted domain)
+            (REQUIRED, 2, 1.0, True, 'd2'),    # the only Clean room
+            (PREFERRED, 2, 1.0, True, 'd2'),   # Empty before Dirty
+            (CPU_OFF, 2, 1.0, True, 'd1'),     # best fit: keep d2 Empty
+            (CPU_OFF, 1, 1.0, True, 'd1'),     # memory-bound domain first
+            (REQUIRED, 1, 1.0, True, 'd2'),    # Empty, tie by hash
+            (REQUIRED, 3, 1.0, False, None),   # only d1 has 3: not Clean
+            (PREFERRED, 3, 1.0, True, 'd1'),   # Dirty allowed
+            (CPU_OFF, 4, 1.0, False, None),
+            (CPU_OFF, 4, 2.0, True, 'd1'),     # capacity 6 per domain
+            (REQUIRED, 4, 2.0, True, 'd2'),    # d2: 5 free, d3: 4 (tie)
+        ]
+        for extra, vcpus, ratio, passes, domain in table:
+            claims.reset()
+            self.cache.update(live(domains))
+            state = host(candidates=[host_candidate(
+                vcpus, clean=extra is REQUIRED)], ratio=ratio)
+            request = spec(extra, vcpus, instance=new_uuid(0))
+            self.assertEqual(passes, self.filt.host_passes(state, request),
+                             (extra, vcpus, ratio))
+            self.assertEqual(domain, self.predicted(state),
+                             (extra, vcpus, ratio))
+            # The candidate is never reordered or changed.
+            self.assertEqual([host_candidate(vcpus, clean=extra is REQUIRED)],
+                             state.allocation_candidates)
+
+    def test_prediction_is_the_agents_choice(self):
+        # The agent orders the same loads with the same seed.
+        domains = [(4, 0, ()), (4, 0, ()), (4, 0, ()), (4, 0, ())]
+        self.cache.update(live(domains))
+        for index in range(8):
+            claims.reset()
+            instance = new_uuid(index)
+            state = host()
+            self.assertTrue(self.filt.host_passes(
+                state, spec(REQUIRED, instance=instance)))
+            agent = domain_choice.order_domains(
+                loads(*[(0, 0, 4)] * 4), 2, True, instance)[0]
+            self.assertEqual(agent, self.predicted(state))
+
+    def test_rejection_is_logged_with_the_reason(self):
+        self.cache.update(live([(3, 3, ()), (3, 2, ())]))
+        self.assertFalse(self.filt.host_passes(host(), spec(CPU_OFF)))
+        self.assertIn(
+            "CacheDomainFilter rejects host h1 (node h1): no cache domain "
+            "has room for 2 vCPUs in its agent's live state: 2 domains, "
+            'the most room is 1 vCPUs in d1', self.log.output)
+
+    def test_burst_counts_own_claims_until_every_domain_is_taken(self):
+        # A multi-create: one RequestSpec, one instance uuid after the
+        # other; Nova consumes the host (num_instances + 1) after a claim.
+        for extra, domains, fits in (
+                (REQUIRED, [(3, 0, ())] * 4, 4),
+                (PREFERRED, [(3, 0, ())] * 4, 4),
+                (CPU_OFF, [(4, 0, ())] * 2, 4)):
+            claims.reset()
+            self.cache.update(live(domains))
+            state = host()
+            request = spec(extra)
+            predicted = []
+            for index in range(fits):
+                request.instance_uuid = new_uuid(index)
+                self.assertTrue(self.filt.host_passes(state, request),
+                                (extra, index))
+                predicted.append(self.predicted(state))
+                state.num_instances += 1
+            request.instance_uuid = new_uuid(fits)
+            self.assertFalse(self.filt.host_passes(state, request), extra)
+            self.assertIn('counting %d recent claims of this scheduler'
+                          % fits, self.log.output)
+            if extra is CPU_OFF:
+                self.assertEqual(['d0', 'd0', 'd1', 'd1'], sorted(predicted))
+            else:
+                self.assertEqual(['d0', 'd1', 'd2', 'd3'], sorted(predicted))
+
+    def test_claim_ends_when_the_state_lists_the_instance(self):
+        self.cache.update(live([(3, 0, ())]))
+        state = host()
+        self.assertTrue(self.filt.host_passes(
+            state, spec(CPU_OFF, instance=new_uuid(0))))
+        state.num_instances += 1
+        # Counted: the only domain has 1 vCPU left.
+        self.assertFalse(self.filt.host_passes(
+            state, spec(CPU_OFF, instance=new_uuid(1))))
+        # The agent pinned it there: counted once, by the state alone.
+        self.cache.update(live([(3, 2, ())], vms=[new_uuid(0)]))
+        self.assertFalse(self.filt.host_passes(
+            state, spec(CPU_OFF, vcpus=2, instance=new_uuid(1))))
+        state.allocation_candidates = [host_candidate(1, clean=False)]
+        self.assertTrue(self.filt.host_passes(
+            state, spec(CPU_OFF, vcpus=1, instance=new_uuid(1))))
+        loads_, own = domain_order.host_domain_loads(
+            state, self.cache.get('h1'), self.cache.received('h1'),
+            self.ledger())
+        self.assertEqual([], own)
+        self.assertEqual(loads((0, 2, 3)), loads_)
+
+    def test_without_live_state_placement_decides_nothing_recorded(self):
+        state = host()
+        for index in range(3):
+            self.assertTrue(self.filt.host_passes(
+                state, spec(REQUIRED, instance=new_uuid(index))))
+            state.num_instances += 1
+        self.assertIsNone(self.predicted(state))
+        self.assertEqual([], self.ledger().claims(ROOT))
+
+    def test_unhealthy_agent_is_refused(self):
+        self.cache.update(live([(3, 0, ())], healthy=False))
+        self.assertFalse(self.filt.host_passes(host(), spec(REQUIRED)))
+        self.assertIsNone(self.predicted(host()))
+
+    def test_candidate_checks_still_apply(self):
+        self.cache.update(live([(3, 0, ())]))
+        # Clean required but the candidate claims no memory-bound slot.
+        state = host(candidates=[host_candidate(2, clean=False)])
+        self.assertFalse(self.filt.host_passes(state, spec(REQUIRED)))
+        self.assertIn('claims no %s slot' % MEMBOUND, self.log.output)
+
+    def test_contention_weigher_reads_domains_not_providers(self):
+        domains = [(3, 0, ()), (3, 0, ('a',)), (3, 0, ('b', 'c'))]
+        host_model = live(domains)
+        domain_model = hs.HostCacheState(
+            host='h1', timestamp=host_model.timestamp, agent_healthy=True,
+            domains=tuple(hs.DomainState(
+                d.id, d.state, d.memory_bound_vms, d.usable_cpus,
+                'rp-%s' % d.id, d.vcpus_used) for d in host_model.domains))
+        self.assertAlmostEqual(1 / 3 - 1.0,
+                               weights.contention_score(host_model))
+        self.assertEqual(weights.contention_score(domain_model),
+                         weights.contention_score(host_model))
+        self.cache.update(host_model)
+        self.assertAlmostEqual(1 / 3 - 1.0, weights.CacheContentionWeigher(
+        )._weigh_object(host(), spec(PREFERRED)))
+
+
+_DOMAIN = st.tuples(st.integers(1, 6), st.integers(0, 12),
+                    st.integers(0, 2))
+
+
+class HostModelPropertyTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(config_fixture.Config(ca_conf.CONF)).config(
+            listen_for_host_state=False, group='cacheaware_scheduler')
+        live_state.reset()
+        self.addCleanup(live_state.reset)
+        claims.reset()
+        self.addCleanup(claims.reset)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(_DOMAIN, min_size=1, max_size=6),
+           st.sampled_from([REQUIRED, PREFERRED, CPU_OFF]),
+           st.integers(1, 6), st.sampled_from([1.0, 2.0, 4.0]),
+           st.integers(1, 8))
+    def test_a_passed_host_has_a_domain_whose_room_fits(
+            self, rows, extra, vcpus, ratio, burst):
+        """A host passed in the host model has a domain whose room fits.
+
+        Counting the earlier instances of the burst, with Clean when
+        required; the predicted domain is one of them; a rejected host has
+        none.
+        """
+        live_state.reset()
+        claims.reset()
+        cache = live_state.get_cache()
+        domains = [(usable, min(used, int(usable * ratio)),
+                    tuple('m%d-%d' % (i, k) for k in range(mem)))
+                   for i, (usable, used, mem) in enumerate(rows)]
+        cache.update(live(domains))
+        filt = filters.CacheDomainFilter()
+        clean = extra is REQUIRED
+        state = host(candidates=[host_candidate(vcpus, clean=clean)],
+                     ratio=ratio)
+        request = spec(extra, vcpus)
+        opts = ca_conf.CONF.cacheaware_scheduler
+        ledger = claims.get_ledger(opts.claim_memory_seconds,
+                                   opts.claim_settle_seconds)
+        # Room per domain as the agent counts it, plus what the burst took.
+        room = {'d%d' % i: usable * ratio - used
+                for i, (usable, used, _) in enumerate(domains)}
+        memory = {'d%d' % i: len(mem) for i, (_, _, mem) in enumerate(domains)}
+        for index in range(burst):
+            request.instance_uuid = new_uuid(index)
+            fitting = [d for d in room
+                       if room[d] >= vcpus and not (clean and memory[d])]
+            passed = filt.host_passes(state, request)
+            self.assertEqual(bool(fitting), passed, (domains, index))
+            if not passed:
+                break
+            domain = ledger.handed_out(ROOT).provider
+            self.assertIn(domain, fitting)
+            room[domain] -= vcpus
+            memory[domain] += int(extra is not CPU_OFF)
+            state.num_instances += 1
