@@ -21,11 +21,11 @@ order_domains`: it turns the freshest knowledge the scheduler process has
 """
 
 import functools
-import uuid as uuid_mod
 
 from oslo_log import log as logging
 
 from nova_cacheaware import names
+from nova_cacheaware.placement import host_provider
 from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.scheduler import claims as claims_mod
 
@@ -119,20 +119,16 @@ def order_candidates(host_state, candidates, vcpus, memory_bound,
 
 # --- host model -----------------------------------------------------------
 
-#: The name the agent derives the host child's uuid from (uuid5 of the
-#: compute node provider's uuid), when it creates the child.
-HOST_CHILD_UUID_NAME = 'cacheaware'
-
-
 @functools.lru_cache(maxsize=1 << 16)
 def host_child_uuid(compute_rp_uuid):
-    """The uuid the agent gives the host child it creates, or None.
+    """The uuid the agent gives the host provider it creates, or None.
 
-    None when ``compute_rp_uuid`` is not a uuid (unit tests' hosts).
+    :func:`nova_cacheaware.placement.host_provider.host_provider_uuid`,
+    memoised (the filter asks per host and request); None when
+    ``compute_rp_uuid`` is not a uuid (unit tests' hosts).
     """
     try:
-        return str(uuid_mod.uuid5(uuid_mod.UUID(compute_rp_uuid),
-                                  HOST_CHILD_UUID_NAME))
+        return host_provider.host_provider_uuid(compute_rp_uuid)
     except (TypeError, ValueError, AttributeError):
         return None
 

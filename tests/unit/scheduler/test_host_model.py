@@ -224,6 +224,30 @@ class HostModelFilterTest(testtools.TestCase):
                 loads(*[(0, 0, 4)] * 4), 2, True, instance)[0]
             self.assertEqual(agent, self.predicted(state))
 
+    def test_burst_predictions_are_the_agents_assignment(self):
+        # The agent assigns the host-held instances of a burst one after
+        # the other in uuid order (assign_domains); the scheduler predicted
+        # each one with what it knew: its own earlier claims.
+        for extra, vcpus, count in ((REQUIRED, 2, 4), (PREFERRED, 1, 7),
+                                    (CPU_OFF, 1, 9), (CPU_OFF, 2, 4)):
+            claims.reset()
+            self.cache.update(live([(3, 0, ())] * 4))
+            state = host(candidates=[host_candidate(
+                vcpus, clean=extra is REQUIRED)])
+            request = spec(extra, vcpus)
+            predicted = {}
+            for index in range(count):
+                request.instance_uuid = new_uuid(index)
+                self.assertTrue(self.filt.host_passes(state, request),
+                                (extra, vcpus, index, self.log.output))
+                predicted[new_uuid(index)] = self.predicted(state)
+                state.num_instances += 1
+            agent = domain_choice.assign_domains(
+                {'d%d' % i: 3 for i in range(4)},
+                [domain_choice.HostHeld(u, vcpus, extra is not CPU_OFF)
+                 for u in predicted])
+            self.assertEqual(agent, predicted, (extra, vcpus))
+
     def test_rejection_is_logged_with_the_reason(self):
         self.cache.update(live([(3, 3, ()), (3, 2, ())]))
         self.assertFalse(self.filt.host_passes(host(), spec(CPU_OFF)))
