@@ -13,6 +13,7 @@ from nova.tests.functional.libvirt import base
 
 from nova_cacheaware import conf as ca_conf  # noqa: F401 (options)
 from nova_cacheaware.placement import client as placement_client
+from nova_cacheaware.placement import host_provider
 from nova_cacheaware.placement import provider_sync
 from nova_cacheaware.scheduler import live_state
 from nova_cacheaware.topology import domains as topo_domains
@@ -88,6 +89,8 @@ class CacheAwareTestBase(base.ServersTestBase):
         enable_plugins(self, self.enabled_filters)
         super().setUp()
         ignore_nova_sqlalchemy_warning()
+        #: ``{hostname: DomainSet}`` of the hosts :meth:`start_host` made.
+        self.domain_sets = {}
 
     def placement_adapter(self):
         """A keystoneauth1 Adapter on the in-process Placement."""
@@ -99,13 +102,27 @@ class CacheAwareTestBase(base.ServersTestBase):
             additional_headers={'x-auth-token': 'admin'},
             raise_exc=False)
 
-    def start_host(self, hostname, cores, threads, domain_cpus):
-        """Start a libvirt compute and give it cache-domain providers."""
+    def start_host(self, hostname, cores, threads, domain_cpus,
+                   model='domain', **kwargs):
+        """Start a libvirt compute and give it its cache providers.
+
+        ``model='domain'``: one provider per cache domain (returns ``{name:
+        uuid}`` of them); ``model='host'``: the host's one
+        ``<root name>:cacheaware`` provider (returns ``{name: uuid}`` of
+        it), made by the agent's code as for :meth:`sync_domains`. The
+        host's domains (``L3-0``, ``L3-1``, ...) are kept in
+        ``self.domain_sets[hostname]``; ``kwargs`` go to the sync.
+        """
         info = fakelibvirt.HostInfo(cpu_nodes=1, cpu_sockets=1,
                                     cpu_cores=cores, cpu_threads=threads)
         self.start_compute(hostname=hostname, host_info=info)
         domain_set = split_domains(cores * threads, domain_cpus)
-        return self.sync_domains(hostname, domain_set)
+        self.domain_sets[hostname] = domain_set
+        if model == 'host':
+            return self.sync_host_provider(hostname, domain_set, **kwargs)
+        if model != 'domain':
+            raise ValueError('model must be domain or host, not %r' % model)
+        return self.sync_domains(hostname, domain_set, **kwargs)
 
     def domain_providers(self, hostname):
         """``{provider name: uuid}`` of the host's cache-domain children."""
@@ -132,3 +149,26 @@ class CacheAwareTestBase(base.ServersTestBase):
         provider_sync.sync_domain_providers(
             client, self.compute_rp_uuids[hostname], domain_set, **kwargs)
         return self.domain_providers(hostname)
+
+    def host_provider(self, hostname):
+        """``{provider name: uuid}`` of the host's one cache provider."""
+        root = self.compute_rp_uuids[hostname]
+        rps = self.placement.get(
+            '/resource_providers?in_tree=%s' % root,
+            version='1.14').body['resource_providers']
+        return {rp['name']: rp['uuid'] for rp in rps
+                if rp['name'].endswith(':cacheaware')}
+
+    def sync_host_provider(self, hostname, domain_set, **kwargs):
+        """Create the host's one cache provider with the agent's code.
+
+        Through the in-process Placement's REST API: the child
+        ``<root name>:cacheaware`` (``POST /resource_providers``), its two
+        inventories, ``CUSTOM_CACHEAWARE_AGENT`` on the root. Returns
+        ``{provider name: uuid}`` of it.
+        """
+        client = placement_client.PlacementClient(self.placement_adapter())
+        kwargs.setdefault('cpu_allocation_ratio', 1.0)
+        host_provider.sync_host_provider(
+            client, self.compute_rp_uuids[hostname], domain_set, **kwargs)
+        return self.host_provider(hostname)

@@ -1,0 +1,173 @@
+"""The host provider model under multi-create and bursts (real Nova).
+
+Each host that runs the agent has one cache provider ``<root
+name>:cacheaware`` (made here with the agent's own sync through the
+in-process Placement's REST API); the allocation names the host, not the
+domain, and the agent chooses the domain on the host. These tests show that
+``CacheDomainFilter`` - from the injected live state plus its own claims -
+lets a multi-create fill every domain of a host and spill to the next one
+without NoValidHost, predicts a distinct domain per memory-bound instance,
+refuses a host whose live state has no room although Placement's host
+counts would take it, and leaves everything to Placement without live
+state.
+"""
+
+import collections
+import datetime
+
+from nova_cacheaware import conf as ca_conf
+from nova_cacheaware import names
+from nova_cacheaware.scheduler import claims
+from nova_cacheaware.scheduler import host_state
+from nova_cacheaware.scheduler import live_state
+from tests.functional.nova import base
+from tests.functional.nova import test_cache_domain_scheduling as cds
+
+
+class HostModelTest(base.CacheAwareTestBase):
+
+    def setUp(self):
+        super().setUp()
+        # The root's and the cache provider's CPU ratio are one: the
+        # scheduler's room (usable CPUs x the host's ratio) is the agent's.
+        self.flags(cpu_allocation_ratio=1.0, initial_cpu_allocation_ratio=1.0)
+        claims.reset()
+        self.addCleanup(claims.reset)
+
+    def _start(self):
+        """compute1: 4 domains of 3 CPUs; compute2: 2 domains of 4."""
+        self.first = self.start_host('compute1', cores=6, threads=2,
+                                     domain_cpus=3, model='host')
+        self.second = self.start_host('compute2', cores=4, threads=2,
+                                      domain_cpus=4, model='host')
+
+    def _live(self, hostname, used=None, memory=None):
+        """Inject a fresh host-model live state of ``hostname``."""
+        used = used or {}
+        memory = memory or {}
+        domains = []
+        for domain in self.domain_sets[hostname].domains:
+            vms = tuple(memory.get(domain.id, ()))
+            domains.append(host_state.DomainState(
+                id=domain.id, state=host_state.domain_state(len(vms)),
+                memory_bound_vms=vms, usable_cpus=len(domain.cpus),
+                vcpus_used=used.get(domain.id, 0)))
+        (provider,) = self.host_provider(hostname).values()
+        live_state.get_cache().update(host_state.HostCacheState(
+            host=hostname,
+            timestamp=datetime.datetime.now(datetime.timezone.utc),
+            agent_healthy=True, domains=tuple(domains),
+            host_provider=provider))
+
+    def _flavor(self, vcpus, **keys):
+        return self._create_flavor(vcpu=vcpus, memory_mb=256,
+                                   extra_spec=cds.all_share_specs(vcpus,
+                                                                  **keys))
+
+    def _multi_create(self, flavor, count):
+        """Boot ``count`` servers in one request; wait for each."""
+        request = self._build_server(flavor_id=flavor, networks='none')
+        request['min_count'] = count
+        request['max_count'] = count
+        self.api.post_server({'server': request})
+        servers = self.api.get_servers(detail=False)
+        self.assertEqual(count, len(servers))
+        return [self._wait_for_state_change(s, 'ACTIVE') for s in servers]
+
+    def _hosts(self, servers):
+        return dict(collections.Counter(s['OS-EXT-SRV-ATTR:host']
+                                        for s in servers))
+
+    def _cache_allocation(self, server, hostname):
+        """The server's cache resources: on the host's one provider."""
+        allocs = self.allocations(server)
+        cache = {uuid: res for uuid, res in allocs.items()
+                 if names.RC_DOMAIN_VCPU in res}
+        (provider,) = self.host_provider(hostname).values()
+        self.assertEqual([provider], list(cache), allocs)
+        return cache[provider]
+
+    def _predicted(self, hostname, servers):
+        """``{domain id: instances}`` this scheduler predicted on a host.
+
+        The last hand-out counts once the host holds more instances than
+        when it was handed out, as at Nova's next visit of the host.
+        """
+        uuid = self.compute_rp_uuids[hostname]
+        opts = ca_conf.CONF.cacheaware_scheduler
+        ledger = claims.get_ledger(opts.claim_memory_seconds,
+                                   opts.claim_settle_seconds)
+        ledger.observe(uuid, sum(1 for s in servers
+                                 if s['OS-EXT-SRV-ATTR:host'] == hostname))
+        return dict(collections.Counter(c.provider
+                                        for c in ledger.claims(uuid)))
+
+    def _check(self, keys, count, hosts, first, second):
+        servers = self._multi_create(self._flavor(2, **keys), count)
+        self.assertEqual(hosts, self._hosts(servers))
+        for server in servers:
+            expected = {names.RC_DOMAIN_VCPU: 2}
+            if keys.get('clean') == 'required':
+                expected[names.RC_DOMAIN_MEMBOUND] = 1
+            self.assertEqual(expected, self._cache_allocation(
+                server, server['OS-EXT-SRV-ATTR:host']))
+        self.assertEqual(first, self._predicted('compute1', servers))
+        self.assertEqual(second, self._predicted('compute2', servers))
+
+    def test_multi_create_required_fills_every_domain_then_spills(self):
+        self._start()
+        self._live('compute1')
+        self._live('compute2')
+        # One Clean domain per instance: 4 + 2, a distinct domain each.
+        self._check({'clean': 'required'}, 6,
+                    {'compute1': 4, 'compute2': 2},
+                    {'L3-0': 1, 'L3-1': 1, 'L3-2': 1, 'L3-3': 1},
+                    {'L3-0': 1, 'L3-1': 1})
+
+    def test_multi_create_preferred_fills_every_domain_then_spills(self):
+        self._start()
+        self._live('compute1')
+        self._live('compute2')
+        # Placement's counts would take 6 on compute1 (12 vCPUs, max_unit
+        # 3); its domains hold one 2-vCPU instance each, compute2's two.
+        self._check({'clean': 'preferred'}, 8,
+                    {'compute1': 4, 'compute2': 4},
+                    {'L3-0': 1, 'L3-1': 1, 'L3-2': 1, 'L3-3': 1},
+                    {'L3-0': 2, 'L3-1': 2})
+
+    def test_multi_create_cpu_bound_fills_every_domain_then_spills(self):
+        self._start()
+        self._live('compute1')
+        self._live('compute2')
+        self._check({'clean': 'off', 'workload': 'cpu'}, 8,
+                    {'compute1': 4, 'compute2': 4},
+                    {'L3-0': 1, 'L3-1': 1, 'L3-2': 1, 'L3-3': 1},
+                    {'L3-0': 2, 'L3-1': 2})
+
+    def test_without_live_state_placement_counts_decide(self):
+        self._start()
+        # The memory-bound slots (4 + 2) spill the multi-create; nothing
+        # is predicted without live state.
+        self._check({'clean': 'required'}, 6,
+                    {'compute1': 4, 'compute2': 2}, {}, {})
+
+    def test_host_without_room_in_live_state_is_refused(self):
+        self.start_host('compute1', cores=6, threads=2, domain_cpus=3,
+                        model='host')
+        flavor = self._flavor(2, workload='cpu', clean='off')
+        # Every domain holds 2 of its 3 vCPUs: no room for 2 in one, while
+        # Placement's host counts (12 vCPUs free, max_unit 3) would say yes.
+        self._live('compute1', used={'L3-%d' % i: 2 for i in range(4)})
+        refused = self._create_server(flavor_id=flavor, networks='none',
+                                      expected_state='ERROR')
+        self.assertIn('No valid host was found', refused['fault']['message'])
+        self.assertIn(
+            'CacheDomainFilter rejects host compute1 (node compute1): no '
+            "cache domain has room for 2 vCPUs in its agent's live state: "
+            '4 domains, the most room is 1 vCPUs in L3-3',
+            self.stdlog.logger.output)
+        # Placement alone (no live state at all) takes it.
+        live_state.get_cache().clear()
+        server = self._create_server(flavor_id=flavor, networks='none')
+        self.assertEqual({names.RC_DOMAIN_VCPU: 2},
+                         self._cache_allocation(server, 'compute1'))
