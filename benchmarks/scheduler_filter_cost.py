@@ -33,7 +33,9 @@ score memo starts empty on every host after a refresh.
 
 Requests: ``cacheaware`` (4 vCPUs, ``hw:numa_nodes=1``, All-share,
 memory-bound, Clean required, the granular group; Placement's candidates:
-one per domain with room, at most ``--candidates``) and ``plain`` (the
+one per domain with room, at most ``--candidates``, in the domain provider
+model; one per host, on the host's ``<root>:cacheaware`` provider, with
+``--model host``) and ``plain`` (the
 same flavor without any ``cacheaware:`` key or group; one candidate per
 host). ``warm``: the states have served a request of that shape before;
 ``first``: every host's state was just replaced (a refresh) and this is
@@ -44,6 +46,13 @@ garbage collection runs before every timed pass, outside the timing:
 otherwise the collection that the refresh's allocations trigger lands in
 whichever pass comes next (it is the listener's cost, and timeit-style
 timing leaves it out too).
+
+``--model host``: the host provider model (one cache provider per host,
+payload 1.3 ``host_provider``, domains without providers, each domain 0, 4
+or 8 of its 32 vCPUs used): ``CacheDomainFilter`` checks the domains'
+room from the live state and its own claims and predicts the agent's
+domain (:mod:`nova_cacheaware.scheduler.domain_order`) instead of
+ordering candidates.
 
 Prints one JSON document and writes it to ``--output`` when given.
 """
@@ -57,7 +66,6 @@ import platform
 import random
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 
@@ -77,6 +85,11 @@ from nova_cacheaware.scheduler import filters
 from nova_cacheaware.scheduler import host_state as hs
 from nova_cacheaware.scheduler import live_state
 from nova_cacheaware.scheduler import weights
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from benchmarks import common  # noqa: E402
 
 objects.register_all()
 
@@ -108,12 +121,26 @@ def numa_topology(cells, cpus_per_cell, threads, mem_mib):
     return objects.NUMATopology(cells=result)
 
 
-def candidates(root, domains, limit, cacheaware):
+def host_provider(root):
+    """The host model's one cache provider of host ``root``."""
+    return '%s-cacheaware' % root
+
+
+def candidates(root, domains, limit, cacheaware, model='domain'):
     """Placement's allocation candidates for the request."""
     if not cacheaware:
         return [{'allocations': {root: {'resources': {
             'VCPU': 4, 'MEMORY_MB': 4096, 'DISK_GB': 10}}},
             'mappings': {'': [root]}}]
+    if model == 'host':
+        child = host_provider(root)
+        return [{
+            'allocations': {
+                root: {'resources': {'VCPU': 4, 'MEMORY_MB': 4096,
+                                     'DISK_GB': 10}},
+                child: {'resources': {names.RC_DOMAIN_VCPU: 4,
+                                      names.RC_DOMAIN_MEMBOUND: 1}}},
+            'mappings': {'': [root], '_CACHE': [child]}}]
     result = []
     for index in range(min(domains, limit)):
         domain = '%s-d%d' % (root, index)
@@ -156,7 +183,15 @@ def layout(kind, vms, rng):
         {'pcpus': list(range(total)), 'vms': doc})
 
 
-def domain_states(name, domains, index):
+def domain_states(name, domains, index, model='domain'):
+    if model == 'host':
+        # No provider per domain; 0, 4 or 8 of 32 vCPUs (8 CPUs x 4.0)
+        # used, so the room check and the prediction do real work.
+        return tuple(hs.DomainState(
+            'L3-%d' % d, hs.domain_state(len(vms)), vms, 8, None,
+            4 * ((index + d) % 3))
+            for d in range(domains)
+            for vms in [tuple('vm%d' % v for v in range((index + d) % 3))])
     return tuple(hs.DomainState(
         'L3-%d' % d, hs.domain_state(len(vms)), vms, 8, '%s-d%d' % (name, d))
         for d in range(domains)
@@ -166,8 +201,9 @@ def domain_states(name, domains, index):
 class Layouts:
     """``--layouts`` distinct VM layouts per topology, prepared once."""
 
-    def __init__(self, vms, count, seed):
+    def __init__(self, vms, count, seed, model='domain'):
         rng = random.Random(seed)
+        self.model = model
         self.prepared = {}
         #: Per-arrival listener work (ms): payload parse; derived values
         #: when the VMs changed; when they did not.
@@ -208,8 +244,10 @@ class Layouts:
             % len(self.prepared[kind])]
         state = hs.HostCacheState(
             host=name, timestamp=_now(), agent_healthy=True,
-            domains=domain_states(name, domains, index),
-            vcpu_affinity=affinity)
+            domains=domain_states(name, domains, index, self.model),
+            vcpu_affinity=affinity,
+            host_provider=(host_provider(name) if self.model == 'host'
+                           else None))
         # The arrival work for this layout was done (and timed) once.
         state.__dict__['pcpu_headroom'] = headroom
         return state.prepare()
@@ -219,7 +257,7 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc)
 
 
-def build_hosts(count, limit):
+def build_hosts(count, limit, model='domain'):
     hosts = []
     for index in range(count):
         kind = KINDS[index % len(KINDS)]
@@ -232,7 +270,7 @@ def build_hosts(count, limit):
         state.ram_allocation_ratio = 1.0
         state.aggregates = []
         hosts.append((state, kind, index, domains, {
-            True: candidates(name, domains, limit, True),
+            True: candidates(name, domains, limit, True, model),
             False: candidates(name, domains, limit, False)}))
     return hosts
 
@@ -360,21 +398,6 @@ def _each(passes, count):
                         / count * 1e6, 3) for name in passes[0]}
 
 
-def machine():
-    """CPU model, core count and load, for the result file."""
-    model = 'unknown'
-    try:
-        lscpu = subprocess.run(['lscpu'], capture_output=True, text=True,
-                               check=False).stdout
-        for line in lscpu.splitlines():
-            if line.startswith('Model name:'):
-                model = line.split(':', 1)[1].strip()
-    except OSError:
-        pass
-    return {'cpu_model': model, 'nproc': os.cpu_count(),
-            'python': platform.python_version()}
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--hosts', type=int, nargs='+',
@@ -387,6 +410,11 @@ def main():
                         help='allocation candidates per host for the '
                              'cache-aware request (at most one per domain)')
     parser.add_argument('--seed', type=int, default=14)
+    parser.add_argument('--model', choices=('domain', 'host'),
+                        default='domain',
+                        help='Placement provider model of the cache-aware '
+                             'hosts: one provider per domain, or one per '
+                             'host')
     parser.add_argument('--output', help='also write the JSON here')
     args = parser.parse_args()
     cfg.CONF([], project='nova-cacheaware-bench')
@@ -398,10 +426,10 @@ def main():
     started = time.monotonic()
     results = []
     for vms in args.vms:
-        layouts = Layouts(vms, args.layouts, args.seed)
+        layouts = Layouts(vms, args.layouts, args.seed, args.model)
         for count in args.hosts:
             cache.clear()
-            hosts = build_hosts(count, args.candidates)
+            hosts = build_hosts(count, args.candidates, args.model)
             refresh(cache, hosts, layouts)
             result = {'hosts': count, 'vms_per_host': vms,
                       'repeats': args.repeats,
@@ -418,19 +446,19 @@ def main():
         'command': ' '.join(['.venv/bin/python',
                              'benchmarks/scheduler_filter_cost.py']
                             + [shlex.quote(a) for a in sys.argv[1:]]),
-        'date': _now().isoformat(timespec='seconds'),
-        'machine': machine(),
+        'date': common.now(),
+        'machine': common.machine(),
+        'python': platform.python_version(),
+        'provider_model': args.model,
         'loadavg_before': [round(x, 2) for x in load_before],
         'loadavg_after': [round(x, 2) for x in os.getloadavg()],
         'wall_s': round(time.monotonic() - started, 1),
         'candidates_per_host_max': args.candidates,
         'layouts_per_topology': args.layouts,
         'results': results}
-    text = json.dumps(doc, indent=2)
-    print(text)
+    print(json.dumps(doc, indent=2))
     if args.output:
-        with open(args.output, 'w') as f:
-            f.write(text + '\n')
+        common.write_json(args.output, doc)
 
 
 if __name__ == '__main__':

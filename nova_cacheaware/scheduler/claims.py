@@ -61,6 +61,13 @@ class Claim:
 class _HandOut:
     num_instances: int
     claim: Claim
+    #: Computes ``claim.provider`` when it is needed (None: it is set).
+    resolve: ty.Optional[ty.Callable[[], str]] = None
+
+    def resolved(self):
+        if self.resolve is None:
+            return self.claim
+        return dataclasses.replace(self.claim, provider=self.resolve())
 
 
 class ClaimLedger:
@@ -89,13 +96,19 @@ class ClaimLedger:
                 return
             del self._handouts[host]
             claims = self._claims.setdefault(host, [])
-            claims.append(handout.claim)
+            claims.append(handout.resolved())
             del claims[:-MAX_CLAIMS_PER_HOST]
 
-    def hand_out(self, host, num_instances, claim):
-        """Remember that ``claim``'s domain is first for ``host`` now."""
+    def hand_out(self, host, num_instances, claim, resolve=None):
+        """Remember that ``claim``'s domain is first for ``host`` now.
+
+        ``resolve``: a pure function returning the claim's domain, called
+        only if the hand-out is seen claimed (or asked for): Nova claims
+        one of the hosts a request is handed out on, so most hand-outs are
+        never resolved. ``claim.provider`` is then a placeholder.
+        """
         with self._lock:
-            self._handouts[host] = _HandOut(num_instances, claim)
+            self._handouts[host] = _HandOut(num_instances, claim, resolve)
 
     def handed_out(self, host):
         """The claim last handed out for ``host`` and not yet seen claimed.
@@ -104,7 +117,7 @@ class ClaimLedger:
         """
         with self._lock:
             handout = self._handouts.get(host)
-        return None if handout is None else handout.claim
+        return None if handout is None else handout.resolved()
 
     def claims(self, host, received=None, listed=frozenset()):
         """This process's claims on ``host`` that the live state lacks.

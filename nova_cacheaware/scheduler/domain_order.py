@@ -218,38 +218,52 @@ def room_reason(loads, vcpus, clean_required, own_claims=0):
     A domain can when it is not known to lack room for ``vcpus`` and, with
     ``clean_required``, holds no memory-bound instance.
     """
+    # Runs per host and request: stop at the first domain that can.
+    for load in loads:
+        total = load.vcpus_total
+        if ((total is None or load.vcpus_used + vcpus <= total)
+                and not (clean_required and load.memory_bound)):
+            return None
     if not loads:
         return "its agent's live state lists no cache domain"
-    fitting = [load for load in loads if load.fits(vcpus)]
     counted = (' (counting %d recent claims of this scheduler)' % own_claims
                if own_claims else '')
+    fitting = [load for load in loads if load.fits(vcpus)]
     if not fitting:
         room, domain = max((load.vcpus_total - load.vcpus_used,
                             load.provider) for load in loads)
         return ("no cache domain has room for %d vCPUs in its agent's live "
                 "state%s: %d domains, the most room is %d vCPUs in %s"
                 % (vcpus, counted, len(loads), room, domain))
-    if clean_required and not any(load.memory_bound == 0
-                                  for load in fitting):
-        return ("no cache domain with room for %d vCPUs is free of "
-                "memory-bound instances in its agent's live state%s: %d of "
-                "%d domains have room, all hold one"
-                % (vcpus, counted, len(fitting), len(loads)))
-    return None
+    return ("no cache domain with room for %d vCPUs is free of "
+            "memory-bound instances in its agent's live state%s: %d of "
+            "%d domains have room, all hold one"
+            % (vcpus, counted, len(fitting), len(loads)))
+
+
+def predict_domain(loads, vcpus, memory_bound, seed):
+    """The domain the agent will choose for the instance ``seed``.
+
+    The agent orders the host's domains with the same policy
+    (:func:`~nova_cacheaware.policy.domain_choice.assign_domains`) and the
+    same seed, the instance uuid: with the same knowledge it picks the
+    same domain.
+    """
+    return domain_choice.order_domains(loads, vcpus, memory_bound, seed)[0]
 
 
 def hand_out_domain(host_state, loads, vcpus, memory_bound, instance,
                     ledger, request=None):
-    """Host model: predict the agent's domain and hand it to the ledger.
+    """Host model: hand the agent's predicted domain to the ledger.
 
-    The agent orders the host's domains with the same policy and the same
-    seed (the instance uuid), so with the same knowledge it picks the same
-    domain. Returns the predicted domain id.
+    The prediction (:func:`predict_domain`) is made only when the ledger
+    needs it - when Nova is seen to have claimed this host: the filter
+    passes every host with room, Nova claims one.
     """
     host = host_state.uuid
-    domain = domain_choice.order_domains(loads, vcpus, memory_bound,
-                                         instance or host)[0]
-    ledger.hand_out(host, host_state.num_instances, claims_mod.Claim(
-        provider=domain, instance=instance, vcpus=vcpus,
-        memory_bound=memory_bound, at=ledger.now(), request=request))
-    return domain
+    seed = instance or host
+    ledger.hand_out(
+        host, host_state.num_instances, claims_mod.Claim(
+            provider=None, instance=instance, vcpus=vcpus,
+            memory_bound=memory_bound, at=ledger.now(), request=request),
+        resolve=lambda: predict_domain(loads, vcpus, memory_bound, seed))
