@@ -13,11 +13,11 @@ order_domains`: it turns the freshest knowledge the scheduler process has
   provider uuid.
 * **Host model** (one ``<root name>:cacheaware`` child per host, one
   candidate per host; the agent chooses the domain on the host with the
-  same policy, seeded with the instance uuid): :func:`host_domain_loads`
-  builds the loads keyed by **domain id**, :func:`room_reason` says why no
-  domain can take the instance, and :func:`hand_out_domain` predicts the
-  domain the agent will choose and hands it to the ledger, so that the
-  next instance of a burst is counted against it.
+  same policy, seeded with the instance uuid): :func:`host_domain_rows`
+  gives the domains' loads keyed by **domain id**, :func:`room_reason`
+  says why no domain can take the instance, and :func:`hand_out_domain`
+  predicts the domain the agent will choose and hands it to the ledger,
+  so that the next instance of a burst is counted against it.
 """
 
 import functools
@@ -153,79 +153,66 @@ def is_host_provider(provider, host_uuid, live):
     return host_uuid is not None and provider == host_child_uuid(host_uuid)
 
 
-def _base_loads(live, cpu_ratio):
-    """The live state's domains as DomainLoads keyed by domain id (memo).
+def host_domain_rows(host_state, live, received, ledger):
+    """Host model: ``(rows, own claims)`` of a host with live state.
 
-    Only what the agent itself knows: memory-bound instances, vCPUs used,
-    capacity (usable CPUs x ratio; unknown when the state lacks the
-    usable CPUs or the vCPUs used).
-    """
-    memo = live.host_model_memo
-    loads = memo.get(cpu_ratio)
-    if loads is None:
-        loads = []
-        for d in live.domains:
-            known = bool(d.usable_cpus) and d.vcpus_used is not None
-            loads.append(domain_choice.DomainLoad(
-                provider=d.id, memory_bound=len(d.memory_bound_vms),
-                vcpus_used=d.vcpus_used or 0,
-                vcpus_total=(int(d.usable_cpus * cpu_ratio) if known
-                             else None)))
-        loads = memo[cpu_ratio] = tuple(loads)
-    return loads
+    ``rows`` are the state's :attr:`~nova_cacheaware.scheduler.host_state.
+    HostCacheState.domain_rows` - ``(domain id, memory-bound instances,
+    vCPUs used, usable CPUs or None)`` - with this process's claims that
+    the state does not show yet added (their vCPUs, and a memory-bound
+    instance each for memory-bound ones), matched by domain id.
 
-
-def host_domain_loads(host_state, live, received, ledger):
-    """Host model: ``(loads, own claims)`` of a host with live state.
-
-    ``loads`` are the :class:`~nova_cacheaware.policy.domain_choice.
-    DomainLoad` of every domain of ``live``, keyed by domain id, with this
-    process's claims that the state does not show yet added (their
-    vCPUs, and a memory-bound instance each for memory-bound ones).
-    Recency and per-request counts are left out: the agent, which takes
-    the decision, does not know them.
-
-    :param host_state: Nova's ``HostState`` (``uuid``, ``num_instances``,
-        ``cpu_allocation_ratio`` are read).
+    :param host_state: Nova's ``HostState`` (``uuid`` and
+        ``num_instances`` are read).
     :param live: the host's fresh, healthy ``HostCacheState``.
     :param received: when ``live`` was received (ledger clock).
     :param ledger: this process's :class:`~.claims.ClaimLedger`.
     """
     host = host_state.uuid
     ledger.observe(host, host_state.num_instances)
-    loads = _base_loads(live, host_state.cpu_allocation_ratio or 1.0)
+    rows = live.domain_rows
     own = ledger.claims(host, received, live.instance_uuids)
     if not own:
-        return loads, own
+        return rows, own
     memory, used = {}, {}
     for claim in own:
         memory[claim.provider] = (memory.get(claim.provider, 0)
                                   + int(claim.memory_bound))
         used[claim.provider] = used.get(claim.provider, 0) + claim.vcpus
     return tuple(
-        domain_choice.DomainLoad(
-            provider=load.provider,
-            memory_bound=load.memory_bound + memory[load.provider],
-            vcpus_used=load.vcpus_used + used[load.provider],
-            vcpus_total=load.vcpus_total)
-        if load.provider in used else load
-        for load in loads), own
+        (domain, mem + memory[domain], vcpus + used[domain], usable)
+        if domain in used else (domain, mem, vcpus, usable)
+        for domain, mem, vcpus, usable in rows), own
 
 
-def room_reason(loads, vcpus, clean_required, own_claims=0):
-    """Why no domain of ``loads`` can take the instance, or None.
+def host_loads(rows, cpu_ratio):
+    """Host model: the DomainLoads of ``rows``, keyed by domain id.
 
-    A domain can when it is not known to lack room for ``vcpus`` and, with
-    ``clean_required``, holds no memory-bound instance.
+    Capacity is usable CPUs x ``cpu_ratio``. Only what the agent itself
+    knows: recency and per-request counts are left out, so that the
+    prediction is the agent's choice.
+    """
+    return [domain_choice.DomainLoad(
+        provider=domain, memory_bound=memory, vcpus_used=used,
+        vcpus_total=None if usable is None else int(usable * cpu_ratio))
+        for domain, memory, used, usable in rows]
+
+
+def room_reason(rows, cpu_ratio, vcpus, clean_required, own_claims=0):
+    """Why no domain of ``rows`` can take the instance, or None.
+
+    A domain can when it is not known to lack room for ``vcpus`` (usable
+    CPUs x ``cpu_ratio`` - vCPUs used) and, with ``clean_required``, holds
+    no memory-bound instance.
     """
     # Runs per host and request: stop at the first domain that can.
-    for load in loads:
-        total = load.vcpus_total
-        if ((total is None or load.vcpus_used + vcpus <= total)
-                and not (clean_required and load.memory_bound)):
+    for _domain, memory, used, usable in rows:
+        if ((usable is None or used + vcpus <= int(usable * cpu_ratio))
+                and not (clean_required and memory)):
             return None
-    if not loads:
+    if not rows:
         return "its agent's live state lists no cache domain"
+    loads = host_loads(rows, cpu_ratio)
     counted = (' (counting %d recent claims of this scheduler)' % own_claims
                if own_claims else '')
     fitting = [load for load in loads if load.fits(vcpus)]
@@ -252,7 +239,7 @@ def predict_domain(loads, vcpus, memory_bound, seed):
     return domain_choice.order_domains(loads, vcpus, memory_bound, seed)[0]
 
 
-def hand_out_domain(host_state, loads, vcpus, memory_bound, instance,
+def hand_out_domain(host_state, rows, vcpus, memory_bound, instance,
                     ledger, request=None):
     """Host model: hand the agent's predicted domain to the ledger.
 
@@ -262,8 +249,10 @@ def hand_out_domain(host_state, loads, vcpus, memory_bound, instance,
     """
     host = host_state.uuid
     seed = instance or host
+    ratio = host_state.cpu_allocation_ratio or 1.0
     ledger.hand_out(
         host, host_state.num_instances, claims_mod.Claim(
             provider=None, instance=instance, vcpus=vcpus,
             memory_bound=memory_bound, at=ledger.now(), request=request),
-        resolve=lambda: predict_domain(loads, vcpus, memory_bound, seed))
+        resolve=lambda: predict_domain(host_loads(rows, ratio), vcpus,
+                                       memory_bound, seed))

@@ -157,15 +157,16 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         ledger = claims.get_ledger(opts.claim_memory_seconds,
                                    opts.claim_settle_seconds)
         vcpus = spec_obj.flavor.vcpus
-        loads, own = domain_order.host_domain_loads(
+        rows, own = domain_order.host_domain_rows(
             host_state, live, cache.received(host_state.host), ledger)
-        why = domain_order.room_reason(loads, vcpus, request.clean_required,
-                                       len(own))
+        why = domain_order.room_reason(
+            rows, host_state.cpu_allocation_ratio or 1.0, vcpus,
+            request.clean_required, len(own))
         if why is not None:
             self._reject(host_state, why)
             return False
         domain_order.hand_out_domain(
-            host_state, loads, vcpus, request.clean_wanted,
+            host_state, rows, vcpus, request.clean_wanted,
             _instance_uuid(spec_obj), ledger,
             # The instances of a multi-create share one RequestSpec object.
             request=id(spec_obj))

@@ -129,14 +129,19 @@ class HostCacheState:
                          if d.provider_uuid)
 
     @functools.cached_property
-    def host_model_memo(self):
-        """The filter's per-state memo of domain loads (host model).
+    def domain_rows(self):
+        """``(id, memory-bound VMs, vCPUs used, usable CPUs)`` per domain.
 
-        Keyed by the host's CPU allocation ratio
-        (:func:`~nova_cacheaware.scheduler.domain_order.host_domain_loads`);
-        lives and dies with this state.
+        What the host model's room check reads per request
+        (:func:`nova_cacheaware.scheduler.domain_order.room_reason`), made
+        once per arrival. Usable CPUs are None when the capacity is
+        unknown (no usable CPUs or no ``vcpus_used`` in the state).
         """
-        return {}
+        return tuple(
+            (d.id, len(d.memory_bound_vms), d.vcpus_used or 0,
+             d.usable_cpus if d.usable_cpus and d.vcpus_used is not None
+             else None)
+            for d in self.domains)
 
     @functools.cached_property
     def pcpu_headroom(self):
@@ -172,7 +177,7 @@ class HostCacheState:
             self.__dict__['pcpu_headroom'] = previous.pcpu_headroom
             self.__dict__['pcpu_scores'] = previous.pcpu_scores
         for name in ('empty_domains', 'memory_bound_vms', 'busy_providers',
-                     'domain_providers', 'pcpu_headroom'):
+                     'domain_providers', 'domain_rows', 'pcpu_headroom'):
             getattr(self, name)
         return self
 

@@ -92,6 +92,11 @@ def loads(*rows):
                  for i, (m, u, t) in enumerate(rows))
 
 
+def rows(*values):
+    """Domain rows ``d0``... from (memory_bound, used, usable) values."""
+    return tuple(('d%d' % i, m, u, t) for i, (m, u, t) in enumerate(values))
+
+
 def new_uuid(index):
     return str(uuid.UUID(int=index + 1))
 
@@ -133,26 +138,32 @@ class RoomReasonTest(testtools.TestCase):
         full = (0, 3, 3)
         table = [
             # (loads, vCPUs, clean required, own claims, reason or None)
-            (loads(full, (0, 1, 3)), 2, True, 0, None),
-            (loads(full, (1, 1, 3)), 2, False, 0, None),
-            (loads(full, (1, 1, 3)), 2, True, 0,
+            (rows(full, (0, 1, 3)), 2, True, 0, None),
+            (rows(full, (1, 1, 3)), 2, False, 0, None),
+            (rows(full, (1, 1, 3)), 2, True, 0,
              'no cache domain with room for 2 vCPUs is free of memory-bound '
              "instances in its agent's live state: 1 of 2 domains have "
              'room, all hold one'),
-            (loads(full, (0, 2, 3)), 2, False, 0,
+            (rows(full, (0, 2, 3)), 2, False, 0,
              "no cache domain has room for 2 vCPUs in its agent's live "
              'state: 2 domains, the most room is 1 vCPUs in d1'),
-            (loads(full, (0, 2, 3)), 2, False, 3,
+            (rows(full, (0, 2, 3)), 2, False, 3,
              "no cache domain has room for 2 vCPUs in its agent's live "
              'state (counting 3 recent claims of this scheduler): 2 '
              'domains, the most room is 1 vCPUs in d1'),
             # Unknown capacity is never "too small": Placement decides.
-            (loads(full, (0, 0, None)), 8, True, 0, None),
+            (rows(full, (0, 0, None)), 8, True, 0, None),
             ((), 2, False, 0, "its agent's live state lists no cache domain"),
         ]
-        for rows, vcpus, clean, own, expected in table:
+        for values, vcpus, clean, own, expected in table:
             self.assertEqual(expected, domain_order.room_reason(
-                rows, vcpus, clean, own), rows)
+                values, 1.0, vcpus, clean, own), values)
+        # Capacity is the usable CPUs times the host's ratio.
+        self.assertIsNone(domain_order.room_reason(
+            rows((0, 3, 3)), 2.0, 3, True))
+        self.assertIn('the most room is 1 vCPUs in d0',
+                      domain_order.room_reason(rows((0, 3, 3)), 1.5, 3,
+                                               True))
 
 
 class HostModelFilterTest(testtools.TestCase):
@@ -299,11 +310,11 @@ class HostModelFilterTest(testtools.TestCase):
         state.allocation_candidates = [host_candidate(1, clean=False)]
         self.assertTrue(self.filt.host_passes(
             state, spec(CPU_OFF, vcpus=1, instance=new_uuid(1))))
-        loads_, own = domain_order.host_domain_loads(
+        rows_, own = domain_order.host_domain_rows(
             state, self.cache.get('h1'), self.cache.received('h1'),
             self.ledger())
         self.assertEqual([], own)
-        self.assertEqual(loads((0, 2, 3)), loads_)
+        self.assertEqual(rows((0, 2, 3)), rows_)
 
     def test_without_live_state_placement_decides_nothing_recorded(self):
         state = host()
