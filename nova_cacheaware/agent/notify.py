@@ -80,6 +80,7 @@ def to_host_cache_state(report, host, now=None):
         agent_healthy=report.get('health', 'ok') == 'ok',
         domains=tuple(domains), vms=tuple(vms),
         available_pcpus=report.get('available_pcpus'),
+        host_provider=report.get('host_provider'),
         vcpu_affinity=(None if affinity is None
                        else pcpu_est.EstimateRequest.from_dict(affinity)))
 

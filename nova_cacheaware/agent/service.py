@@ -86,6 +86,7 @@ class Agent:
         # Per-host model: {uuid: domain} the agent chose for host room.
         self._chosen = {}
         self._choice_input = None  # its replay document (--dump-state)
+        self._base = {}  # {domain: (vCPUs, memory-bound)} without host room
         self.outages = outage.Outages()
         self._membound_homes = {}
         # Crosses from libvirt's OS thread to this loop (green or not).
@@ -167,20 +168,32 @@ class Agent:
         capacity = {d: c for d, c in self.placement.domain_capacity().items()
                     if d in cpus_of}
         wanted = []
+        base = {}
         for instance in snapshot.instances:
-            if held.get(instance.uuid) != reporting.ANY_DOMAIN:
-                continue
             pins = set()
             for cpus in instance.live.values():
                 pins |= set(cpus)
             current = next((d for d, cpus in sorted(cpus_of.items())
                             if pins and pins <= cpus), None)
+            if held.get(instance.uuid) != reporting.ANY_DOMAIN:
+                if current is not None:
+                    # Pinned into one domain without host room (by the
+                    # planner, as memory-bound): it takes room and Clean,
+                    # as in the live state the scheduler sees.
+                    vcpus, memory = base.get(current, (0, 0))
+                    base[current] = (
+                        vcpus + len(instance.nova.allowed),
+                        memory + int(self._membound_homes.get(
+                            instance.uuid) == current))
+                continue
             wanted.append(domain_choice.HostHeld(
                 uuid=instance.uuid, vcpus=len(instance.nova.allowed),
                 memory_bound=_clean_wanted(snapshot.specs.get(instance.uuid)),
                 current=current, previous=self._chosen.get(instance.uuid)))
-        self._choice_input = domain_choice.choice_to_dict(capacity, wanted)
-        chosen = domain_choice.assign_domains(capacity, wanted)
+        self._choice_input = domain_choice.choice_to_dict(capacity, wanted,
+                                                          base)
+        self._base = base
+        chosen = domain_choice.assign_domains(capacity, wanted, base)
         for uuid, domain in sorted(chosen.items()):
             if domain is None:
                 LOG.warning('instance %s holds All-share room of this host '
@@ -202,6 +215,7 @@ class Agent:
         else:
             self._chosen = {}
             self._choice_input = None
+            self._base = {}
         self.last_held = held
         specs = snapshot.specs
         if self.classifier is not None:
@@ -315,10 +329,11 @@ class Agent:
         """``(vcpus by domain, memory-bound VMs by domain)`` (per-host).
 
         The first: vCPUs of the instances holding host room that the agent
-        put in each domain; the second: every memory-bound VM it pins in
+        put in each domain, plus those pinned into one domain without host
+        room; the second: every memory-bound VM it pins in
         one domain. What ``max_unit`` and ``reserved`` are made of.
         """
-        vcpus = {}
+        vcpus = {d: v for d, (v, _m) in self._base.items()}
         for d in decisions:
             domain = self._chosen.get(d.uuid)
             if domain is not None:

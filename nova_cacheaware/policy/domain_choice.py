@@ -140,12 +140,15 @@ class HostHeld:
     previous: ty.Optional[str] = None
 
 
-def assign_domains(capacity, instances):
+def assign_domains(capacity, instances, base=None):
     """``{uuid: domain id or None}`` for the host-held instances.
 
     :param capacity: ``{domain id: vCPUs it holds All-share}`` (its usable
         CPUs times the host's allocation ratio, rounded down).
     :param instances: :class:`HostHeld` values.
+    :param base: ``{domain id: (vCPUs, memory-bound VMs)}`` already there
+        that hold no host room (pinned by the planner, say): they count
+        against room and Clean like the live state the scheduler sees.
 
     An instance keeps the domain it had (``previous``, else the one its
     pins lie in after an agent restart) while that domain exists: moving a
@@ -160,6 +163,10 @@ def assign_domains(capacity, instances):
     out = {}
     used = {d: 0 for d in capacity}
     memory = {d: 0 for d in capacity}
+    for domain, (vcpus, memory_bound) in (base or {}).items():
+        if domain in capacity:
+            used[domain] += vcpus
+            memory[domain] += memory_bound
     fresh = []
     for vm in sorted(instances, key=lambda i: i.uuid):
         home = vm.previous if vm.previous in capacity else (
@@ -185,14 +192,18 @@ def assign_domains(capacity, instances):
     return out
 
 
-def largest_room(capacity, assigned, vcpus_of):
+def largest_room(capacity, assigned, vcpus_of, base=None):
     """The most vCPUs one more instance could get All-share in one domain.
 
     ``assigned`` is ``{uuid: domain id or None}``, ``vcpus_of`` gives each
-    instance's vCPUs. What the agent writes as the host provider's
-    ``max_unit`` (at least 1: Placement refuses 0).
+    instance's vCPUs, ``base`` as for :func:`assign_domains`. What the
+    agent writes as the host provider's ``max_unit`` (at least 1:
+    Placement refuses 0).
     """
     used = {d: 0 for d in capacity}
+    for domain, (vcpus, _memory) in (base or {}).items():
+        if domain in used:
+            used[domain] += vcpus
     for uuid, domain in assigned.items():
         if domain in used:
             used[domain] += vcpus_of[uuid]
@@ -224,11 +235,12 @@ def _name(value, what, optional=False):
 
 
 def choice_from_dict(doc):
-    """``(capacity, [HostHeld])`` from a replay document; validated.
+    """``(capacity, [HostHeld], base)`` from a replay document; validated.
 
-    ``{"capacity": {domain: vCPUs}, "instances": [{"uuid", "vcpus",
-    "memory_bound", "current", "previous"}]}`` - what the agent writes as
-    ``agent.domain_choice`` in ``--dump-state``.
+    ``{"capacity": {domain: vCPUs}, "base": {domain: [vCPUs, memory-bound
+    VMs]}, "instances": [{"uuid", "vcpus", "memory_bound", "current",
+    "previous"}]}`` - what the agent writes as ``agent.domain_choice`` in
+    ``--dump-state``.
     """
     if not isinstance(doc, dict):
         raise _bad('the input must be a JSON object')
@@ -257,12 +269,24 @@ def choice_from_dict(doc):
             memory_bound=memory,
             current=_name(raw.get('current'), 'current', optional=True),
             previous=_name(raw.get('previous'), 'previous', optional=True)))
-    return capacity, held
+    base = {}
+    raw_base = doc.get('base', {})
+    if not isinstance(raw_base, dict) or len(raw_base) > _MAX_ITEMS:
+        raise _bad('"base" must be an object of [vCPUs, memory-bound VMs]')
+    for domain, pair in raw_base.items():
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise _bad('base of %s must be [vCPUs, memory-bound VMs]'
+                       % domain)
+        base[_name(domain, 'a domain id')] = (
+            _count(pair[0], 'base vCPUs of %s' % domain),
+            _count(pair[1], 'base memory-bound VMs of %s' % domain))
+    return capacity, held, base
 
 
-def choice_to_dict(capacity, instances):
+def choice_to_dict(capacity, instances, base=None):
     """The replay document of :func:`choice_from_dict`."""
     return {'capacity': dict(sorted(capacity.items())),
+            'base': {d: list(v) for d, v in sorted((base or {}).items())},
             'instances': [{'uuid': i.uuid, 'vcpus': i.vcpus,
                            'memory_bound': i.memory_bound,
                            'current': i.current, 'previous': i.previous}

@@ -32,11 +32,11 @@ def run(args):
             raise domain_choice._bad(
                 'the dump has no agent.domain_choice (the agent runs the '
                 'per-domain provider model, or holds no host room)')
-    capacity, held = domain_choice.choice_from_dict(doc)
-    chosen = domain_choice.assign_domains(capacity, held)
+    capacity, held, base = domain_choice.choice_from_dict(doc)
+    chosen = domain_choice.assign_domains(capacity, held, base)
     vcpus = {i.uuid: i.vcpus for i in held}
-    common.dump_json({
-        'domains': dict(sorted(chosen.items())),
-        'largest_room': domain_choice.largest_room(capacity, chosen, vcpus)
-        if capacity else None})
+    room = (domain_choice.largest_room(capacity, chosen, vcpus, base)
+            if capacity else None)
+    common.dump_json({'domains': dict(sorted(chosen.items())),
+                      'largest_room': room})
     return 0

@@ -104,12 +104,12 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         # The choice replays from the agent's dump (nova-cacheaware
         # domain-choice reads the same section).
         dump = agent.dump_state()
-        capacity, held = domain_choice.choice_from_dict(
+        capacity, held, base = domain_choice.choice_from_dict(
             dump['agent']['domain_choice'])
         self.assertEqual({'L2-0': 2, 'L2-1': 2, 'L2-2': 2, 'L2-3': 2},
                          capacity)
-        self.assertEqual(before, domain_choice.assign_domains(capacity,
-                                                              held))
+        self.assertEqual(before, domain_choice.assign_domains(
+            capacity, held, base))
 
     def test_no_room_leaves_the_instance_on_novas_cpus(self):
         root, name = self.compute_node(ratio=1.0)

@@ -46,6 +46,8 @@ class DomainChoiceCommandTest(base.CLITestCase):
                  'listed twice'),
                 ({'capacity': {'a': 1}, 'instances': [
                     {'uuid': 'x', 'vcpus': 1, 'memory_bound': 'yes'}]},
-                 'true or false')):
+                 'true or false'),
+                ({'capacity': {'a': 1}, 'base': {'a': [1]}},
+                 'base of a must be')):
             self.assertOneLineError(['domain-choice', '--input', '-'],
                                     fragment, stdin=json.dumps(bad))

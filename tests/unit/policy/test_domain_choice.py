@@ -186,6 +186,17 @@ class AssignDomainsTest(testtools.TestCase):
             self.assertEqual({uuid: predicted}, dc.assign_domains(
                 self.CAPACITY, [_held(uuid, 2, True)]))
 
+    def test_base_load_counts_against_room_and_clean(self):
+        # L3-0 and L3-1 hold memory-bound VMs pinned by the planner (4 and
+        # 6 vCPUs): the memory-bound instance goes to the Empty L3-2, the
+        # 4-vCPU cpu one to the fullest domain that fits (L3-0).
+        base = {'L3-0': (4, 1), 'L3-1': (6, 1)}
+        out = dc.assign_domains(self.CAPACITY, [
+            _held('m', 2, True), _held('x', 4, False)], base)
+        self.assertEqual({'m': 'L3-2', 'x': 'L3-0'}, out)
+        self.assertEqual(6, dc.largest_room(self.CAPACITY, out,
+                                            {'m': 2, 'x': 4}, base))
+
     def test_largest_room(self):
         self.assertEqual(6, dc.largest_room(
             {'L3-0': 8, 'L3-1': 8}, {'a': 'L3-0', 'b': 'L3-1', 'c': None},
