@@ -78,6 +78,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
+from benchmarks import common  # noqa: E402
 from benchmarks import placement_alloc_candidates as pac  # noqa: E402
 from nova_cacheaware import names  # noqa: E402
 from nova_cacheaware.placement import host_provider  # noqa: E402
@@ -549,7 +550,7 @@ def write_doc(args, argv, t_start, load_before, sizes):
         'command': 'python benchmarks/placement_models.py ' + ' '.join(
             argv if argv is not None else sys.argv[1:]),
         'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t_start)),
-        'machine': pac.machine(), 'nproc': os.cpu_count(),
+        'machine': common.machine(), 'nproc': os.cpu_count(),
         'load_before': [round(x, 2) for x in load_before],
         'load_after': [round(x, 2) for x in os.getloadavg()],
         'placement': 'openstack-placement 16.0.0, MariaDB, noauth2, '
