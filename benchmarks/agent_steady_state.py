@@ -261,6 +261,7 @@ def run_worker(spec):
     warnings = WarningCounter()
     logging.getLogger().addHandler(warnings)
     conn = libvirt.open(spec['uri'])
+    rss_start = rss_mib()
     doms = [define(conn, inst, spec['kind'], spec['cpuset'])
             for inst in spec['instances']]
     rss_domains = rss_mib()
@@ -346,6 +347,7 @@ def run_worker(spec):
         'warning_samples': warnings.messages,
         'baseline_bare_read_cpu_ms': ms(statistics.median(base)),
         'ratio_to_bare_read': round(per / statistics.median(base), 2),
+        'rss_mib_before_defining_domains': round(rss_start, 1),
         'rss_mib_after_defining_domains': round(rss_domains, 1),
         'rss_mib': round(rss_mib(), 1),
         'max_rss_mib': round(resource.getrusage(
