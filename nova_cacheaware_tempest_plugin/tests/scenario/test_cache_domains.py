@@ -6,7 +6,10 @@ What an operator checks after deploying the extension:
   their Placement allocations (one domain each, never shared);
 * two such servers on one host land in different domains of that host;
 * a multi-create of such servers gets one domain per server, and
-  concurrent boots all go ACTIVE, each in its own domain;
+  concurrent boots all go ACTIVE, each in its own domain (hosts in the
+  per-domain provider model, selected by the domain trait);
+* on a host in the per-host provider model (the agent's default) a
+  multi-create holds the host provider's counts, one Clean slot each;
 * bad ``cacheaware:`` extra specs are refused with HTTP 400;
 * servers without the specs are unaffected (no domain in the allocation).
 
@@ -100,7 +103,7 @@ class CacheAwareScenarioTest(test.BaseTestCase):
                                                       **extra_specs)
         return flavor
 
-    def allshare_specs(self):
+    def allshare_specs(self, domain_model=True):
         """The specs of an All-share memory-bound flavor that needs Clean.
 
         What ``nova-cacheaware flavor set --cache-share all --workload
@@ -109,15 +112,39 @@ class CacheAwareScenarioTest(test.BaseTestCase):
         granular group, so Placement itself keeps two such servers out of
         one domain (with ``cache_clean=preferred`` that is only the
         weigher's preference, which a test cannot rely on).
+
+        ``domain_model``: the group also requires the domain trait, so
+        only hosts in the per-domain provider model qualify (where the
+        allocation names the domain, which these tests check); a host in
+        the per-host model (the agent's default) has no such trait.
         """
         group = 'resources_CACHE:'
-        return {'cacheaware:cache_share': 'all',
-                'cacheaware:workload': 'memory',
-                'cacheaware:cache_clean': 'required',
-                group + CONF.cacheaware.domain_resource_class:
-                    str(CONF.cacheaware.flavor_vcpus),
-                group + CONF.cacheaware.domain_membound_class: '1',
-                'group_policy': 'none'}
+        specs = {'cacheaware:cache_share': 'all',
+                 'cacheaware:workload': 'memory',
+                 'cacheaware:cache_clean': 'required',
+                 group + CONF.cacheaware.domain_resource_class:
+                     str(CONF.cacheaware.flavor_vcpus),
+                 group + CONF.cacheaware.domain_membound_class: '1',
+                 'group_policy': 'none'}
+        if domain_model:
+            specs['trait_CACHE:' + CONF.cacheaware.domain_trait] = 'required'
+        return specs
+
+    def host_providers(self):
+        """``{rp uuid: provider}`` of every per-host cache provider."""
+        rps = self.rp_client.list_resource_providers()['resource_providers']
+        return {rp['uuid']: rp for rp in rps
+                if rp['name'].endswith(':cacheaware')
+                and rp['parent_provider_uuid']}
+
+    def host_of_root(self, root):
+        """The compute service host of a compute node provider, or None."""
+        hypervisors = self.os_admin.hypervisor_client.list_hypervisors(
+            detail=True)['hypervisors']
+        for h in hypervisors:
+            if h['id'] == root:
+                return h['service']['host']
+        return None
 
     def boot(self, flavor, host=None, count=1):
         """Boot ``count`` servers in one request, wait for ACTIVE.
@@ -247,6 +274,55 @@ class BurstTest(CacheAwareScenarioTest):
         for server in servers:
             self.assertEqual('ACTIVE', server['status'])
             self.domain_of(server, domains)
+
+
+class HostModelTest(CacheAwareScenarioTest):
+    """A host in the per-host provider model (the agent's default)."""
+
+    @decorators.idempotent_id('0c7b8f0e-8f7a-4d8e-9a61-3c1f5b1f6a09')
+    def test_multi_create_counted_on_the_host_provider(self):
+        """A multi-create on it: each server holds the host's counts.
+
+        The allocation names the host's one cache provider with the
+        server's vCPUs and one Clean slot (the agent chooses the domain on
+        the host); its memory-bound usage counts every server.
+        """
+        providers = self.host_providers()
+        if not providers:
+            raise self.skipException(
+                'no compute host has a per-host cache provider '
+                '("<compute node>:cacheaware"): no agent runs with '
+                '[placement] provider_model = host')
+        host = rp = None
+        for uuid, provider in sorted(providers.items()):
+            host = self.host_of_root(provider['root_provider_uuid'])
+            if host is not None:
+                rp = uuid
+                break
+        if host is None:
+            raise self.skipException('no hypervisor owns a host provider')
+        inventory = self.rp_client.list_resource_provider_inventories(rp)[
+            'inventories']
+        membound = CONF.cacheaware.domain_membound_class
+        slots = inventory[membound]['total'] - inventory[membound]['reserved']
+        count = min(2, slots)
+        if count < 1:
+            raise self.skipException('the host provider has no free slot')
+        before = self.rp_client.list_resource_provider_usages(rp)[
+            'usages'].get(membound, 0)
+        flavor = self.create_flavor(self.allshare_specs(domain_model=False))
+        servers = self.boot(flavor, host=host, count=count)
+        vcpu = CONF.cacheaware.domain_resource_class
+        for server in servers:
+            self.assertEqual(host, server['OS-EXT-SRV-ATTR:host'])
+            held = self.allocation(server).get(rp)
+            self.assertIsNotNone(held, 'server %s holds no room of the host '
+                                 'provider %s' % (server['id'], rp))
+            self.assertEqual({vcpu: CONF.cacheaware.flavor_vcpus,
+                              membound: 1}, held)
+        self.assertEqual(before + count, self.rp_client.
+                         list_resource_provider_usages(rp)['usages'][
+                             membound])
 
 
 class ExtraSpecValidationTest(CacheAwareScenarioTest):
