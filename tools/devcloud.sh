@@ -30,9 +30,9 @@ IMAGE_PORT=${DEVCLOUD_IMAGE_PORT:-15292}
 NETWORK_PORT=${DEVCLOUD_NETWORK_PORT:-15696}
 DB_HOST=${DEVCLOUD_DB_HOST:-127.0.0.1}
 DB_USER=${DEVCLOUD_DB_USER:-root}
-DB_PREFIX=cacheaware_devcloud_
+DB_PREFIX=${DEVCLOUD_DB_PREFIX:-cacheaware_devcloud_}
 DATABASES="keystone placement nova_api nova nova_cell0"
-RABBIT_VHOST=cacheaware_devcloud
+RABBIT_VHOST=${DEVCLOUD_RABBIT_VHOST:-cacheaware_devcloud}
 # Our scheduler plugins; a path that does not import is left out (status says).
 AVAILABLE_FILTERS=${DEVCLOUD_AVAILABLE_FILTERS:-nova_cacheaware.scheduler.filters.all_filters}
 ENABLED_FILTERS=${DEVCLOUD_ENABLED_FILTERS:-CacheDomainFilter}

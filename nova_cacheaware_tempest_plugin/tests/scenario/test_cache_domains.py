@@ -312,6 +312,8 @@ class HostModelTest(CacheAwareScenarioTest):
             'usages'].get(membound, 0)
         flavor = self.create_flavor(self.allshare_specs(domain_model=False))
         servers = self.boot(flavor, host=host, count=count)
+        if count == 1:
+            servers = [servers]
         vcpu = CONF.cacheaware.domain_resource_class
         for server in servers:
             self.assertEqual(host, server['OS-EXT-SRV-ATTR:host'])
