@@ -48,7 +48,7 @@ class DomainMemory:
 
 
 class LibvirtMemory:
-    """Read and set a domain's balloon through libvirt."""
+    """Read and set a domain's balloon through the hypervisor port."""
 
     def __init__(self, hypervisor):
         self.hypervisor = hypervisor
@@ -56,61 +56,27 @@ class LibvirtMemory:
 
     def read(self, uuid):
         """:class:`DomainMemory` of ``uuid``."""
-        libvirt = hv_mod.libvirt_module()
-
-        def ask(conn):
-            dom = self.hypervisor.lookup(conn, uuid)
+        def ask(dom):
             if uuid not in self._flavor:
-                self._flavor[uuid] = _flavor_mib(dom.XMLDesc(0))
-            current_kib = dom.info()[2]
-            stats = {}
-            try:
-                stats = dom.memoryStats()
-            except libvirt.libvirtError as e:
-                if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
-                    raise
-                LOG.debug('no balloon statistics for %s: %s', uuid, e)
-            if conn.getType() != 'TEST' and 'actual' in stats:
-                # The balloon's size now (info() lags until QEMU's event);
-                # the test driver's statistics are canned.
-                current_kib = stats['actual']
+                self._flavor[uuid] = _flavor_mib(dom.xml())
+            stats = dom.memory_stats()
             used = None
             if 'available' in stats and 'usable' in stats:
                 used = max(0, stats['available'] - stats['usable']) / 1024.0
             return DomainMemory(flavor_mib=self._flavor[uuid],
-                                current_mib=int(current_kib // 1024),
+                                current_mib=int(dom.balloon_kib(stats)
+                                                // 1024),
                                 used_mib=used)
 
-        return self._call(uuid, ask)
+        return self.hypervisor.on_domain(uuid, ask)
 
     def set(self, uuid, mib):
         """Set the live balloon target of ``uuid`` to ``mib`` MiB."""
-        libvirt = hv_mod.libvirt_module()
-
-        def apply(conn):
-            dom = self.hypervisor.lookup(conn, uuid)
-            dom.setMemoryFlags(int(mib) * 1024,
-                               libvirt.VIR_DOMAIN_AFFECT_LIVE)
-
-        self._call(uuid, apply)
+        self.hypervisor.on_domain(uuid, lambda dom: dom.set_memory_mib(mib))
 
     def forget(self, uuid):
         """Drop what is cached about ``uuid``."""
         self._flavor.pop(uuid, None)
-
-    def _call(self, uuid, fn):
-        libvirt = hv_mod.libvirt_module()
-
-        def guarded(conn):
-            try:
-                return fn(conn)
-            except libvirt.libvirtError as e:
-                if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
-                    raise hv_mod.DomainGone(uuid=uuid,
-                                            reason=str(e)) from None
-                raise
-
-        return self.hypervisor.call(guarded)
 
 
 def _flavor_mib(xml):

@@ -187,23 +187,10 @@ class NumaBalance(capability.Capability):
     # -- observe --------------------------------------------------------------
 
     def _read(self, uuid):
-        libvirt = hv.libvirt_module()
+        def read(dom):
+            return dom.xml(), dom.memory_stats()
 
-        def read(conn):
-            dom = self.hypervisor.lookup(conn, uuid)
-            try:
-                xml = dom.XMLDesc(0)
-                try:
-                    stats = dom.memoryStats()
-                except libvirt.libvirtError:
-                    stats = {}
-            except libvirt.libvirtError as e:
-                if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
-                    raise hv.DomainGone(uuid=uuid, reason=str(e)) from None
-                raise
-            return xml, stats
-
-        xml, stats = self.hypervisor.call(read)
+        xml, stats = self.hypervisor.on_domain(uuid, read)
         free = stats.get('usable', stats.get('unused'))
         return (parse_guest(xml),
                 None if free is None else int(free) // 1024,
@@ -444,27 +431,14 @@ class NumaBalance(capability.Capability):
 
     def set_virtio_mem(self, uuid, device, mib):
         """Ask the virtio-mem ``device`` of ``uuid`` for ``mib`` MiB, live."""
-        libvirt = hv.libvirt_module()
         xml = requested_xml(device.xml, mib)
-
-        def update(conn):
-            dom = self.hypervisor.lookup(conn, uuid)
-            dom.updateDeviceFlags(xml, libvirt.VIR_DOMAIN_AFFECT_LIVE)
-
-        self.hypervisor.call(update)
+        self.hypervisor.on_domain(uuid, lambda dom: dom.update_device(xml))
         LOG.info('virtio-mem of %s on node %d: %d MiB requested', uuid,
                  device.node, mib)
 
     def set_balloon(self, uuid, mib):
         """Set the balloon target of ``uuid`` to ``mib`` MiB, live."""
-        libvirt = hv.libvirt_module()
-
-        def update(conn):
-            dom = self.hypervisor.lookup(conn, uuid)
-            dom.setMemoryFlags(int(mib) * 1024,
-                               libvirt.VIR_DOMAIN_AFFECT_LIVE)
-
-        self.hypervisor.call(update)
+        self.hypervisor.on_domain(uuid, lambda dom: dom.set_memory_mib(mib))
         LOG.info('balloon of %s: %d MiB', uuid, mib)
 
     # -- release ------------------------------------------------------------

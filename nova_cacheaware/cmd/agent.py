@@ -156,8 +156,7 @@ def build_placement_reporter(conf, hv):
     if not conf.agent.report_placement:
         return None
     from nova_cacheaware.placement import client as placement_client
-    hostname = conf.agent.hypervisor_hostname or (
-        lambda: hv.call(lambda c: c.getHostname()))
+    hostname = conf.agent.hypervisor_hostname or hv.hostname
     reporter = (placement_report.PlacementSyncReporter
                 if conf.placement.provider_model == 'domain'
                 else placement_host_report.HostPlacementReporter)
