@@ -144,8 +144,8 @@ class VcpuSizing(capability.Capability):
         except exception.InvalidInput as e:
             return OFF, 'bad extra specs: %s' % e
         if request.numa == 'full' and request.vcpu_sizing != OFF:
-            return OFF, ('cacheaware:numa=full: numa_balance owns the '
-                         'vCPUs; estimate only')
+            return OFF, ('%s=full: numa_balance owns the vCPUs; estimate '
+                         'only' % specs_mod.NUMA)
         return request.vcpu_sizing, None
 
     def _tracepoint_state(self):
