@@ -42,6 +42,7 @@ import libvirt_qemu
 from nova_cacheaware.agent import guest_agent
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import numa_balance
+from nova_cacheaware.agent import numa_shapes
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
 from nova_cacheaware.policy import numa_balance as policy
@@ -149,7 +150,7 @@ def main(argv=None):
 
         # -- 400 MiB through virtio-mem, on node 0 --
         def device(u, node=0):
-            return numa_balance.parse_guest(
+            return numa_shapes.parse_guest(
                 hv.lookup(conn, u).XMLDesc(0)).virtio_mem[node]
 
         def qmp(u, cmd, arguments=None):

@@ -20,13 +20,11 @@ is doc/source/admin/balloon.rst.
 
 import collections
 import dataclasses
-import json
 import logging
 import time
-from xml.etree import ElementTree
 
+from nova_cacheaware.agent import balloon_view
 from nova_cacheaware.agent import capability
-from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import guest_agent as ga_mod
 from nova_cacheaware.agent import hypervisor as hv_mod
 from nova_cacheaware.api import specs as api_specs
@@ -35,127 +33,6 @@ from nova_cacheaware.policy import balloon_round
 from nova_cacheaware.policy import guest_report
 
 LOG = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class DomainMemory:
-    """A domain's memory as the host sees it, in MiB."""
-
-    flavor_mib: int
-    current_mib: int
-    #: ``available - usable`` from the balloon statistics; None: unknown.
-    used_mib: object
-
-
-class LibvirtMemory:
-    """Read and set a domain's balloon through libvirt."""
-
-    def __init__(self, hypervisor):
-        self.hypervisor = hypervisor
-        self._flavor = {}  # uuid -> flavor MiB (the definition is fixed)
-
-    def read(self, uuid):
-        """:class:`DomainMemory` of ``uuid``."""
-        libvirt = hv_mod.libvirt_module()
-
-        def ask(conn):
-            dom = self.hypervisor.lookup(conn, uuid)
-            if uuid not in self._flavor:
-                self._flavor[uuid] = _flavor_mib(dom.XMLDesc(0))
-            current_kib = dom.info()[2]
-            stats = {}
-            try:
-                stats = dom.memoryStats()
-            except libvirt.libvirtError as e:
-                if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
-                    raise
-                LOG.debug('no balloon statistics for %s: %s', uuid, e)
-            if conn.getType() != 'TEST' and 'actual' in stats:
-                # The balloon's size now (info() lags until QEMU's event);
-                # the test driver's statistics are canned.
-                current_kib = stats['actual']
-            used = None
-            if 'available' in stats and 'usable' in stats:
-                used = max(0, stats['available'] - stats['usable']) / 1024.0
-            return DomainMemory(flavor_mib=self._flavor[uuid],
-                                current_mib=int(current_kib // 1024),
-                                used_mib=used)
-
-        return self._call(uuid, ask)
-
-    def set(self, uuid, mib):
-        """Set the live balloon target of ``uuid`` to ``mib`` MiB."""
-        libvirt = hv_mod.libvirt_module()
-
-        def apply(conn):
-            dom = self.hypervisor.lookup(conn, uuid)
-            dom.setMemoryFlags(int(mib) * 1024,
-                               libvirt.VIR_DOMAIN_AFFECT_LIVE)
-
-        self._call(uuid, apply)
-
-    def forget(self, uuid):
-        """Drop what is cached about ``uuid``."""
-        self._flavor.pop(uuid, None)
-
-    def _call(self, uuid, fn):
-        libvirt = hv_mod.libvirt_module()
-
-        def guarded(conn):
-            try:
-                return fn(conn)
-            except libvirt.libvirtError as e:
-                if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
-                    raise hv_mod.DomainGone(uuid=uuid,
-                                            reason=str(e)) from None
-                raise
-
-        return self.hypervisor.call(guarded)
-
-
-def _flavor_mib(xml):
-    """Flavor RAM: the domain's ``<memory>``, or Nova's if that is less."""
-    root = ElementTree.fromstring(xml)
-    kib = int(root.findtext('memory'))
-    unit = (root.find('memory').get('unit') or 'KiB').lower()
-    scale = {'kib': 1, 'k': 1, 'mib': 1024, 'm': 1024, 'gib': 1024 ** 2,
-             'g': 1024 ** 2, 'b': 1.0 / 1024, 'bytes': 1.0 / 1024}[unit]
-    mib = int(kib * scale // 1024)
-    nova = domain_xml.find_nova_instance(root)
-    if nova is not None:
-        for el in nova.iter():
-            if el.tag.rsplit('}', 1)[-1] == 'memory' and el.text:
-                mib = min(mib, int(el.text))
-    return mib
-
-
-class GuestHelper:
-    """Runs the guest helper through the guest agent, one run at a time."""
-
-    def __init__(self, guest_agent, path, sample_s):
-        self.guest_agent = guest_agent
-        self.path = path
-        self.sample_s = int(sample_s)
-
-    def start(self, uuid):
-        """Start a measurement; returns a token for :meth:`collect`."""
-        return self.guest_agent.exec_start(uuid, self.path,
-                                           [str(self.sample_s)])
-
-    def collect(self, uuid, token):
-        """The helper's stdout, or None while it runs.
-
-        Raises :class:`~.guest_agent.GuestAgentError` when it failed.
-        """
-        result = self.guest_agent.exec_status(uuid, token)
-        if result is None:
-            return None
-        code, out, err = result
-        if code != 0:
-            raise ga_mod.GuestAgentError(
-                uuid=uuid, reason='%s exited %r: %s'
-                % (self.path, code, (err or '').strip()[:200]))
-        return out
 
 
 @dataclasses.dataclass
@@ -177,7 +54,8 @@ class _Vm:
 class BalloonCapability(capability.Capability):
     """Hit-ratio ballooning over the opted-in instances of the host.
 
-    ``memory`` (:class:`LibvirtMemory`) and ``helper`` (:class:`GuestHelper`)
+    ``memory`` (:class:`~.balloon_view.LibvirtMemory`) and ``helper``
+    (:class:`~.balloon_view.GuestHelper`)
     are the adapters; ``clock`` a monotonic clock in seconds.  The
     constructor does no I/O.
     """
@@ -337,7 +215,7 @@ class BalloonCapability(capability.Capability):
             return balloon_round.PENDING, None
         vm.token = None
         try:
-            doc = _parse_line(out)
+            doc = balloon_view.parse_line(out)
             # The flavor RAM, not the balloon's claim: no guest has more.
             stats = guest_report.validate_report(
                 doc, mem.flavor_mib, vm.previous)
@@ -413,18 +291,6 @@ class BalloonCapability(capability.Capability):
         self._vms.clear()
 
 
-def _parse_line(out):
-    line = (out or '').strip().splitlines()
-    if len(line) != 1:
-        raise guest_report.InvalidGuestReport(
-            reason='expected one line, got %d' % len(line))
-    try:
-        return json.loads(line[0])
-    except ValueError as e:
-        raise guest_report.InvalidGuestReport(
-            reason='not JSON: %s' % e) from None
-
-
 def factory(conf, hypervisor):
     """Entry point: the capability from ``[balloon]`` and ``[agent]``."""
     b = conf.balloon
@@ -438,8 +304,8 @@ def factory(conf, hypervisor):
         beta=b.beta, interval_s=b.interval_s)
     guest = ga_mod.GuestAgent(hypervisor, timeout_s=b.guest_agent_timeout_s)
     return BalloonCapability(
-        params, LibvirtMemory(hypervisor),
-        GuestHelper(guest, b.helper_path, b.sample_s),
+        params, balloon_view.LibvirtMemory(hypervisor),
+        balloon_view.GuestHelper(guest, b.helper_path, b.sample_s),
         floor_mib=b.floor_mib, interval_s=b.interval_s,
         max_change_mib_per_period=b.max_change_mib_per_period,
         rate_period_s=b.rate_period_s,

@@ -27,13 +27,14 @@ Safety rules (see doc/source/admin/agent.rst):
 import dataclasses
 import typing as ty
 
+from nova_cacheaware.api import specs as api_specs
 from nova_cacheaware import exception
 from nova_cacheaware.topology import cpulist
 
 WORKLOADS = ('memory', 'cpu', 'io')
-WORKLOAD_SPEC = 'cacheaware:workload'
+WORKLOAD_SPEC = api_specs.WORKLOAD
 CPU_POLICY_SPEC = 'hw:cpu_policy'
-NUMA_SPEC = 'cacheaware:numa'
+NUMA_SPEC = api_specs.NUMA
 #: Why the repin planner leaves full-NUMA instances alone.
 FULL_NUMA_REASON = 'full-NUMA: CPUs are handed off by numa_balance'
 

@@ -1,9 +1,10 @@
 """The QEMU guest agent, as the agent's capabilities use it.
 
-A thin adapter over libvirt's guest-agent API (``guestVcpus``,
-``setGuestVcpus``) and, for what libvirt does not wrap, the agent protocol
-through ``libvirt_qemu.qemuAgentCommand`` (``guest-exec``,
-``guest-file-*``). Every call has a timeout; a guest whose agent does not
+A thin adapter over the hypervisor port's guest-agent calls
+(:meth:`~nova_cacheaware.virt.domain.Domain.guest_vcpus`,
+``set_guest_vcpus`` and, for what libvirt does not wrap, the agent protocol
+through ``agent_command``: ``guest-exec``, ``guest-file-*``); the port types
+their failures. Every call has a timeout; a guest whose agent does not
 answer raises :class:`GuestAgentUnavailable` and callers leave the VM as it
 is. Everything a guest returns is untrusted: sizes are bounded and shapes
 checked here, meanings are validated by the caller's policy.
@@ -14,9 +15,8 @@ import json
 import logging
 import time
 
-from nova_cacheaware.agent import hypervisor as hv
-from nova_cacheaware import exception
 from nova_cacheaware.topology import cpulist
+from nova_cacheaware.virt import errors
 
 LOG = logging.getLogger(__name__)
 
@@ -24,21 +24,8 @@ LOG = logging.getLogger(__name__)
 MAX_OUTPUT_BYTES = 64 * 1024
 
 
-class GuestAgentError(exception.CacheAwareError):
-    """The guest agent answered with an error or nonsense."""
-
-    msg_fmt = 'guest agent of %(uuid)s: %(reason)s'
-
-
-class GuestAgentUnavailable(GuestAgentError):
-    """No guest agent, or it did not answer in time."""
-
-    msg_fmt = 'guest agent of %(uuid)s is not answering: %(reason)s'
-
-
-def _libvirt_qemu():
-    import libvirt_qemu
-    return libvirt_qemu
+GuestAgentError = errors.GuestAgentError
+GuestAgentUnavailable = errors.GuestAgentUnavailable
 
 
 class GuestAgent:
@@ -51,31 +38,8 @@ class GuestAgent:
     # -- plumbing -----------------------------------------------------------
 
     def _on_domain(self, uuid, fn):
-        libvirt = hv.libvirt_module()
-
-        def call(conn):
-            dom = self.hypervisor.lookup(conn, uuid)
-            try:
-                return fn(dom)
-            except libvirt.libvirtError as e:
-                code = e.get_error_code()
-                if code in (libvirt.VIR_ERR_AGENT_UNRESPONSIVE,
-                            getattr(libvirt, 'VIR_ERR_AGENT_COMMAND_TIMEOUT',
-                                    -1),
-                            libvirt.VIR_ERR_OPERATION_INVALID):
-                    raise GuestAgentUnavailable(uuid=uuid,
-                                                reason=str(e)) from None
-                if code == libvirt.VIR_ERR_NO_DOMAIN:
-                    raise hv.DomainGone(uuid=uuid, reason=str(e)) from None
-                if code in (libvirt.VIR_ERR_NO_SUPPORT,
-                            libvirt.VIR_ERR_ARGUMENT_UNSUPPORTED):
-                    raise GuestAgentUnavailable(uuid=uuid,
-                                                reason=str(e)) from None
-                if self.hypervisor.is_connection_error(e):
-                    raise
-                raise GuestAgentError(uuid=uuid, reason=str(e)) from None
-
-        return self.hypervisor.call(call)
+        """``fn(Domain)`` on ``uuid`` (guest-agent failures typed)."""
+        return self.hypervisor.on_domain(uuid, fn)
 
     def command(self, uuid, execute, arguments=None, timeout_s=None):
         """Send one guest-agent command; return its ``return`` value."""
@@ -84,11 +48,8 @@ class GuestAgent:
             msg['arguments'] = arguments
         timeout = int(timeout_s or self.timeout_s)
 
-        def send(dom):
-            return _libvirt_qemu().qemuAgentCommand(dom, json.dumps(msg),
-                                                    timeout, 0)
-
-        raw = self._on_domain(uuid, send)
+        raw = self._on_domain(uuid, lambda dom: dom.agent_command(
+            json.dumps(msg), timeout))
         try:
             reply = json.loads(raw)
         except (TypeError, ValueError):
@@ -121,10 +82,7 @@ class GuestAgent:
 
     def vcpus(self, uuid):
         """``(all, online, offlinable)`` vCPU id sets, as the guest says."""
-        def ask(dom):
-            return dom.guestVcpus()
-
-        info = self._on_domain(uuid, ask)
+        info = self._on_domain(uuid, lambda dom: dom.guest_vcpus())
         if info is None:
             # libvirt-python answers None when the domain has no agent.
             raise GuestAgentUnavailable(uuid=uuid, reason='no vCPU report')
@@ -141,11 +99,8 @@ class GuestAgent:
         if not vcpus:
             return
 
-        def change(dom):
-            dom.setGuestVcpus(cpulist.format_cpulist(vcpus),
-                              1 if online else 0)
-
-        self._on_domain(uuid, change)
+        self._on_domain(uuid, lambda dom: dom.set_guest_vcpus(
+            cpulist.format_cpulist(vcpus), online))
 
     def exec_start(self, uuid, path, args=()):
         """Start ``path args`` in the guest without waiting; its guest pid.

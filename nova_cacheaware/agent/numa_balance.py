@@ -30,131 +30,18 @@ import dataclasses
 import logging
 import time
 import typing as ty
-import xml.etree.ElementTree as ET
 
 from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import guest_agent as ga_mod
 from nova_cacheaware.agent import hypervisor as hv
+from nova_cacheaware.agent import numa_shapes
+from nova_cacheaware.api import specs as api_specs
 from nova_cacheaware import exception
 from nova_cacheaware.policy import numa_balance as policy
 from nova_cacheaware.topology import cpulist
 
 LOG = logging.getLogger(__name__)
-
-NUMA_SPEC = 'cacheaware:numa'
-MEMORY_MIN_SPEC = 'cacheaware:memory_min_mb'
-
-_TO_KIB = {'b': 1.0 / 1024, 'bytes': 1.0 / 1024, 'k': 1, 'kib': 1,
-           'kb': 1000.0 / 1024, 'm': 1024, 'mib': 1024, 'mb': 1000000.0 / 1024,
-           'g': 1024 ** 2, 'gib': 1024 ** 2, 'gb': 1e9 / 1024,
-           't': 1024 ** 3, 'tib': 1024 ** 3}
-
-
-@dataclasses.dataclass(frozen=True)
-class VirtioMemDevice:
-    """A virtio-mem device as the live XML shows it (MiB)."""
-
-    node: int
-    size_mib: int
-    requested_mib: int
-    current_mib: int
-    xml: str
-
-
-@dataclasses.dataclass(frozen=True)
-class GuestShape:
-    """The guest's NUMA cells and memory devices, from the live XML."""
-
-    nodes: ty.Dict[int, ty.Tuple[int, ...]]
-    node_memory_mib: ty.Dict[int, int]
-    virtio_mem: ty.Dict[int, VirtioMemDevice]
-    balloon: bool
-    current_mib: int
-    max_mib: int
-
-
-def _mib(element, default_unit='KiB'):
-    if element is None or element.text is None:
-        return 0
-    unit = element.get('unit', default_unit).lower()
-    if unit not in _TO_KIB:
-        raise exception.InvalidInput(reason='unknown memory unit %r' % unit)
-    return int(int(element.text) * _TO_KIB[unit] // 1024)
-
-
-def parse_guest(xml):
-    """A :class:`GuestShape` from a live domain XML.
-
-    Raises :class:`~nova_cacheaware.exception.InvalidInput` for XML that is
-    not a domain or has malformed cells. A guest without ``<numa>`` cells is
-    one node holding every vCPU.
-    """
-    try:
-        root = ET.fromstring(xml)
-    except ET.ParseError as e:
-        raise exception.InvalidInput(reason='bad domain XML: %s' % e)
-    if root.tag != 'domain':
-        raise exception.InvalidInput(reason='not a domain XML')
-    nodes, memory = {}, {}
-    try:
-        for cell in root.findall('cpu/numa/cell'):
-            node = int(cell.get('id'))
-            nodes[node] = cpulist.parse_cpulist(cell.get('cpus', ''))
-            memory[node] = int(int(cell.get('memory', '0')) * _TO_KIB[
-                cell.get('unit', 'KiB').lower()] // 1024)
-        if not nodes:
-            vcpus = int(root.findtext('vcpu', '1'))
-            nodes[0] = tuple(range(vcpus))
-            memory[0] = _mib(root.find('memory'))
-        devices = {}
-        for dev in root.findall("devices/memory[@model='virtio-mem']"):
-            target = dev.find('target')
-            node = int(target.findtext('node', '0'))
-            devices[node] = VirtioMemDevice(
-                node=node, size_mib=_mib(target.find('size')),
-                requested_mib=_mib(target.find('requested')),
-                current_mib=_mib(target.find('current')),
-                xml=ET.tostring(dev, encoding='unicode'))
-    except (TypeError, ValueError, KeyError, AttributeError) as e:
-        raise exception.InvalidInput(
-            reason='malformed guest NUMA cells or memory devices: %s' % e)
-    balloon = root.find('devices/memballoon')
-    return GuestShape(
-        nodes=nodes, node_memory_mib=memory, virtio_mem=devices,
-        balloon=balloon is not None and balloon.get('model') != 'none',
-        current_mib=_mib(root.find('currentMemory')),
-        max_mib=_mib(root.find('memory')))
-
-
-def requested_xml(device_xml, mib):
-    """``device_xml`` (a virtio-mem ``<memory>``) with ``<requested>`` set."""
-    dev = ET.fromstring(device_xml)
-    target = dev.find('target')
-    requested = target.find('requested')
-    if requested is None:
-        requested = ET.SubElement(target, 'requested')
-    requested.set('unit', 'KiB')
-    requested.text = str(int(mib) * 1024)
-    current = target.find('current')
-    if current is not None:
-        target.remove(current)     # read-only: libvirt reports it
-    return ET.tostring(dev, encoding='unicode')
-
-
-def parse_host_nodes(text):
-    """``{node: (cpus)}`` from ``'0:0-3;1:4-7'``; InvalidInput if bad."""
-    out = {}
-    for part in (p.strip() for p in text.split(';')):
-        if not part:
-            continue
-        node, sep, cpus = part.partition(':')
-        if not sep or not node.strip().isdigit():
-            raise exception.InvalidInput(
-                reason='[numa_balance] host_nodes: expected node:cpulist, '
-                       'got %r' % part)
-        out[int(node)] = tuple(cpulist.parse_cpulist(cpus))
-    return out
 
 
 @dataclasses.dataclass
@@ -187,25 +74,12 @@ class NumaBalance(capability.Capability):
     # -- observe --------------------------------------------------------------
 
     def _read(self, uuid):
-        libvirt = hv.libvirt_module()
+        def read(dom):
+            return dom.xml(), dom.memory_stats()
 
-        def read(conn):
-            dom = self.hypervisor.lookup(conn, uuid)
-            try:
-                xml = dom.XMLDesc(0)
-                try:
-                    stats = dom.memoryStats()
-                except libvirt.libvirtError:
-                    stats = {}
-            except libvirt.libvirtError as e:
-                if e.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
-                    raise hv.DomainGone(uuid=uuid, reason=str(e)) from None
-                raise
-            return xml, stats
-
-        xml, stats = self.hypervisor.call(read)
+        xml, stats = self.hypervisor.on_domain(uuid, read)
         free = stats.get('usable', stats.get('unused'))
-        return (parse_guest(xml),
+        return (numa_shapes.parse_guest(xml),
                 None if free is None else int(free) // 1024,
                 int(stats['actual']) // 1024 if 'actual' in stats else None)
 
@@ -214,15 +88,7 @@ class NumaBalance(capability.Capability):
         times = {v: s.get('time', 0) for v, s in stats.items()}
         before = self._last_time.get(uuid)
         self._last_time[uuid] = (now, times)
-        use = {n: 0.0 for n in shape.nodes}
-        if before is None or now <= before[0]:
-            return use
-        elapsed_ns = (now - before[0]) * 1e9
-        for node, vcpus in shape.nodes.items():
-            delta = sum(max(0, times.get(v, 0) - before[1].get(v, 0))
-                        for v in vcpus)
-            use[node] = round(delta / elapsed_ns, 3)
-        return use
+        return numa_shapes.node_use(shape.nodes, times, before, now)
 
     # -- one pass -----------------------------------------------------------
 
@@ -232,7 +98,7 @@ class NumaBalance(capability.Capability):
                   'memory_moves': [], 'timings': {}}
         instances = {i.uuid: i for i in snapshot.instances}
         full = {u for u, i in instances.items()
-                if (snapshot.specs.get(u) or {}).get(NUMA_SPEC) == 'full'}
+                if (snapshot.specs.get(u) or {}).get(api_specs.NUMA) == 'full'}
         for uuid in sorted(set(self._members) - full):
             if uuid in instances:
                 self._release_one(uuid, 'left the scheme')
@@ -262,7 +128,9 @@ class NumaBalance(capability.Capability):
                 LOG.error('%s', e)
                 report['error'] = str(e)
                 return report
-            bad = self._outside_nova(result, instances)
+            bad = policy.outside_allowed(
+                result.pins,
+                {u: m.allowed for u, m in self._members.items()})
             if not bad:
                 bad = self._offline(result, online)
             if not bad:
@@ -342,7 +210,7 @@ class NumaBalance(capability.Capability):
         specs = snapshot.specs.get(uuid) or {}
         try:
             min_mib = max(self.min_memory_mib,
-                          int(specs.get(MEMORY_MIN_SPEC, 0)))
+                          int(specs.get(api_specs.MEMORY_MIN_MB, 0)))
         except ValueError:
             min_mib = self.min_memory_mib
         vms[uuid] = policy.VM(
@@ -363,18 +231,6 @@ class NumaBalance(capability.Capability):
         return ''
 
     # -- act ----------------------------------------------------------------
-
-    def _outside_nova(self, result, instances):
-        bad = {}
-        for uuid, pins in result.pins.items():
-            allowed = self._members[uuid].allowed
-            for vcpu, cpus in sorted(pins.items()):
-                outside = set(cpus) - set(allowed.get(vcpu, ()))
-                if outside:
-                    bad[uuid] = ('Nova does not allow CPUs %s for vCPU %d'
-                                 % (cpulist.format_cpulist(outside), vcpu))
-                    break
-        return bad
 
     def _offline(self, result, online):
         # Givers first: a CPU is handed over only after the vCPUs that ran
@@ -444,27 +300,14 @@ class NumaBalance(capability.Capability):
 
     def set_virtio_mem(self, uuid, device, mib):
         """Ask the virtio-mem ``device`` of ``uuid`` for ``mib`` MiB, live."""
-        libvirt = hv.libvirt_module()
-        xml = requested_xml(device.xml, mib)
-
-        def update(conn):
-            dom = self.hypervisor.lookup(conn, uuid)
-            dom.updateDeviceFlags(xml, libvirt.VIR_DOMAIN_AFFECT_LIVE)
-
-        self.hypervisor.call(update)
+        xml = numa_shapes.requested_xml(device.xml, mib)
+        self.hypervisor.on_domain(uuid, lambda dom: dom.update_device(xml))
         LOG.info('virtio-mem of %s on node %d: %d MiB requested', uuid,
                  device.node, mib)
 
     def set_balloon(self, uuid, mib):
         """Set the balloon target of ``uuid`` to ``mib`` MiB, live."""
-        libvirt = hv.libvirt_module()
-
-        def update(conn):
-            dom = self.hypervisor.lookup(conn, uuid)
-            dom.setMemoryFlags(int(mib) * 1024,
-                               libvirt.VIR_DOMAIN_AFFECT_LIVE)
-
-        self.hypervisor.call(update)
+        self.hypervisor.on_domain(uuid, lambda dom: dom.set_memory_mib(mib))
         LOG.info('balloon of %s: %d MiB', uuid, mib)
 
     # -- release ------------------------------------------------------------
@@ -541,23 +384,11 @@ class NumaBalance(capability.Capability):
         return lines
 
 
-def host_nodes_from_conf(conf):
-    """``{node: (cpus)}`` from ``[numa_balance] host_nodes`` or the host."""
-    if conf.numa_balance.host_nodes:
-        return parse_host_nodes(conf.numa_balance.host_nodes)
-    from nova_cacheaware.cmd import agent as agent_cmd
-    topology = agent_cmd.read_topology(conf)
-    usable = (set(cpulist.parse_cpulist(conf.agent.cpu_shared_set))
-              if conf.agent.cpu_shared_set else None)
-    return {n.id: tuple(c for c in n.cpus if usable is None or c in usable)
-            for n in topology.numa_nodes}
-
-
 def factory(conf, hypervisor):
     """Entry point: a :class:`NumaBalance` from ``[numa_balance]``."""
     group = conf.numa_balance
     return NumaBalance(
-        hypervisor, host_nodes_from_conf(conf),
+        hypervisor, numa_shapes.host_nodes_from_conf(conf),
         policy.Thresholds(busy=group.busy_threshold,
                           low_free_mib=group.low_free_mib,
                           step_mib=group.step_mib,

@@ -29,6 +29,7 @@ import logging
 import time
 
 from nova_cacheaware.agent import decide
+from nova_cacheaware.api import specs as api_specs
 from nova_cacheaware.policy import memclass
 
 LOG = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ ClassifierConfig`.
 
     @staticmethod
     def _auto(specs):
-        return (specs or {}).get(decide.WORKLOAD_SPEC,
+        return (specs or {}).get(api_specs.WORKLOAD,
                                  memclass.AUTO) == memclass.AUTO
 
     def memory_bound(self):
@@ -115,7 +116,7 @@ ClassifierConfig`.
         specs = dict(snapshot.specs)
         for uuid in self.memory_bound():
             specs[uuid] = dict(specs.get(uuid, {}),
-                               **{decide.WORKLOAD_SPEC: 'memory'})
+                               **{api_specs.WORKLOAD: 'memory'})
         return specs
 
     def _record(self, snapshot):

@@ -72,6 +72,16 @@ VOCABULARY = (
 
 _BY_KEY = {spec.key: spec for spec in VOCABULARY}
 
+# The full names of the keys, for code that reads one key of a flavor's
+# extra specs: no raw ``'cacheaware:...'`` strings outside this module.
+CACHE_SHARE = _BY_KEY['cache_share'].name
+WORKLOAD = _BY_KEY['workload'].name
+CACHE_CLEAN = _BY_KEY['cache_clean'].name
+VCPU_SIZING = _BY_KEY['vcpu_sizing'].name
+MEMORY_POLICY = _BY_KEY['memory_policy'].name
+MEMORY_MIN_MB = _BY_KEY['memory_min_mb'].name
+NUMA = _BY_KEY['numa'].name
+
 
 @dataclasses.dataclass(frozen=True)
 class CacheAwareRequest:

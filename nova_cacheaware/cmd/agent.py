@@ -39,8 +39,7 @@ from nova_cacheaware.conf import vcpu_sizing as vcpu_sizing_conf
 from nova_cacheaware import exception
 from nova_cacheaware.topology import cpulist
 from nova_cacheaware.topology import domains
-from nova_cacheaware.topology import libvirt_caps
-from nova_cacheaware.topology import sysfs
+from nova_cacheaware.topology import source as topology_source
 from nova_cacheaware import version
 
 LOG = logging.getLogger(__name__)
@@ -81,17 +80,8 @@ def make_conf(argv):
     return conf
 
 
-def read_topology(conf):
-    """The host topology from ``[topology]``."""
-    source = conf.topology.source
-    if source == 'libvirt':
-        return libvirt_caps.read_topology(conf.topology.libvirt_uri)
-    try:
-        return sysfs.read_topology(conf.topology.sysfs_root)
-    except exception.TopologyError:
-        if source == 'sysfs':
-            raise
-        return libvirt_caps.read_topology(conf.topology.libvirt_uri)
+#: The host topology from ``[topology]`` (kept here for callers of old).
+read_topology = topology_source.read_topology
 
 
 def silent_configuration(conf):
@@ -156,8 +146,7 @@ def build_placement_reporter(conf, hv):
     if not conf.agent.report_placement:
         return None
     from nova_cacheaware.placement import client as placement_client
-    hostname = conf.agent.hypervisor_hostname or (
-        lambda: hv.call(lambda c: c.getHostname()))
+    hostname = conf.agent.hypervisor_hostname or hv.hostname
     reporter = (placement_report.PlacementSyncReporter
                 if conf.placement.provider_model == 'domain'
                 else placement_host_report.HostPlacementReporter)

@@ -40,6 +40,7 @@ import dataclasses
 import typing as ty
 
 from nova_cacheaware import exception
+from nova_cacheaware.topology import cpulist
 
 
 @dataclasses.dataclass(frozen=True)
@@ -358,3 +359,22 @@ def balance(host_nodes, vms, current=None, thresholds=Thresholds()):
     return Result(cpus=cpus, online=online, pins=pins, cpu_moves=moves,
                   memory_moves=memory_moves, virtio_mem=virtio_mem,
                   balloon=balloon)
+
+
+def outside_allowed(pins, allowed):
+    """``{vm: why}`` for the VMs whose pins leave the CPUs Nova allows.
+
+    ``pins`` is ``{vm: {vcpu: cpus}}`` (:attr:`Result.pins`), ``allowed``
+    ``{vm: {vcpu: cpus}}`` as Nova defined them; the first vCPU outside
+    names the reason.
+    """
+    bad = {}
+    for vm, vm_pins in pins.items():
+        vm_allowed = allowed[vm]
+        for vcpu, cpus in sorted(vm_pins.items()):
+            outside = set(cpus) - set(vm_allowed.get(vcpu, ()))
+            if outside:
+                bad[vm] = ('Nova does not allow CPUs %s for vCPU %d'
+                           % (cpulist.format_cpulist(outside), vcpu))
+                break
+    return bad

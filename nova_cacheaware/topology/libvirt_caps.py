@@ -2,7 +2,8 @@
 
 The second source, for when sysfs is not readable (a confined agent, a remote
 URI). ``parse_capabilities`` is pure; ``read_topology`` is the thin adapter
-that asks a libvirt connection for its capabilities XML.
+that asks the hypervisor port (:mod:`nova_cacheaware.virt.caps`) for the
+capabilities XML.
 """
 
 import xml.etree.ElementTree as ET
@@ -91,17 +92,6 @@ def _bank(bank, online):
 
 def read_topology(uri):
     """Open ``uri`` read-only and parse its host capabilities."""
-    import libvirt  # only the adapter needs the binding
-
-    # libvirt prints every error to stderr by default; ours carry the text.
-    libvirt.registerErrorHandler(lambda ctx, err: None, None)
-    try:
-        conn = libvirt.openReadOnly(uri)
-        try:
-            xml_text = conn.getCapabilities()
-        finally:
-            conn.close()
-    except libvirt.libvirtError as e:
-        raise exception.TopologyError(source=uri,
-                                      reason=e.get_error_message()) from None
-    return parse_capabilities(xml_text, source='libvirt:%s' % uri)
+    from nova_cacheaware.virt import caps  # only the adapter needs libvirt
+    return parse_capabilities(caps.capabilities_xml(uri),
+                              source='libvirt:%s' % uri)

@@ -15,6 +15,7 @@ import uuid as uuid_mod
 import fixtures
 
 from nova_cacheaware.agent import balloon
+from nova_cacheaware.agent import balloon_view
 from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import guest_agent
 from nova_cacheaware.cmd import agent as agent_cmd
@@ -44,7 +45,7 @@ def report(uptime, memory_mib, read_kib, fetched_kib, free_mib=16,
     return json.dumps(doc) + '\n'
 
 
-class GuestStatsMemory(balloon.LibvirtMemory):
+class GuestStatsMemory(balloon_view.LibvirtMemory):
     """libvirt's memory, with the balloon statistics a guest would send.
 
     The test driver has none for the domains a test defines; the guest's
@@ -60,7 +61,7 @@ class GuestStatsMemory(balloon.LibvirtMemory):
 
     def read(self, uuid):
         mem = super().read(uuid)
-        return balloon.DomainMemory(
+        return balloon_view.DomainMemory(
             flavor_mib=mem.flavor_mib,
             current_mib=self.claims.get(uuid, mem.current_mib),
             used_mib=self.used.get(uuid, USED_MIB))

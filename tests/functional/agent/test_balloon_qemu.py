@@ -9,6 +9,7 @@ initramfs never do (hits).
 import time
 
 from nova_cacheaware.agent import balloon
+from nova_cacheaware.agent import balloon_view
 from nova_cacheaware.agent import guest_agent
 from nova_cacheaware.policy import balloon_round
 from tests.functional.agent import base
@@ -64,8 +65,8 @@ class BalloonQemuTest(base.QemuTestCase):
         params = balloon_round.RoundParams(pool_mib=pool_mib, margin_mib=32,
                                            max_step_mib=256)
         return balloon.BalloonCapability(
-            params, balloon.LibvirtMemory(self.hv),
-            balloon.GuestHelper(self.ga, helper_path, 1),
+            params, balloon_view.LibvirtMemory(self.hv),
+            balloon_view.GuestHelper(self.ga, helper_path, 1),
             floor_mib=128, interval_s=2.0)
 
     def actual_mib(self, uuid):

@@ -11,6 +11,7 @@ import time
 
 from nova_cacheaware.agent import guest_agent
 from nova_cacheaware.agent import numa_balance
+from nova_cacheaware.agent import numa_shapes
 from nova_cacheaware.policy import numa_balance as policy
 from tests.functional.agent import base
 from tests.functional.agent import test_qemu
@@ -177,7 +178,7 @@ class NumaBalanceQemuTest(base.QemuTestCase):
             time.sleep(0.05)
 
     def shape(self, uuid):
-        return numa_balance.parse_guest(self.dom(uuid).XMLDesc(0))
+        return numa_shapes.parse_guest(self.dom(uuid).XMLDesc(0))
 
     def device(self, uuid, node):
         return self.shape(uuid).virtio_mem[node]

@@ -9,6 +9,7 @@ from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import reporting
+from nova_cacheaware.virt import domain as port_domain
 from tests.functional.agent import base
 
 ALL = tuple(range(8))
@@ -136,14 +137,16 @@ class ReconcileTest(base.AgentTestCase):
         b = self.define(2, cpuset='0-7', workload='memory')
         real = self.hv._instance
 
-        def stopped(dom, uuid, host, flags):
-            if uuid == a:
-                e = libvirt.libvirtError('Requested operation is not '
-                                         'valid: domain is not running')
-                e.err = (libvirt.VIR_ERR_OPERATION_INVALID, 10, str(e), 2,
-                         None, None, None, 0, 0)
-                raise e
-            return real(dom, uuid, host, flags)
+        def stopped(dom, host):
+            if dom.uuid == a:
+                # As the port's live pin read raises it.
+                with port_domain.gone_if_missing(a, not_running=True):
+                    e = libvirt.libvirtError('Requested operation is not '
+                                             'valid: domain is not running')
+                    e.err = (libvirt.VIR_ERR_OPERATION_INVALID, 10, str(e),
+                             2, None, None, None, 0, 0)
+                    raise e
+            return real(dom, host)
 
         self.hv._instance = stopped
         self.assertEqual([b], [i.uuid for i in self.hv.list_instances()])

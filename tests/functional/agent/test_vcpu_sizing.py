@@ -13,6 +13,7 @@ from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import guest_agent
 from nova_cacheaware.agent import reporting
 from nova_cacheaware.agent import vcpu_sizing
+from nova_cacheaware.agent import vcpu_sizing_view
 from nova_cacheaware.cmd import agent as agent_cmd
 from nova_cacheaware.policy import pcpu_est
 from tests.fixtures import nova_domains
@@ -53,8 +54,8 @@ class SizingMixin:
         return vcpu_sizing.VcpuSizing(self.hv, ga, **kw)
 
     def sizing_metadata(self, uuid):
-        xml = vcpu_sizing.LibvirtView(self.hv).metadata(uuid)
-        return None if xml is None else vcpu_sizing.parse_metadata(xml)
+        xml = vcpu_sizing_view.LibvirtView(self.hv).metadata(uuid)
+        return None if xml is None else vcpu_sizing_view.parse_metadata(xml)
 
 
 class TestDriverTest(SizingMixin, base.AgentTestCase):

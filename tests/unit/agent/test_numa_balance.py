@@ -2,7 +2,7 @@
 
 import testtools
 
-from nova_cacheaware.agent import numa_balance as nb
+from nova_cacheaware.agent import numa_shapes as nb
 from nova_cacheaware import exception
 
 LIVE = """<domain type='qemu'><name>x</name>

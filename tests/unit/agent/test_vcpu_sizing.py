@@ -5,18 +5,15 @@ The real libvirt and a real guest agent are in
 guest cannot be made to take on demand.
 """
 
-import os
-
 import fixtures
 import testtools
 
-from nova_cacheaware.agent import counters
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import guest_agent as ga_mod
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import vcpu_sizing as vs
-from nova_cacheaware import exception
+from nova_cacheaware.agent import vcpu_sizing_view as view_mod
 from nova_cacheaware.policy import pcpu_est
 
 
@@ -147,13 +144,13 @@ class VcpuSizingTest(testtools.TestCase):
                          self.guest.files['/run/cacheaware/pcpus'])
         self.assertEqual(['other'], report['others'])
         self.assertEqual(('apply', frozenset({2, 3})),
-                         vs.parse_metadata(self.view.meta['vm']))
+                         view_mod.parse_metadata(self.view.meta['vm']))
         # The other domain leaves: 4.0 -> all online again.
         del self.view.others['other']
         cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
         self.assertEqual({0, 1, 2, 3}, self.guest.online)
         self.assertEqual(('apply', frozenset()),
-                         vs.parse_metadata(self.view.meta['vm']))
+                         view_mod.parse_metadata(self.view.meta['vm']))
         # Crowded again, then the flavor opts out: restored, metadata gone.
         self.crowd(12)                   # 16 vCPUs: 1.0
         cap.reconcile(snapshot([self.vm], {'vm': APPLY}))
@@ -173,7 +170,7 @@ class VcpuSizingTest(testtools.TestCase):
         self.assertEqual({0, 1, 2, 3}, self.guest.online)
         self.assertEqual('restored (opted out)', report['vms']['vm']['action'])
         self.assertEqual(('recommend', frozenset()),
-                         vs.parse_metadata(self.view.meta['vm']))
+                         view_mod.parse_metadata(self.view.meta['vm']))
 
     def test_kvm_stats_not_given_up_on_an_empty_host(self):
         cap = self.cap()
@@ -272,7 +269,7 @@ class VcpuSizingTest(testtools.TestCase):
         self.assertEqual({0}, self.guest.online)
         self.assertIn('stay offline', logs.output)
         self.assertEqual(frozenset({1, 2, 3}),
-                         vs.parse_metadata(self.view.meta['vm'])[1])
+                         view_mod.parse_metadata(self.view.meta['vm'])[1])
 
     def test_hysteresis_and_stable_passes(self):
         cap = self.cap(stable_passes=2, hysteresis=0.25)
@@ -313,106 +310,3 @@ class VcpuSizingTest(testtools.TestCase):
         cap.reconcile(snapshot([self.vm], {}))
         cap.reconcile(snapshot([self.vm], {}))
         self.assertEqual(1, logs.output.count('no KVM exit counters'))
-
-
-class CapsTest(testtools.TestCase):
-
-    def test_from_xml(self):
-        xml = ("<domain><cputune><period>50000</period><quota>25000</quota>"
-               "</cputune></domain>")
-        self.assertEqual({0: 0.5, 1: 0.5}, vs.caps_from_xml(xml, 2))
-        xml = ("<domain><cputune><global_quota>100000</global_quota>"
-               "<quota>80000</quota></cputune></domain>")
-        self.assertEqual({v: 0.25 for v in range(4)},
-                         vs.caps_from_xml(xml, 4))
-        self.assertEqual({}, vs.caps_from_xml('<domain/>', 2))
-        self.assertEqual({}, vs.caps_from_xml(
-            '<domain><cputune><quota>-1</quota></cputune></domain>', 2))
-        self.assertRaises(exception.InvalidInput, vs.caps_from_xml, '<', 1)
-
-    def test_from_params(self):
-        self.assertIsNone(vs.caps_from_params({'weight': 50}, 2))
-        self.assertEqual({0: 0.5, 1: 0.5}, vs.caps_from_params(
-            {'vcpu_quota': 50000, 'vcpu_period': 100000,
-             'global_quota': -1, 'global_period': 100000}, 2))
-        self.assertEqual({}, vs.caps_from_params(
-            {'vcpu_quota': -1, 'vcpu_period': 100000}, 2))
-
-    def test_metadata_round_trip(self):
-        est = pcpu_est.VMEstimate(1.5, 2, {0: 0.75, 1: 0.75})
-        xml = vs.metadata_xml('apply', est, {3, 2})
-        self.assertEqual(
-            '<sizing mode="apply" available_pcpus="1.500000" '
-            'recommended_vcpus="2" offlined="2-3" />', xml)
-        self.assertEqual(('apply', frozenset({2, 3})),
-                         vs.parse_metadata(xml))
-        self.assertRaises(exception.InvalidInput, vs.parse_metadata, '<x')
-
-
-class KvmExitCounterTest(testtools.TestCase):
-
-    def tracefs(self, cpu_flag='vmx'):
-        root = self.useFixture(fixtures.TempDir()).path
-        os.makedirs(os.path.join(root, 'events', 'kvm', 'kvm_exit'))
-        with open(os.path.join(root, 'events', 'kvm', 'kvm_exit',
-                               'id'), 'w') as f:
-            f.write('1234\n')
-        cpuinfo = os.path.join(root, 'cpuinfo')
-        with open(cpuinfo, 'w') as f:
-            f.write('processor : 0\nflags : fpu %s sse\n' % cpu_flag)
-        return root, cpuinfo
-
-    def test_no_tracefs_switches_off_once(self):
-        logs = self.useFixture(fixtures.FakeLogger())
-        c = vs.KvmExitCounter(roots=('/nonexistent/tracing',))
-        self.assertFalse(c.available())
-        self.assertEqual({}, c.sample({'a/0': 1}))
-        self.assertIn('no kvm:kvm_exit tracepoint', c.unsupported)
-        self.assertEqual(1, logs.output.count('KVM exits are not counted'))
-
-    def test_counts_all_and_pause_exits_with_a_filter(self):
-        root, cpuinfo = self.tracefs('vmx')
-        opened, filters = [], []
-
-        def opener(attr, tid):
-            opened.append((attr.type, attr.config, tid))
-            return os.open(os.devnull, os.O_RDONLY)
-
-        c = vs.KvmExitCounter(roots=(root,), opener=opener,
-                              reader=lambda fd: 7,
-                              set_filter=lambda fd, text: filters.append(
-                                  text), cpuinfo=cpuinfo)
-        self.assertEqual({'a/0': {'exits': 7, 'pause_exits': 7}},
-                         c.sample({'a/0': 42}))
-        self.assertEqual([(vs.PERF_TYPE_TRACEPOINT, 1234, 42)] * 2, opened)
-        self.assertEqual(['exit_reason == 40'], filters)
-        c.sample({'a/0': 42})
-        self.assertEqual(2, len(opened))           # fds kept open
-        c.sample({})
-        self.assertEqual({}, c._fds)               # closed when gone
-
-    def test_refused_filter_counts_all_exits_only(self):
-        root, cpuinfo = self.tracefs('svm')
-
-        def refuse(fd, text):
-            self.assertEqual('exit_reason == 119', text)
-            raise OSError(22, 'Invalid argument')
-
-        c = vs.KvmExitCounter(
-            roots=(root,),
-            opener=lambda attr, tid: os.open(os.devnull, os.O_RDONLY),
-            reader=lambda fd: 3, set_filter=refuse, cpuinfo=cpuinfo)
-        self.assertEqual({'a/0': {'exits': 3}}, c.sample({'a/0': 1}))
-        self.assertEqual({'a/0': {'exits': 3}}, c.sample({'a/0': 1}))
-        c.close()
-
-    def test_no_permission_switches_off(self):
-        root, cpuinfo = self.tracefs('none')
-
-        def opener(attr, tid):
-            raise counters.PerfUnsupported(2, 'No such file or directory')
-
-        c = vs.KvmExitCounter(roots=(root,), opener=opener,
-                              cpuinfo=cpuinfo)
-        self.assertEqual({}, c.sample({'a/0': 1}))
-        self.assertFalse(c.available())

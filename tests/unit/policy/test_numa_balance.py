@@ -131,6 +131,18 @@ class DivisionTest(testtools.TestCase):
         self.assertEqual([(1, 'b', 'a', 3)], r.cpu_moves)
 
 
+class OutsideAllowedTest(testtools.TestCase):
+
+    def test_first_vcpu_outside_names_the_reason(self):
+        allowed = {'a': {0: (0, 1), 1: (0, 1)}, 'b': {0: (2, 3)}}
+        self.assertEqual({}, nb.outside_allowed(
+            {'a': {0: (0,), 1: (1,)}, 'b': {0: (2, 3)}}, allowed))
+        self.assertEqual(
+            {'a': 'Nova does not allow CPUs 2-3 for vCPU 1'},
+            nb.outside_allowed({'a': {0: (0,), 1: (2, 3)},
+                                'b': {0: (3,)}}, allowed))
+
+
 class MemoryTest(testtools.TestCase):
 
     def test_virtio_mem_moves_on_the_takers_busiest_node(self):
