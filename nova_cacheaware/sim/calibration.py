@@ -1,0 +1,162 @@
+"""Contention parameters from a measurement: the probe's JSON.
+
+Where the cache simulator's same-domain co-run slowdown comes from: a
+memory-bound vCPU's CPI is multiplied by ``1 + dirty_all * n`` while ``n``
+other memory-bound VMs run in its (All-share) domain
+(:mod:`nova_cacheaware.sim.contention`). By default ``dirty_all`` is 0.12,
+read off study 000's fig. 3.13 (Honbashi et al., Q6600 under Xen 3.3: Clean
+vs Dirty "10-odd %" under All share).
+
+``nova-cacheaware probe`` measures the same thing on a real host: one
+memory-bound kernel alone, then with a second copy on another CPU of its
+cache domain (one other memory-bound program: ``n = 1``). So::
+
+    dirty_all = same-domain slowdown - 1      (floored at 0)
+
+where the slowdown is, by default, the geometric mean of the probe's
+same-domain cells over every kernel and working set it ran (a VM is
+neither a pure chase nor a pure stream, nor of one size), or one cell
+chosen as ``KERNEL:FACTOR``.
+
+What the probe cannot give, and stays from study 000: ``split_mem`` (3.2,
+fig. 3.4/3.8: a VM split over two domains), ``dirty_partial`` (1.0, fig.
+3.13), ``cpi_mem``/``cpi_cpu``/``split_cpu`` and ``io_busy``. A
+different-domain slowdown measured by the probe (shared memory bandwidth)
+has no parameter in the model; it is reported, not used.
+"""
+
+import dataclasses
+import math
+
+from nova_cacheaware import exception
+from nova_cacheaware.policy import contention_probe as cp
+
+FORMAT_VERSION = 1
+STUDY_000 = ('study 000 (Honbashi, Yamada, Yoshida, Kono: L2-cache-aware VM '
+             'scheduling, Core 2 Quad Q6600, Xen 3.3)')
+#: Where each default parameter of :class:`contention.Model` comes from.
+DEFAULT_SOURCES = {
+    'cpi_mem': STUDY_000 + ', fig. 3.4: All-share CPI about 0.5',
+    'cpi_cpu': 'normalisation (1.0), not a measurement',
+    'split_mem': STUDY_000 + ', fig. 3.4/3.8: Partial-share CPI about 3.2',
+    'split_cpu': STUDY_000 + ', fig. 3.10: CPU- and I/O-bound under 5 %',
+    'dirty_all': STUDY_000 + ', fig. 3.13: Clean vs Dirty 10-odd % under '
+                             'All share (read as 0.12)',
+    'dirty_partial': STUDY_000 + ', fig. 3.13: Clean vs Dirty 2x under '
+                                 'Partial share',
+    'io_busy': 'assumption (30 % of slices runnable), not a measurement',
+}
+
+
+def _bad(reason):
+    return exception.InvalidInput(reason='calibration: ' + reason)
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """Model parameters measured by a probe, and where each came from."""
+
+    fields: dict
+    sources: dict
+    unused: tuple  # different-domain cells: measured, not modelled
+
+    def apply(self, model):
+        """``model`` with the measured fields replaced."""
+        return dataclasses.replace(model, **self.fields)
+
+    def to_dict(self, model):
+        """Every parameter of ``model``: value and source (JSON-ready)."""
+        return {
+            'parameters': {
+                name: {'value': getattr(model, name),
+                       'source': self.sources.get(name,
+                                                  DEFAULT_SOURCES[name])}
+                for name in DEFAULT_SOURCES},
+            'not_modelled': list(self.unused)}
+
+
+def _number(value, where):
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value) and value > 0):
+        raise _bad('%s must be a positive number' % where)
+    return float(value)
+
+
+def _cells(doc):
+    if not isinstance(doc, dict):
+        raise _bad('must be the JSON object of nova-cacheaware probe '
+                   '--format json')
+    if doc.get('format_version') != FORMAT_VERSION:
+        raise _bad('format_version must be %d (nova-cacheaware probe '
+                   '--format json), not %r'
+                   % (FORMAT_VERSION, doc.get('format_version')))
+    cells = doc.get('matrix')
+    if not isinstance(cells, list) or not cells:
+        raise _bad('"matrix" must be a non-empty list')
+    out = []
+    for n, c in enumerate(cells):
+        if not isinstance(c, dict):
+            raise _bad('matrix[%d] must be an object' % n)
+        if c.get('kernel') not in cp.KERNELS:
+            raise _bad('matrix[%d].kernel must be one of %s'
+                       % (n, ', '.join(cp.KERNELS)))
+        if c.get('placement') not in cp.CO_RUNS:
+            raise _bad('matrix[%d].placement must be one of %s'
+                       % (n, ', '.join(cp.CO_RUNS)))
+        out.append(cp.Cell(
+            kernel=c['kernel'], placement=c['placement'],
+            **{k: _number(c.get(k), 'matrix[%d].%s' % (n, k))
+               for k in ('factor', 'slowdown', 'low', 'high')}))
+    return out
+
+
+def parse_cell(text):
+    """``'chase:0.5'`` -> ``('chase', 0.5)``; raises InvalidInput."""
+    kernel, _, factor = (text or '').partition(':')
+    try:
+        value = float(factor)
+    except ValueError:
+        value = None
+    if kernel not in cp.KERNELS or value is None or not value > 0:
+        raise _bad('cell must be KERNEL:FACTOR (e.g. chase:0.5), not %r'
+                   % text)
+    return kernel, value
+
+
+def from_probe(doc, name='probe', cell=None):
+    """The :class:`Calibration` of a probe document.
+
+    ``cell``: an optional ``(kernel, factor)``. Raises InvalidInput naming
+    what is wrong.
+    """
+    cells = _cells(doc)
+    same = [c for c in cells if c.placement == cp.SAME]
+    if cell is not None:
+        same = [c for c in same if (c.kernel, c.factor) == cell]
+        if not same:
+            raise _bad('%s has no same-domain cell %s:%g' % (
+                name, cell[0], cell[1]))
+    if not same:
+        raise _bad('%s has no same-domain co-run (its host had no second '
+                   'CPU in the domain)' % name)
+    slowdown = math.exp(sum(math.log(c.slowdown) for c in same) / len(same))
+    value = round(max(0.0, slowdown - 1.0), 4)
+    used = ', '.join('%s %gx %.3f' % (c.kernel, c.factor, c.slowdown)
+                     for c in same)
+    source = ('measured: %s (%s, load %s): same-domain slowdown %.3f '
+              '(geometric mean of %s) - 1' % (
+                  name, doc.get('date', 'undated'),
+                  _load(doc), slowdown, used))
+    unused = tuple('%s %gx different-domain slowdown %.3f' % (
+        c.kernel, c.factor, c.slowdown)
+        for c in cells if c.placement == cp.DIFFERENT)
+    return Calibration(fields={'dirty_all': value},
+                       sources={'dirty_all': source}, unused=unused)
+
+
+def _load(doc):
+    load = doc.get('loadavg_before')
+    if (isinstance(load, list) and load
+            and isinstance(load[0], (int, float))):
+        return '%.2f' % load[0]
+    return 'unknown'
