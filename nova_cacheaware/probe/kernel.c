@@ -5,8 +5,8 @@
  *
  * Prints "ready" after setting up and one warm-up pass, then SAMPLES lines
  * "NS_PER_LINE CPU_SECONDS WALL_SECONDS", each sample running whole passes
- * for at least SECONDS of wall time. SAMPLES 0: run until killed (the
- * co-runner). One 64-byte cache line per chase step; the stream reads
+ * for at least SECONDS of wall time. SAMPLES 0: the same lines until killed
+ * (the co-runner). One 64-byte cache line per chase step; the stream reads
  * every word of each line.
  */
 #include <stdint.h>
@@ -112,10 +112,8 @@ int main(int argc, char **argv)
         } while (seconds(CLOCK_MONOTONIC) - w0 < span);
         double cpu = seconds(CLOCK_PROCESS_CPUTIME_ID) - c0;
         double wall = seconds(CLOCK_MONOTONIC) - w0;
-        if (samples) {
-            printf("%.6f %.6f %.6f\n", cpu * 1e9 / lines, cpu, wall);
-            fflush(stdout);
-        }
+        printf("%.6f %.6f %.6f\n", cpu * 1e9 / lines, cpu, wall);
+        fflush(stdout);
     }
     sink += p;
     return 0;

@@ -3,9 +3,11 @@
 A measurement is one run of the measured kernel on the measured CPU; for a
 co-run, a second copy (same kernel, same working set) is started first on
 the co-runner's CPU, runs until the measured one has finished, and is then
-killed. Both are pinned before they run a single instruction of the kernel:
-``os.sched_setaffinity(0, {cpu})`` in the child between fork and exec; the
-parent reads the affinity back with ``os.sched_getaffinity(pid)``.
+killed; its CPU share (CPU time over wall time of the samples it finished)
+is kept with the run. Both are pinned before they run a single instruction
+of the kernel: ``os.sched_setaffinity(0, {cpu})`` in the child between fork
+and exec; the parent reads the affinity back with
+``os.sched_getaffinity(pid)``.
 
 Kernels (``impl``): ``c``, ``kernel.c`` compiled on the fly with the host's
 ``cc`` (``-O2``), or ``numpy`` (:mod:`.kernel_numpy`). ``auto`` takes ``c``
@@ -107,6 +109,21 @@ class Run:
     """
 
     samples: ty.Tuple[ty.Tuple[float, float], ...]
+    #: The co-runner's CPU share over its samples (None: alone, or it
+    #: finished none).
+    co_cpu_share: ty.Optional[float] = None
+
+    def shares(self):
+        """``(ns, share)`` per sample.
+
+        The share of a co-run sample is the smaller of the measured
+        kernel's and the co-runner's: while the co-runner does not run,
+        the co-run measures nothing.
+        """
+        if self.co_cpu_share is None:
+            return self.samples
+        return tuple((ns, min(share, self.co_cpu_share))
+                     for ns, share in self.samples)
 
 
 def _start(kernel, name, nbytes, samples, seconds, seed, cpu):
@@ -143,7 +160,7 @@ def _readline(proc, name, what):
     return line
 
 
-def _stop(proc):
+def _stop(proc, close=True):
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -151,9 +168,10 @@ def _stop(proc):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    for stream in (proc.stdout, proc.stderr):
-        if stream:
-            stream.close()
+    if close:
+        for stream in (proc.stdout, proc.stderr):
+            if stream and not stream.closed:
+                stream.close()
 
 
 def measure(kernel, name, nbytes, cpu, co_cpu, samples, seconds, seed):
@@ -176,13 +194,28 @@ def measure(kernel, name, nbytes, cpu, co_cpu, samples, seconds, seed):
             ns, cpu_time, wall = map(
                 float, _readline(proc, name, 'its samples').split())
             values.append((ns, cpu_time / wall if wall > 0 else 0.0))
-        if co_cpu is not None and procs[0].poll() is not None:
+        if co_cpu is None:
+            return Run(samples=tuple(values))
+        if procs[0].poll() is not None:
             raise ProbeError(reason='the co-runner on CPU %d ended early'
                                     % co_cpu)
-        return Run(samples=tuple(values))
+        _stop(procs[0], close=False)
+        return Run(samples=tuple(values),
+                   co_cpu_share=_share(procs[0].stdout.read()))
     finally:
         for p in reversed(procs):
             _stop(p)
+
+
+def _share(output):
+    """CPU share over the sample lines of a co-runner's output."""
+    cpu = wall = 0.0
+    for line in output.splitlines():
+        fields = line.split()
+        if len(fields) == 3:
+            cpu += float(fields[1])
+            wall += float(fields[2])
+    return cpu / wall if wall > 0 else None
 
 
 def run_probe(kernel, cpus, kernels, sizes, repetitions, samples, seconds,
@@ -191,10 +224,10 @@ def run_probe(kernel, cpus, kernels, sizes, repetitions, samples, seconds,
 
     ``cpus``: a :class:`~nova_cacheaware.policy.contention_probe.ProbeCpus`;
     ``sizes``: ``((factor, bytes), ...)``. Returns ``(samples, runs)``:
-    ``{(kernel, factor, placement): [(ns per line, cpu share), ...]}`` for
-    the pure matrix, and one dict per run for the JSON. Each repetition
-    goes through every kernel, size and placement once, so that a change
-    of load hits all of them alike.
+    ``{(kernel, factor, placement): [(ns per line, cpu share), ...]}``
+    (:meth:`Run.shares`) for the pure matrix, and one dict per run for the
+    JSON. Each repetition goes through every kernel, size and placement
+    once, so that a change of load hits all of them alike.
     """
     collected, runs = {}, []
     for rep in range(repetitions):
@@ -206,7 +239,7 @@ def run_probe(kernel, cpus, kernels, sizes, repetitions, samples, seconds,
                                   cpus.co_cpu(placement), samples, seconds,
                                   seed + rep)
                     collected.setdefault((name, factor, placement),
-                                         []).extend(run.samples)
+                                         []).extend(run.shares())
                     runs.append({
                         'repetition': rep, 'kernel': name,
                         'factor': factor, 'bytes': nbytes,
@@ -216,6 +249,8 @@ def run_probe(kernel, cpus, kernels, sizes, repetitions, samples, seconds,
                                         for v, _ in run.samples],
                         'cpu_share': [round(share, 3)
                                       for _, share in run.samples],
+                        'co_cpu_share': (None if run.co_cpu_share is None
+                                         else round(run.co_cpu_share, 3)),
                         'seconds': round(time.monotonic() - started, 2)})
                     if progress:
                         progress(runs[-1])
