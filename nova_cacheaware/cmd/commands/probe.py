@@ -5,6 +5,7 @@ See doc/source/user/probe.rst. The pure parts are in
 :mod:`nova_cacheaware.probe.runner`.
 """
 
+import dataclasses
 import datetime
 import os
 import sys
@@ -128,12 +129,7 @@ def run(args):
                    % home.id)
     sizes = cp.working_sets(cache_kib * 1024, factors)
     load_before = os.getloadavg()
-    progress = _progress if sys.stderr.isatty() else None
-    with runner.workdir() as tmp:
-        kernel = runner.prepare_kernel(args.kernel_impl, tmp)
-        samples, runs = runner.run_probe(
-            kernel, cpus, kernels, sizes, args.repetitions, args.samples,
-            args.sample_seconds, seed=args.seed, progress=progress)
+    kernel, samples, runs = _measure(args, cpus, kernels, sizes)
     kept, dropped = cp.select_samples(samples, args.min_cpu_share)
     empty = [k for k, v in kept.items() if not v]
     if empty:
@@ -144,14 +140,12 @@ def run(args):
     matrix = cp.slowdown_matrix(kept)
     verdict = cp.verdict(matrix, args.min_gain)
     if args.format == 'table':
-        print(cp.format_table(matrix, verdict, cpus))
+        print(format_table(matrix, verdict, cpus))
         print('Kernel: %s; load average %.2f before, %.2f after; cache %d '
               'KiB (%s); median CPU share %s; %d samples dropped' % (
                   kernel.description, load_before[0], os.getloadavg()[0],
                   cache_kib, 'given' if args.cache_kib else 'sysfs',
-                  ', '.join('%s %.2f' % kv
-                            for kv in _shares(samples).items()),
-                  sum(dropped.values())))
+                  _shares_text(samples), sum(dropped.values())))
         return 0
     doc = {
         'format_version': FORMAT_VERSION,
@@ -159,17 +153,8 @@ def run(args):
         'loadavg_before': [round(x, 2) for x in load_before],
         'loadavg_after': [round(x, 2) for x in os.getloadavg()],
         'kernel': {'impl': kernel.impl, 'description': kernel.description},
-        'topology': {
-            'level': domain_set.level,
-            'domains': [{'id': d.id, 'cpus': list(d.cpus),
-                         'size_kib': d.size_kib,
-                         'numa_nodes': list(d.numa_nodes)}
-                        for d in domain_set.domains]},
-        'cpus': {'domain': cpus.domain, 'alone': cpus.alone,
-                 'same': cpus.same,
-                 'same_is_smt_sibling': cpus.same_is_smt_sibling,
-                 'different_domain': cpus.different_domain,
-                 'different': cpus.different},
+        'topology': _topology_doc(domain_set),
+        'cpus': dataclasses.asdict(cpus),
         'settings': {'cache_kib': cache_kib, 'factors': factors,
                      'kernels': kernels, 'repetitions': args.repetitions,
                      'samples': args.samples,
@@ -178,12 +163,31 @@ def run(args):
                      'min_cpu_share': args.min_cpu_share, 'seed': args.seed},
         'dropped_samples': sum(dropped.values()),
         'cpu_share': _shares(samples),
-        'verdict': cp.verdict_to_dict(verdict),
+        'verdict': verdict_to_dict(verdict),
         'runs': runs,
     }
-    doc.update(cp.matrix_to_dict(matrix, dict(sizes)))
+    doc.update(matrix_to_dict(matrix, dict(sizes)))
     common.dump_json(doc)
     return 0
+
+
+def _measure(args, cpus, kernels, sizes):
+    """Build the kernel, run every measurement; the kernel is removed."""
+    progress = _progress if sys.stderr.isatty() else None
+    with runner.workdir() as tmp:
+        kernel = runner.prepare_kernel(args.kernel_impl, tmp)
+        samples, runs = runner.run_probe(
+            kernel, cpus, kernels, sizes, args.repetitions, args.samples,
+            args.sample_seconds, seed=args.seed, progress=progress)
+    return kernel, samples, runs
+
+
+def _topology_doc(domain_set):
+    return {'level': domain_set.level,
+            'domains': [{'id': d.id, 'cpus': list(d.cpus),
+                         'size_kib': d.size_kib,
+                         'numa_nodes': list(d.numa_nodes)}
+                        for d in domain_set.domains]}
 
 
 def _shares(samples):
@@ -195,6 +199,10 @@ def _shares(samples):
             for p, v in sorted(by.items())}
 
 
+def _shares_text(samples):
+    return ', '.join('%s %.2f' % kv for kv in _shares(samples).items())
+
+
 def _progress(run):
     sys.stderr.write('probe: %s %gx %s: %s ns/line\n' % (
         run['kernel'], run['factor'], run['placement'],
@@ -204,3 +212,56 @@ def _progress(run):
 def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(
         timespec='seconds')
+
+
+# --------------------------------------------------------------------------
+# Output
+
+def _r(value):
+    return round(value, 4)
+
+
+def matrix_to_dict(matrix, sizes):
+    """The ``alone`` and ``matrix`` parts of the probe's JSON.
+
+    ``sizes``: {factor: bytes}.
+    """
+    alone = [{'kernel': k, 'factor': f, 'bytes': sizes[f],
+              'n': s.n, 'median_ns': _r(s.median), 'low_ns': _r(s.low),
+              'high_ns': _r(s.high), 'spread': _r(s.spread)}
+             for (k, f), s in matrix.alone.items()]
+    cells = [{'kernel': c.kernel, 'factor': c.factor,
+              'placement': c.placement, 'slowdown': _r(c.slowdown),
+              'low': _r(c.low), 'high': _r(c.high)}
+             for c in matrix.cells]
+    return {'alone': alone, 'matrix': cells}
+
+
+def verdict_to_dict(v):
+    """The ``verdict`` part of the probe's JSON."""
+    return {'code': v.code, 'reason': v.reason, 'dirty': v.dirty,
+            'evidence': [{'kernel': k, 'factor': f} for k, f in v.evidence]}
+
+
+def format_table(matrix, v, cpus):
+    """The slowdown matrix for a person (rows kernel x working set)."""
+    placements = [p for p in cp.CO_RUNS if cpus.co_cpu(p) is not None]
+    heads = {cp.SAME: 'same domain (CPU %s)' % cpus.same,
+             cp.DIFFERENT: 'other domain %s (CPU %s)' % (
+                 cpus.different_domain, cpus.different)}
+    lines = ['Measured CPU %d in cache domain %s' % (cpus.alone,
+                                                     cpus.domain),
+             '%-8s %-6s %-22s %s' % ('KERNEL', 'SET', 'ALONE ns/line',
+                                     '   '.join(heads[p]
+                                                for p in placements))]
+    for (kernel, factor), base in matrix.alone.items():
+        row = '%-8s %-6s %-22s' % (
+            kernel, '%gx' % factor,
+            '%.2f (spread %.0f %%)' % (base.median, 100 * base.spread))
+        for p in placements:
+            c = matrix.cell(kernel, factor, p)
+            row += ' %.2fx [%.2f-%.2f]' % (c.slowdown, c.low, c.high)
+        lines.append(row)
+    lines.append('Slowdown: median co-run / median alone [noise band].')
+    lines.append('Verdict: %s: %s' % (v.code, v.reason))
+    return '\n'.join(lines)

@@ -4,6 +4,7 @@ import hypothesis
 from hypothesis import strategies as st
 import testtools
 
+from nova_cacheaware.cmd.commands import probe
 from nova_cacheaware import exception
 from nova_cacheaware.policy import contention_probe as cp
 from nova_cacheaware.topology import domains
@@ -244,11 +245,11 @@ class VerdictTest(testtools.TestCase):
              'matrix': [{'kernel': 'chase', 'factor': 0.5,
                          'placement': 'same', 'slowdown': 1.5, 'low': 1.5,
                          'high': 1.5}]},
-            cp.matrix_to_dict(m, {0.5: 4096}))
+            probe.matrix_to_dict(m, {0.5: 4096}))
         self.assertEqual({'code': 'single-domain', 'dirty': True,
                           'evidence': [{'kernel': 'chase', 'factor': 0.5}],
-                          'reason': v.reason}, cp.verdict_to_dict(v))
+                          'reason': v.reason}, probe.verdict_to_dict(v))
         cpus = cp.ProbeCpus('L3-0', 0, 1, False, None, None)
-        table = cp.format_table(m, v, cpus).splitlines()
+        table = probe.format_table(m, v, cpus).splitlines()
         self.assertEqual('chase    0.5x   10.00 (spread 0 %)     '
                          '1.50x [1.50-1.50]', table[2])
