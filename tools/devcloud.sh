@@ -46,6 +46,12 @@ LIBVIRT_URI="qemu+unix:///system?socket=$LIBVIRT_DIR/sock/libvirt-sock"
 # trailing "-plain" and/or "-NN" (fake-zen-03 -> topologies/fake-zen.json);
 # "-plain" hosts get no cache-domain providers (a host not opted in).
 FAKE_COMPUTES=${DEVCLOUD_FAKE_COMPUTES:-"fake-zen fake-ecluster"}
+# DEVCLOUD_FAKE_AGENTS=1 runs the real agent code for every fake compute
+# that opted in (tools/devcloud/fake_agents.py: libvirt test:/// domains
+# mirror Nova's servers), in DEVCLOUD_FAKE_AGENTS_MODEL (host, default, or
+# domain); 0 (default): the fake computes have no agent.
+FAKE_AGENTS=${DEVCLOUD_FAKE_AGENTS:-0}
+FAKE_AGENTS_MODEL=${DEVCLOUD_FAKE_AGENTS_MODEL:-host}
 
 log() { printf 'devcloud: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -260,6 +266,30 @@ agent_up() {
     fi
 }
 
+# The real agent for each fake compute not named "-plain", one process
+# (fake_agents.py); after the computes registered, so that their providers
+# exist. Its agents' choices: $RUN/fake-agents.json.
+fake_agents_up() {
+    [ "$FAKE_AGENTS" = 1 ] || return 0
+    if alive fake-agents; then return 0; fi
+    local t hosts=()
+    for t in $FAKE_COMPUTES; do
+        case "$t" in *-plain|*-plain-[0-9]*) ;; *) hosts+=("devcloud-$t") ;; esac
+    done
+    [ ${#hosts[@]} -gt 0 ] || return 0
+    start_svc fake-agents "$PY" "$TOOLS/fake_agents.py" \
+        --period "${DEVCLOUD_AGENT_PERIOD:-3}" --provider-model "$FAKE_AGENTS_MODEL" \
+        --state "$RUN/fake-agents.json" "${hosts[@]}"
+    local _
+    for _ in $(seq 150); do
+        grep -q 'agents running' "$LOGS/fake-agents.log" 2>/dev/null && return 0
+        alive fake-agents || break
+        sleep 0.2
+    done
+    tail -n 30 "$LOGS/fake-agents.log" >&2
+    die "fake_agents.py did not start (log: $LOGS/fake-agents.log)"
+}
+
 cmd_up() {
     local t0 n
     t0=$(date +%s)
@@ -303,6 +333,7 @@ cmd_up() {
     n=$(echo "$DEVCLOUD_COMPUTES" | grep -o '"name"' | wc -l)
     "$PY" "$TOOLS/cloud.py" wait-computes "$n" --timeout 240 \
         || { "$0" status; die "computes did not come up; see $LOGS"; }
+    fake_agents_up
     log "up in $(( $(date +%s) - t0 )) s; credentials: $DC/clouds.yaml (cloud 'devcloud'), $DC/openrc"
 }
 
@@ -347,7 +378,7 @@ cmd_down() {
     fi
     # Nova services first (they talk to the rest while shutting down), all
     # at once: nova-compute's graceful stop takes seconds each.
-    local first=(agent nova-api scheduler conductor compute-devcloud-libvirt)
+    local first=(agent fake-agents nova-api scheduler conductor compute-devcloud-libvirt)
     for t in $FAKE_COMPUTES; do first+=("compute-devcloud-$t"); done
     stop_many "${first[@]}"
     stop_many placement keystone image libvirtd virtlogd
