@@ -30,10 +30,13 @@ process's last hand-out (a conservative error).
 """
 
 import dataclasses
+import logging
 import os
 import threading
 import time
 import typing as ty
+
+LOG = logging.getLogger(__name__)
 
 #: Claims remembered per host at most (oldest dropped first).
 MAX_CLAIMS_PER_HOST = 256
@@ -95,9 +98,15 @@ class ClaimLedger:
             if handout is None or num_instances <= handout.num_instances:
                 return
             del self._handouts[host]
+            claim = handout.resolved()
             claims = self._claims.setdefault(host, [])
-            claims.append(handout.resolved())
+            claims.append(claim)
             del claims[:-MAX_CLAIMS_PER_HOST]
+        # Outside the lock. In the host model the domain is the prediction
+        # of the agent's choice: compare with the agent's log.
+        LOG.debug('claim recorded on host %s: instance %s, domain %s, '
+                  '%d vCPUs%s', host, claim.instance, claim.provider,
+                  claim.vcpus, ', memory-bound' if claim.memory_bound else '')
 
     def hand_out(self, host, num_instances, claim, resolve=None):
         """Remember that ``claim``'s domain is first for ``host`` now.

@@ -171,6 +171,20 @@ transport_url = {transport}
 """.format(**v)
 
 
+def log_levels(debug_loggers):
+    """``default_log_levels`` line with ``debug_loggers`` at DEBUG.
+
+    ``debug_loggers`` is a comma-separated list of logger names; '' (none)
+    keeps oslo.log's defaults.
+    """
+    loggers = _split(debug_loggers)
+    if not loggers:
+        return ''
+    from oslo_log import _options
+    return 'default_log_levels = %s\n' % ','.join(
+        list(_options.DEFAULT_LOG_LEVELS) + ['%s=DEBUG' % n for n in loggers])
+
+
 def main():
     """Render every file; print the plugin resolution as JSON."""
     dc = _env('DIR')
@@ -197,6 +211,8 @@ def main():
         # 1: this project's recommendation; Placement's default is 10.
         'conflict_retries': os.environ.get(
             'DEVCLOUD_PLACEMENT_CONFLICT_RETRIES', '1'),
+        'log_levels': log_levels(os.environ.get('DEVCLOUD_DEBUG_LOGGERS',
+                                                '')),
     }
     plugins = resolve_plugins(_split(_env('AVAILABLE_FILTERS')),
                               _split(_env('ENABLED_FILTERS')),
@@ -237,7 +253,7 @@ allocation_conflict_retry_count = {conflict_retries}
     nova = """\
 [DEFAULT]
 debug = {debug}
-transport_url = {transport}
+{log_levels}transport_url = {transport}
 state_path = {dc}/nova/state
 compute_driver = fake.FakeDriver
 my_ip = 127.0.0.1

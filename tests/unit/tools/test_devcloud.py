@@ -320,3 +320,18 @@ class RenderModesTest(testtools.TestCase):
             self.assertEqual(0o600, os.stat(path).st_mode & 0o777, name)
         with open(old) as f:
             self.assertIn('password: secret-a', f.read())
+
+
+class LogLevelsTest(testtools.TestCase):
+    """DEVCLOUD_DEBUG_LOGGERS: named loggers at DEBUG, oslo.log's kept."""
+
+    def test_none_keeps_defaults(self):
+        self.assertEqual('', render.log_levels(' '))
+
+    def test_named_loggers_appended_to_oslo_defaults(self):
+        from oslo_log import _options
+        line = render.log_levels('a.b, c')
+        self.assertTrue(line.startswith('default_log_levels = '))
+        levels = line.split(' = ', 1)[1].strip().split(',')
+        self.assertEqual(list(_options.DEFAULT_LOG_LEVELS)
+                         + ['a.b=DEBUG', 'c=DEBUG'], levels)
