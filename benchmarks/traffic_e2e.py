@@ -5,12 +5,20 @@ conductor, scheduler - with several workers - and Placement on MariaDB and
 RabbitMQ) with many fake-driver computes of mixed real topologies, and
 boots waves of servers with a realistic flavor mix at several
 concurrencies, multi-create batches included, deleting part of them
-between waves. It runs twice, in the same invocation:
+between waves. It runs three times, in the same invocation:
 
-* **ours**: nova-cacheaware's plugins, domain providers on the hosts that
-  opted in, cache-aware flavors written by ``compute_specs`` (what
-  ``nova-cacheaware flavor set`` writes), Placement with the project's
-  ``allocation_conflict_retry_count = 1``;
+* **ours**: nova-cacheaware's plugins, per-domain providers
+  (``provider_model = domain``) on the hosts that opted in, written once by
+  ``cloud.py sync-domains``, no agent: the scheduler works without live
+  state, from Placement and its own claims; cache-aware flavors written by
+  ``compute_specs`` (what ``nova-cacheaware flavor set`` writes), Placement
+  with the project's ``allocation_conflict_retry_count = 1``;
+* **ours-host**: the same, in the per-host provider model (the default):
+  every fake compute that opted in runs the real agent code
+  (``tools/devcloud/fake_agents.py``, ``DEVCLOUD_FAKE_AGENTS=1``), which
+  creates ``<cn>:cacheaware``, publishes live state, chooses each
+  instance's domain and keeps ``max_unit``/``reserved`` current; a
+  server's domain is the one its agent chose;
 * **nova**: the peer - Nova with its default filters and weighers, no
   domain providers, the same flavors without ``cacheaware:`` keys,
   Placement's defaults.
@@ -20,17 +28,17 @@ Per run it reports servers placed vs placeable, spurious NoValidHost
 409 claim conflicts per server (from the scheduler logs), % All-share, %
 of declared memory-bound servers alone in their domain (Clean) against the
 best possible for the same arrival sequence, and scheduling latency
-(POST until a host is assigned) p50/p95. Results go to
+(POST until a host is assigned) p50/p95; for ``ours-host`` also the
+servers that held host room but for which the agent found no domain with
+room (the race the per-host model admits). Results go to
 ``benchmarks/results/traffic_e2e.json``.
 
 Run with the devcloud's virtualenv (``tools/devcloud.sh up`` creates it)::
 
     .devcloud/venv/bin/python benchmarks/traffic_e2e.py [--boots 120]
 
-It brings the devcloud down and up itself (twice) and takes it down at
-the end. The computes have no agent (fake drivers): the scheduler works
-without live state, from Placement and its own claims - the hardest case
-for the in-host choice.
+It brings the devcloud down and up itself (once per configuration) and
+takes it down at the end.
 """
 
 import argparse
@@ -39,6 +47,7 @@ from concurrent import futures
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -81,17 +90,29 @@ KINDS = {
 VCPUS = ((1, 3), (2, 4), (4, 2), (8, 1))
 MEMORY_KINDS = ('mem-required', 'mem-preferred')
 POLL = 0.2
+#: Configurations with cache-aware flavors and plugins.
+AWARE = ('ours', 'ours-host')
 
 
 def log(msg):
     print('traffic: %s' % msg, file=sys.stderr, flush=True)
 
 
-def devcloud(action, config, workers):
+def agent_hosts():
+    """Service hosts of the fake computes that run an agent (ours-host)."""
+    return ['devcloud-' + h for h in HOSTS if '-plain' not in h]
+
+
+def devcloud(action, config, workers, agent_period=3.0):
     """``tools/devcloud.sh ACTION`` with this run's computes and plugins."""
     env = dict(os.environ, DEVCLOUD_LIBVIRT='0',
                DEVCLOUD_FAKE_COMPUTES=' '.join(HOSTS),
-               DEVCLOUD_SCHEDULER_WORKERS=str(workers))
+               DEVCLOUD_SCHEDULER_WORKERS=str(workers),
+               DEVCLOUD_FAKE_AGENTS='1' if config == 'ours-host' else '0',
+               DEVCLOUD_AGENT_PERIOD=str(agent_period),
+               # Each recorded claim with its domain: in the host model
+               # the scheduler's prediction of the agent's choice.
+               DEVCLOUD_DEBUG_LOGGERS='nova_cacheaware.scheduler.claims')
     if config == 'nova':
         # The region before nova-cacheaware: Nova's and Placement's
         # defaults.
@@ -142,7 +163,7 @@ def make_flavors(cloud, config):
                 'name': name, 'vcpus': vcpus, 'ram': 256, 'disk': 1}})[
                 'flavor']
             specs = {}
-            if options and config == 'ours':
+            if options and config in AWARE:
                 specs = flavor_specs.compute_specs(options, vcpus).set
                 cloud.nova('POST', '/flavors/%s/os-extra_specs'
                            % flavor['id'], {'extra_specs': specs})
@@ -220,6 +241,24 @@ def log_count(path, needle, offset):
         return 0
 
 
+CLAIM_LINE = re.compile(r'claim recorded on host \S+: instance ([0-9a-f-]+), '
+                        r'domain ([^,\s]+)')
+
+
+def predicted_domains(path, offset):
+    """``{instance uuid: domain}`` the scheduler recorded after ``offset``.
+
+    The last one wins (a server rescheduled to another host).
+    """
+    try:
+        with open(path, 'rb') as f:
+            f.seek(offset)
+            text = f.read().decode(errors='replace')
+    except OSError:
+        return {}
+    return dict(CLAIM_LINE.findall(text))
+
+
 def log_size(path):
     try:
         return os.path.getsize(path)
@@ -239,6 +278,57 @@ def domain_usage(cloud, servers):
     return out
 
 
+def agents_state(dc):
+    """The emulated agents' choices (``fake_agents.py --state``)."""
+    try:
+        with open(os.path.join(dc, 'run', 'fake-agents.json')) as f:
+            return json.load(f)['hosts']
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def wait_host_providers(cloud, timeout=180):
+    """Wait until every agent created its host's ``<cn>:cacheaware``."""
+    want = {names.host_provider_name(h) for h in agent_hosts()}
+    deadline = time.monotonic() + timeout
+    while True:
+        have = {rp['name'] for rp in cloud.placement(
+            'GET', '/resource_providers')['resource_providers']}
+        if want <= have:
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit('agents did not create %s in %ds (see '
+                             '.devcloud/logs/fake-agents.log)'
+                             % (', '.join(sorted(want - have)), timeout))
+        time.sleep(2)
+
+
+def agent_domains(dc, servers, timeout=90):
+    """``{server id: entry}`` once the agents decided for ``servers``.
+
+    An entry is the agent's record (``domain``, ``first_domain``,
+    ``holds_host_room``, ``unplaced_passes``); servers on a host without
+    an agent are left out; one its agent never saw has no ``domain``
+    (``unseen``).
+    """
+    mine = set(agent_hosts())
+    want = {s['id']: s['host'] for s in servers if s['host'] in mine}
+    deadline = time.monotonic() + timeout
+    while True:
+        hosts = agents_state(dc)
+        found = {}
+        for sid, host in want.items():
+            entry = hosts.get(host, {}).get('instances', {}).get(sid)
+            if entry is not None and entry.get('holds_host_room'):
+                found[sid] = entry
+        if len(found) == len(want) or time.monotonic() > deadline:
+            for sid in set(want) - set(found):
+                found[sid] = {'domain': None, 'first_domain': None,
+                              'unseen': True}
+            return found
+        time.sleep(1)
+
+
 def clean_figures(alive, domains_of, domain_count):
     """Declared memory-bound servers alone in their domain, and the best."""
     memory = [s for s in alive if s['kind'] in MEMORY_KINDS]
@@ -250,16 +340,20 @@ def clean_figures(alive, domains_of, domain_count):
     return clean, min(len(memory), domain_count)
 
 
-def run(cloud, config, concurrency, plan, flavors, seed, logs):
+def run(cloud, config, concurrency, plan, flavors, seed, dc):
     """Every wave of ``plan`` at ``concurrency``; the run's figures."""
     rng = random.Random(seed)
-    sched_log = os.path.join(logs, 'scheduler.log')
+    sched_log = os.path.join(dc, 'logs', 'scheduler.log')
     start = log_size(sched_log)
     alive, records, clean, best = [], [], 0, 0
     share_ok = share_all = 0
-    domain_count = sum(1 for rp in cloud.placement(
-        'GET', '/resource_providers')['resource_providers']
-        if ':cacheaware:' in rp['name'])
+    agent_seen = {}
+    if config == 'ours-host':
+        domain_count = sum(h['domains'] for h in agents_state(dc).values())
+    else:
+        domain_count = sum(1 for rp in cloud.placement(
+            'GET', '/resource_providers')['resource_providers']
+            if ':cacheaware:' in rp['name'])
     for w, ops in enumerate(plan):
         with futures.ThreadPoolExecutor(max_workers=concurrency) as pool:
             jobs = [pool.submit(boot, cloud, flavors, kind, vcpus, n,
@@ -269,8 +363,19 @@ def run(cloud, config, concurrency, plan, flavors, seed, logs):
             wave = [r for j in jobs for r in j.result()]
         records += wave
         alive += [r for r in wave if r['status'] != 'ERROR']
-        if config == 'ours':
-            domains_of = domain_usage(cloud, alive)
+        if config in AWARE:
+            if config == 'ours':
+                domains_of = domain_usage(cloud, alive)
+            else:
+                aware = [s for s in alive if KINDS[s['kind']][0]]
+                entries = agent_domains(dc, aware)
+                agent_seen.update(entries)
+                # A domain id names a domain of its host only.
+                domains_of = {}
+                for s in aware:
+                    domain = entries.get(s['id'], {}).get('domain')
+                    if domain:
+                        domains_of[s['id']] = '%s/%s' % (s['host'], domain)
             c, b = clean_figures(alive, domains_of, domain_count)
             clean += c
             best += b
@@ -288,7 +393,32 @@ def run(cloud, config, concurrency, plan, flavors, seed, logs):
         cloud.nova('DELETE', '/servers/' + s['id'], ok=(204, 404))
     wait_deleted(cloud, [s['id'] for s in alive])
     latencies = [r['latency'] for r in records if r['host']]
-    return {
+    agent = {}
+    if config == 'ours-host':
+        agent = {
+            # Held host room, but no domain had room at the agent's first
+            # decision (two claims between two agent syncs): not All-share.
+            'agent_unplaced_first': sum(
+                1 for e in agent_seen.values()
+                if not e.get('unseen') and e.get('first_domain') is None),
+            # ... and still without a domain at the end of its wave.
+            'agent_unplaced_end': sum(
+                1 for e in agent_seen.values()
+                if not e.get('unseen') and e.get('domain') is None),
+            'agent_unseen': sum(1 for e in agent_seen.values()
+                                if e.get('unseen')),
+            'agent_servers': len(agent_seen),
+        }
+        # The agent's first choice against the scheduler's prediction
+        # (scheduler debug log; instances whose claim it recorded).
+        predicted = predicted_domains(sched_log, start)
+        compared = [sid for sid, e in agent_seen.items()
+                    if sid in predicted and not e.get('unseen')]
+        agent['predictions_compared'] = len(compared)
+        agent['predictions_differing'] = sum(
+            1 for sid in compared
+            if agent_seen[sid].get('first_domain') != predicted[sid])
+    return dict(agent, **{
         'config': config, 'concurrency': concurrency,
         'servers': len(records),
         'placed': sum(1 for r in records if r['host']),
@@ -307,7 +437,7 @@ def run(cloud, config, concurrency, plan, flavors, seed, logs):
         'clean_servers': clean, 'clean_best': best,
         'latency_p50_s': round(statistics.median(latencies), 3),
         'latency_p95_s': round(_p95(latencies), 3),
-    }
+    })
 
 
 def _p95(values):
@@ -332,7 +462,9 @@ def main(argv=None):
     parser.add_argument('--concurrency', default='1,8,32')
     parser.add_argument('--workers', type=int, default=2,
                         help='nova-scheduler worker processes')
-    parser.add_argument('--configs', default='ours,nova')
+    parser.add_argument('--configs', default='ours,ours-host,nova')
+    parser.add_argument('--agent-period', type=float, default=3.0,
+                        help="the emulated agents' period (ours-host)")
     parser.add_argument('--seed', type=int, default=12)
     parser.add_argument('--out', default=os.path.join(
         ROOT, 'benchmarks', 'results', 'traffic_e2e.json'))
@@ -347,16 +479,17 @@ def main(argv=None):
         log('%s: devcloud with %d computes, %d scheduler workers'
             % (config, len(HOSTS), args.workers))
         devcloud('down', config, args.workers)
-        devcloud('up', config, args.workers)
+        devcloud('up', config, args.workers, args.agent_period)
         cloud = cloudlib.Cloud()
         if config == 'ours':
             cloudlib.sync_domains(cloud)
+        elif config == 'ours-host':
+            wait_host_providers(cloud)
         flavors = make_flavors(cloud, config)
         for c in [int(x) for x in args.concurrency.split(',')]:
             load.append(os.getloadavg()[0])
             t0 = time.monotonic()
-            result = run(cloud, config, c, plan, flavors, args.seed,
-                         os.path.join(dc, 'logs'))
+            result = run(cloud, config, c, plan, flavors, args.seed, dc)
             result['wall_s'] = round(time.monotonic() - t0, 1)
             log(json.dumps(result))
             results.append(result)
@@ -364,7 +497,7 @@ def main(argv=None):
     by = {(r['config'], r['concurrency']): r for r in results}
     for r in results:
         peer = by.get(('nova', r['concurrency']))
-        if r['config'] == 'ours' and peer:
+        if r['config'] in AWARE and peer:
             r['latency_p50_vs_nova'] = round(
                 r['latency_p50_s'] / peer['latency_p50_s'], 2)
             r['latency_p95_vs_nova'] = round(
@@ -377,6 +510,7 @@ def main(argv=None):
         'machine': common.machine(),
         'load_avg_at_start_of_runs': [round(x, 2) for x in load],
         'hosts': HOSTS, 'scheduler_workers': args.workers,
+        'agent_hosts': agent_hosts(), 'agent_period_s': args.agent_period,
         'plan': [[list(op) for op in wave] for wave in plan],
         'results': results,
     }
