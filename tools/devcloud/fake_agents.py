@@ -37,7 +37,8 @@ Every second the agents' choices are written to ``--state`` (JSON)::
     {"hosts": {host: {"domains": N, "passes": N, "instances": {uuid: {
         "domain": "L3-1" or null,     # where the agent pins it now
         "holds_host_room": true,      # its allocation holds host room
-        "first_domain": ...,          # its first decision (null: none)
+        "first_domain": ...,          # its first decision with room
+                                      # (null: no domain had room)
         "unplaced_passes": N}}}}}     # passes it held room but got none
 
 Run by ``tools/devcloud.sh up`` when ``DEVCLOUD_FAKE_AGENTS=1``, with the
@@ -173,9 +174,11 @@ class RecordingAgent(service.Agent):
             domain = self.last_held.get(uuid)
             room = (held.get(uuid) == reporting.ANY_DOMAIN
                     or (self.placement.per_domain and uuid in held))
-            entry = dict(before or {'first_domain': domain,
-                                    'unplaced_passes': 0})
+            entry = dict(before or {'unplaced_passes': 0})
             entry.update(domain=domain, holds_host_room=room)
+            if room and 'first_domain' not in entry:
+                # The decision of the first pass that saw its room.
+                entry['first_domain'] = domain
             if room and domain is None:
                 entry['unplaced_passes'] += 1
             record[uuid] = entry
