@@ -36,7 +36,25 @@ from nova_cacheaware.scheduler import host_state
 #: The messagingv2 envelope version.
 ENVELOPE_VERSION = 2.0
 
+#: oslo.messaging's ``control_exchange`` of Nova's processes (Nova sets it
+#: at start), so the exchange the scheduler's listener binds to.
+NOVA_EXCHANGE = 'nova'
+
 LOG = logging.getLogger(__name__)
+
+
+def notification_transport(conf, url=None):
+    """The notification transport, on Nova's exchange unless configured.
+
+    The scheduler's listener runs inside nova-scheduler, whose
+    ``[DEFAULT] control_exchange`` is Nova's (``nova``); oslo.messaging's
+    own default (``openstack``) would send every state to an exchange no
+    scheduler listens on. As Nova does, this sets the default before the
+    transport reads it, so a ``control_exchange`` in the agent's file
+    (the value of nova.conf, if changed there) still wins.
+    """
+    oslo_messaging.set_transport_defaults(control_exchange=NOVA_EXCHANGE)
+    return oslo_messaging.get_notification_transport(conf, url=url)
 
 
 def to_host_cache_state(report, host, now=None):

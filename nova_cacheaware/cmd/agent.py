@@ -167,10 +167,8 @@ def build_publisher(conf):
         return None
     # Imported here: oslo.messaging and kombu add tens of MiB of RSS, paid
     # only by agents that publish.
-    import oslo_messaging
-
     from nova_cacheaware.agent import notify
-    transport = oslo_messaging.get_notification_transport(conf)
+    transport = notify.notification_transport(conf)
     return notify.NotificationStatePublisher(
         transport, conf.agent.host or socket.gethostname(),
         conf.cacheaware_scheduler.host_state_topic)

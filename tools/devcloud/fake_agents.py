@@ -66,7 +66,6 @@ import cloud as cloudlib  # noqa: E402
 from keystoneauth1 import adapter  # noqa: E402
 import libvirt  # noqa: E402
 from oslo_config import cfg  # noqa: E402
-import oslo_messaging  # noqa: E402
 
 from nova_cacheaware.agent import actuator  # noqa: E402
 from nova_cacheaware.agent import decide  # noqa: E402
@@ -313,7 +312,7 @@ def main(argv=None):
     conf = cfg.ConfigOpts()
     reporting_conf.register_opts(conf)
     conf([])
-    transport = oslo_messaging.get_notification_transport(
+    transport = notify.notification_transport(
         conf, url=os.environ['DEVCLOUD_TRANSPORT_URL'])
     topic = conf.cacheaware_scheduler.host_state_topic
     spec_map = {}

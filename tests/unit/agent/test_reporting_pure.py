@@ -138,3 +138,32 @@ class HeldDomainsTest(testtools.TestCase):
         reporter = placement_report.PlacementSyncReporter(client, 'cn')
         self.assertEqual({}, reporter.held_domains(['a']))
         self.assertEqual([], client.asked)
+
+
+class NotificationTransportTest(testtools.TestCase):
+    """The agent sends on the exchange nova-scheduler's listener binds."""
+
+    def setUp(self):
+        super().setUp()
+        import oslo_messaging
+        # The default is process-wide: put oslo.messaging's back.
+        self.addCleanup(oslo_messaging.set_transport_defaults,
+                        control_exchange='openstack')
+
+    def _transport(self, override=None):
+        from oslo_config import cfg
+        conf = cfg.ConfigOpts()
+        conf([])
+        transport = notify.notification_transport(conf, url='fake:')
+        self.addCleanup(transport.cleanup)
+        if override is not None:
+            conf.set_override('control_exchange', override)
+        return transport, conf
+
+    def test_nova_exchange_by_default(self):
+        _, conf = self._transport()
+        self.assertEqual('nova', conf.control_exchange)
+
+    def test_configured_exchange_wins(self):
+        _, conf = self._transport(override='region-2')
+        self.assertEqual('region-2', conf.control_exchange)
