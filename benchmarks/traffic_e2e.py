@@ -241,14 +241,17 @@ def log_count(path, needle, offset):
         return 0
 
 
-CLAIM_LINE = re.compile(r'claim recorded on host \S+: instance ([0-9a-f-]+), '
-                        r'domain ([^,\s]+)')
+CLAIM_LINE = re.compile(r'claim recorded on host ([0-9a-f-]+): instance '
+                        r'([0-9a-f-]+), domain ([^,\s]+)')
 
 
 def predicted_domains(path, offset):
-    """``{instance uuid: domain}`` the scheduler recorded after ``offset``.
+    """Claims in the scheduler's log after ``offset``, with their domain.
 
-    The last one wins (a server rescheduled to another host).
+    ``{(compute node uuid, instance uuid): domain}``, the last one per
+    pair. A worker may record an instance on a host it did not land on (its
+    ledger's conservative error, see ``scheduler/claims.py``): compare on
+    the host the server is on.
     """
     try:
         with open(path, 'rb') as f:
@@ -256,7 +259,8 @@ def predicted_domains(path, offset):
             text = f.read().decode(errors='replace')
     except OSError:
         return {}
-    return dict(CLAIM_LINE.findall(text))
+    return {(host, uuid): domain
+            for host, uuid, domain in CLAIM_LINE.findall(text)}
 
 
 def log_size(path):
@@ -412,12 +416,17 @@ def run(cloud, config, concurrency, plan, flavors, seed, dc):
         # The agent's first choice against the scheduler's prediction
         # (scheduler debug log; instances whose claim it recorded).
         predicted = predicted_domains(sched_log, start)
-        compared = [sid for sid, e in agent_seen.items()
-                    if sid in predicted and not e.get('unseen')]
+        node = {hv['service']['host']: hv['id']
+                for hv in cloud.hypervisors()}
+        host_of = {r['id']: r['host'] for r in records}
+        compared = {sid: predicted[(node.get(host_of[sid]), sid)]
+                    for sid, e in agent_seen.items()
+                    if (node.get(host_of[sid]), sid) in predicted
+                    and not e.get('unseen')}
         agent['predictions_compared'] = len(compared)
         agent['predictions_differing'] = sum(
-            1 for sid in compared
-            if agent_seen[sid].get('first_domain') != predicted[sid])
+            1 for sid, domain in compared.items()
+            if agent_seen[sid].get('first_domain') != domain)
     return dict(agent, **{
         'config': config, 'concurrency': concurrency,
         'servers': len(records),
