@@ -113,6 +113,10 @@ def devcloud(action, config, workers, agent_period=3.0):
                # Each recorded claim with its domain: in the host model
                # the scheduler's prediction of the agent's choice.
                DEVCLOUD_DEBUG_LOGGERS='nova_cacheaware.scheduler.claims')
+    if config == 'ours-host':
+        # The agents follow Nova's ratio, and so does the scheduler's
+        # domain room: 1.0, as the per-domain providers of 'ours'.
+        env['DEVCLOUD_CPU_ALLOCATION_RATIO'] = '1.0'
     if config == 'nova':
         # The region before nova-cacheaware: Nova's and Placement's
         # defaults.

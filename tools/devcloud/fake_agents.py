@@ -11,8 +11,9 @@ named on the command line, the agent's own code:
   (a pass at start, on libvirt lifecycle events, every ``--period``);
 * the real Placement reporter (``HostPlacementReporter``, or
   ``PlacementSyncReporter`` with ``--provider-model domain``) through the
-  devcloud's Keystone session, with a CPU allocation ratio of 1.0 (what
-  ``cloud.py sync-domains`` writes for the per-domain model);
+  devcloud's Keystone session, with the agent's default CPU allocation
+  ratio: Nova's (the compute node's ``VCPU``), which the scheduler uses
+  too (``DEVCLOUD_CPU_ALLOCATION_RATIO`` sets it);
 * the real ``cacheaware.host.state`` publisher on the devcloud's RabbitMQ,
   as the compute's service host, so the scheduler gets live state;
 * as hypervisor, libvirt's ``test:///`` driver: one private test
@@ -220,7 +221,7 @@ def build_agent(host, workdir, placement, transport, topic, period,
     return RecordingAgent(
         hv, domain_set, decide.default_planner(), act,
         spec_source=specs.StaticSpecSource(spec_map), usable_cpus=cpus,
-        placement=reporter(placement, host, cpu_allocation_ratio=1.0),
+        placement=reporter(placement, host),
         publisher=notify.NotificationStatePublisher(transport, host, topic))
 
 

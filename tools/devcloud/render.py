@@ -213,6 +213,10 @@ def main():
             'DEVCLOUD_PLACEMENT_CONFLICT_RETRIES', '1'),
         'log_levels': log_levels(os.environ.get('DEVCLOUD_DEBUG_LOGGERS',
                                                 '')),
+        # Nova's VCPU allocation ratio (unset: Nova's default).
+        'cpu_ratio': ('cpu_allocation_ratio = %s\n' % os.environ[
+            'DEVCLOUD_CPU_ALLOCATION_RATIO']
+            if os.environ.get('DEVCLOUD_CPU_ALLOCATION_RATIO') else ''),
     }
     plugins = resolve_plugins(_split(_env('AVAILABLE_FILTERS')),
                               _split(_env('ENABLED_FILTERS')),
@@ -253,7 +257,7 @@ allocation_conflict_retry_count = {conflict_retries}
     nova = """\
 [DEFAULT]
 debug = {debug}
-{log_levels}transport_url = {transport}
+{log_levels}{cpu_ratio}transport_url = {transport}
 state_path = {dc}/nova/state
 compute_driver = fake.FakeDriver
 my_ip = 127.0.0.1
