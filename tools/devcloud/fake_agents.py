@@ -119,11 +119,11 @@ class WideTestHypervisor(hypervisor.LibvirtHypervisor):
         """The topology's online CPUs (the test driver's map is canned)."""
         return self._cpus
 
-    def _instance(self, dom, uuid, host, pin_flags):
-        found = super()._instance(dom, uuid, host, pin_flags)
+    def _instance(self, dom, *args):
+        found = super()._instance(dom, *args)
         if found is None:
             return None
-        pins = self._pins.get(uuid, {})
+        pins = self._pins.get(found.uuid, {})
         live = {v: pins.get(v, cpus) for v, cpus in found.nova.allowed.items()}
         moved = any(live[v] != found.nova.allowed[v] for v in live)
         return hypervisor.Instance(nova=found.nova, live=live,
@@ -135,12 +135,8 @@ class WideTestHypervisor(hypervisor.LibvirtHypervisor):
             raise exception.InvalidInput(
                 reason='refusing to pin vCPU %d of %s to %s'
                        % (vcpu, uuid, cpus))
-
-        def check(conn):
-            if not self.lookup(conn, uuid).isActive():
-                raise hypervisor.DomainGone(uuid=uuid, reason='not running')
-
-        self.call(check)
+        if not self.on_domain(uuid, lambda dom: dom.is_active()):
+            raise hypervisor.DomainGone(uuid=uuid, reason='not running')
         self._pins.setdefault(uuid, {})[vcpu] = tuple(sorted(cpus))
 
     def start(self, on_event):
