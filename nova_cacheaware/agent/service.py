@@ -87,6 +87,7 @@ class Agent:
         self._chosen = {}
         self._choice_input = None  # its replay document (--dump-state)
         self._base = {}  # {domain: (vCPUs, memory-bound)} without host room
+        self._unplaced = set()  # host-held instances that found no domain
         self.outages = outage.Outages()
         self._membound_homes = {}
         # Crosses from libvirt's OS thread to this loop (green or not).
@@ -196,12 +197,14 @@ class Agent:
         chosen = domain_choice.assign_domains(capacity, wanted, base)
         for uuid, domain in sorted(chosen.items()):
             if domain is None:
-                LOG.warning('instance %s holds All-share room of this host '
-                            'but no cache domain has room for it now (two '
-                            'claims raced between agent syncs): it stays on '
-                            'Nova\'s CPUs', uuid)
+                # Once per instance, not every pass while it waits.
+                (LOG.debug if uuid in self._unplaced else LOG.warning)(
+                    'instance %s holds All-share room of this host but no '
+                    'cache domain has room for it now (two claims raced '
+                    'between agent syncs): it stays on Nova\'s CPUs', uuid)
             elif self._chosen.get(uuid) != domain:
                 LOG.info('instance %s: cache domain %s', uuid, domain)
+        self._unplaced = {u for u, d in chosen.items() if d is None}
         self._chosen = {u: d for u, d in chosen.items() if d is not None}
         out = {u: d for u, d in held.items() if d != reporting.ANY_DOMAIN}
         out.update(self._chosen)

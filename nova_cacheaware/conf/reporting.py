@@ -46,6 +46,12 @@ domain stays Clean).
                  help="""
 Allocation ratio of ``CUSTOM_CACHE_DOMAIN_VCPU``. Unset: the ratio of the
 compute node provider's ``VCPU`` inventory (what Nova set).
+
+Leave it unset with ``[placement] provider_model = host`` (the default):
+the scheduler sizes each domain's room with Nova's ``cpu_allocation_ratio``
+of the host, and the agent chooses domains and writes ``max_unit`` with
+this ratio; a different value makes the scheduler's room checks and
+predictions disagree with the agent's choice.
 """),
     cfg.BoolOpt('notifications',
                 default=False,

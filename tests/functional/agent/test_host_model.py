@@ -7,7 +7,10 @@ provider in line; switching from the per-domain model moves running
 instances' allocations without moving the instances.
 """
 
+import logging
 import uuid as uuid_mod
+
+import fixtures
 
 from nova_cacheaware.agent import placement_host_report
 from nova_cacheaware.agent import placement_report
@@ -123,9 +126,15 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         # A fifth claim raced in (the host counts were 8 of 8; the VCPU
         # inventory of the host provider is bypassed here on purpose).
         late = self.define(2, cpuset='0-7', extra=CPU)
+        # As the reporter would have read it from such an allocation.
         reporter._held[late] = '*'
-        agent.handle_events([(late, 'started')])
+        logs = self.useFixture(fixtures.FakeLogger(
+            name='nova_cacheaware.agent.service', level=logging.WARNING))
         agent.reconcile()
+        agent.reconcile()
+        # Said once, not every pass while it waits.
+        self.assertEqual(1, logs.output.count("no cache domain has room"),
+                         logs.output)
         self.assertNotIn(late, agent.last_held)
         self.assertEqual({0: tuple(range(8)), 1: tuple(range(8))},
                          self.live_pins(late))
