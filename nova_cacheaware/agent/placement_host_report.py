@@ -18,7 +18,6 @@ import logging
 from nova_cacheaware.agent import placement_report
 from nova_cacheaware.agent import reporting
 from nova_cacheaware import names
-from nova_cacheaware.placement import errors
 from nova_cacheaware.placement import host_provider
 
 LOG = logging.getLogger(__name__)
@@ -150,29 +149,11 @@ placement_report.PlacementSyncReporter` (``child_traits`` is ignored: the
         """
         if self.host_uuid is None:
             return {}
-        uuids = list(uuids)
-        self._held = {u: d for u, d in self._held.items() if u in uuids}
-        self._membound &= set(self._held)
-        self._stale &= set(self._held)
-        for uuid in uuids:
-            if uuid in self._held and uuid not in self._stale:
-                continue
-            try:
-                doc = self.client.get('/allocations/%s' % uuid)
-            except errors.PlacementError as e:
-                if not self._down:
-                    LOG.warning('cannot read allocations from Placement '
-                                '(%s); keeping the last known ones', e)
-                self._down = True
-                break
-            self._down = False
-            self._stale.discard(uuid)
-            mine = doc.get('allocations', {}).get(self.host_uuid, {})
-            resources = mine.get('resources', {})
-            self._held[uuid] = (reporting.ANY_DOMAIN
-                                if resources.get(names.RC_DOMAIN_VCPU)
-                                else None)
-            (self._membound.add if resources.get(names.RC_DOMAIN_MEMBOUND)
-             else self._membound.discard)(uuid)
-        return {u: self._held[u] for u in uuids
-                if self._held.get(u) is not None}
+
+        def interpret(uuid, allocations):
+            resources = allocations.get(self.host_uuid, {}).get(
+                'resources', {})
+            return (reporting.ANY_DOMAIN
+                    if resources.get(names.RC_DOMAIN_VCPU) else None,
+                    bool(resources.get(names.RC_DOMAIN_MEMBOUND)))
+        return self._read_held(uuids, interpret)

@@ -270,6 +270,26 @@ PlacementClient`.
         if not self._providers:
             return {}
         by_rp = {rp: d for d, rp in self._providers.items()}
+
+        def interpret(uuid, allocations):
+            held = [by_rp[rp] for rp in allocations if rp in by_rp]
+            if len(held) > 1:
+                LOG.warning('instance %s holds %d cache domains (%s); '
+                            'pinned to none', uuid, len(held),
+                            ', '.join(sorted(held)))
+            if len(held) != 1:
+                return None, False
+            return held[0], any(
+                allocations[rp]['resources'].get(names.RC_DOMAIN_MEMBOUND)
+                for rp in allocations if rp in by_rp)
+        return self._read_held(uuids, interpret)
+
+    def _read_held(self, uuids, interpret):
+        """The held-instance cache both provider models share.
+
+        ``interpret(uuid, allocations)`` returns ``(held value or None,
+        holds a MEMBOUND slot)`` for one instance's allocations.
+        """
         uuids = list(uuids)
         # Instances gone from the host are forgotten.
         self._held = {u: d for u, d in self._held.items() if u in uuids}
@@ -288,17 +308,9 @@ PlacementClient`.
                 break
             self._down = False
             self._stale.discard(uuid)
-            allocations = doc.get('allocations', {})
-            held = [by_rp[rp] for rp in allocations if rp in by_rp]
-            self._held[uuid] = held[0] if len(held) == 1 else None
-            slot = len(held) == 1 and any(
-                allocations[rp]['resources'].get(names.RC_DOMAIN_MEMBOUND)
-                for rp in allocations if rp in by_rp)
+            self._held[uuid], slot = interpret(uuid,
+                                               doc.get('allocations', {}))
             (self._membound.add if slot else self._membound.discard)(uuid)
-            if len(held) > 1:
-                LOG.warning('instance %s holds %d cache domains (%s); '
-                            'pinned to none', uuid, len(held),
-                            ', '.join(sorted(held)))
         return {u: self._held[u] for u in uuids
                 if self._held.get(u) is not None}
 

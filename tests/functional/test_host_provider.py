@@ -223,28 +223,9 @@ class TestHostProviderInProcess(_HostProviderScenarios, testtools.TestCase):
             placement.endpoint)
 
 
-class TestHostProviderMariaDB(_HostProviderScenarios, testtools.TestCase):
+class TestHostProviderMariaDB(base.MariaDBPlacement, _HostProviderScenarios,
+                              testtools.TestCase):
     """On a real Placement WSGI service on MariaDB."""
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        if not placement_fixtures.mariadb_available():
-            raise AssertionError('MariaDB is not reachable at %s'
-                                 % placement_fixtures.MARIADB_URL)
-        cls.service = placement_fixtures.PlacementService()
-        cls.service.setUp()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.service.cleanUp()
-        super().tearDownClass()
-
-    def setUp(self):
-        super().setUp()
-        self.client = self.service.client
-        self.other = placement_fixtures.client_for_endpoint(
-            self.service.endpoint)
 
 
 class TestReshapeWithoutServiceRole(_Helpers, testtools.TestCase):

@@ -430,8 +430,12 @@ class TestProviderSyncInProcess(_ProviderSyncScenarios, testtools.TestCase):
             placement.endpoint)
 
 
-class TestProviderSyncMariaDB(_ProviderSyncScenarios, testtools.TestCase):
-    """On a real Placement WSGI service on MariaDB, over loopback HTTP."""
+class MariaDBPlacement(object):
+    """One Placement WSGI service on MariaDB for the class.
+
+    ``self.client`` (ours) and ``self.other`` (a second, unrelated client)
+    per test.
+    """
 
     @classmethod
     def setUpClass(cls):
@@ -452,6 +456,11 @@ class TestProviderSyncMariaDB(_ProviderSyncScenarios, testtools.TestCase):
         self.client = self.service.client
         self.other = placement_fixtures.client_for_endpoint(
             self.service.endpoint)
+
+
+class TestProviderSyncMariaDB(MariaDBPlacement, _ProviderSyncScenarios,
+                              testtools.TestCase):
+    """On a real Placement WSGI service on MariaDB, over loopback HTTP."""
 
     def test_from_conf_admin_token(self):
         conf = cfg.ConfigOpts()
