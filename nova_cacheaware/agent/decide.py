@@ -239,11 +239,14 @@ def _pinning(result, uuid, vcpus):
                            % (uuid, e)) from None
 
 
-def decisions_from_plan(plan_input, result, instances, why, held=None):
+def decisions_from_plan(plan_input, result, instances, why, held=None,
+                        chosen=frozenset()):
     """Per-instance :class:`Decision` from the planner's ``result``.
 
     * floating and holding a domain in Placement (``held``, as for
-      :func:`build_plan_input`): repin every vCPU to that domain;
+      :func:`build_plan_input`): repin every vCPU to that domain (for the
+      uuids in ``chosen``, the per-host model: a domain the agent chose for
+      the host room the instance holds);
     * unmovable: keep (dedicated ones: audit, never touched);
     * movable memory-bound and placed: repin to the planner's pinning;
     * movable memory-bound but unplaced: keep;
@@ -270,7 +273,9 @@ def decisions_from_plan(plan_input, result, instances, why, held=None):
         pinned = held_pinning(instance, held, domains) if movable else None
         if pinned is not None:
             action = REPIN
-            reason = 'holds %s in Placement' % pinned[0]
+            reason = (('holds room of the host in Placement; the agent '
+                       'chose %s' if instance.uuid in chosen else
+                       'holds %s in Placement') % pinned[0])
             desired = {v: pinned[1] for v in allowed}
             planned = {'domains': [pinned[0]], 'share': 'all'}
         elif not movable:

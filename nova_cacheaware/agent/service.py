@@ -235,7 +235,8 @@ class Agent:
             plan_output = {'vms': {}, 'domains': {}, 'unplaced': []}
             why = {u: (False, 'no usable cache domain') for u in why}
         decisions = decide.decisions_from_plan(
-            plan_input, plan_output, snapshot.instances, why, held=held)
+            plan_input, plan_output, snapshot.instances, why, held=held,
+            chosen=frozenset(self._chosen))
         if self.classifier is not None:
             # Sampling windows: an 'auto' VM briefly in the other mode.
             decisions = self.classifier.adjust(snapshot, plan_input,

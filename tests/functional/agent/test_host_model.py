@@ -82,6 +82,8 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
                              self.live_pins(uuid))
         got = {d.uuid: d for d in one.decisions}
         self.assertEqual((chosen[m1],), got[m1].domains)
+        self.assertEqual('holds room of the host in Placement; the agent '
+                         'chose %s' % chosen[m1], got[m1].reason)
         # One domain left with room for 2; two slots used, two Clean
         # domains left (the cpu VM's and the empty one): nothing reserved.
         self.assertEqual(2, self.inventory(host, VCPU)['max_unit'])
