@@ -60,23 +60,11 @@ placement_report.PlacementSyncReporter` (``child_traits`` is ignored: the
 
     # -- PlacementReporter ------------------------------------------------
 
-    def sync_domains(self, domain_set, usable_cpus):
-        """Reconcile the host provider (one read when nothing changed)."""
-        root = self.compute_node_uuid()
-        inputs = (domain_set, tuple(usable_cpus), self._load)
-        generations = self._generations(root)
-        if root not in generations:
-            self.root_uuid = self._in_sync = None
-            root = self.compute_node_uuid()
-            generations = self._generations(root)
-        if self._in_sync == (inputs, generations):
-            return self.last_sync
-        result = self._host_sync(root, domain_set, usable_cpus)
-        self._in_sync = ((inputs, generations) if result.writes == 0
-                         else None)
-        return result
+    def _sync_inputs(self, domain_set, usable_cpus):
+        # max_unit and reserved asked for are inputs of the sync too.
+        return (domain_set, tuple(usable_cpus), self._load)
 
-    def _host_sync(self, root, domain_set, usable_cpus):
+    def _full_sync(self, root, domain_set, usable_cpus):
         self._last_args = (domain_set, tuple(usable_cpus))
         self._ratio_now = self._ratio(root)
         self._sizes = host_provider.domain_sizes(domain_set, usable_cpus)
@@ -125,7 +113,7 @@ placement_report.PlacementSyncReporter` (``child_traits`` is ignored: the
                      '%d memory-bound slots reserved', self.host_uuid,
                      max_unit, reserved)
             self._in_sync = None
-            self._host_sync(self.compute_node_uuid(), *self._last_args)
+            self._full_sync(self.compute_node_uuid(), *self._last_args)
 
     def set_membound_reserved(self, reserved_by_domain):
         """Unused in the per-host model (see :meth:`set_host_load`)."""

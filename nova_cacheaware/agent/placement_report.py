@@ -125,7 +125,7 @@ PlacementClient`.
         to what allocations leave). Returns the last full sync's result.
         """
         root = self.compute_node_uuid()
-        inputs = (domain_set, tuple(usable_cpus))
+        inputs = self._sync_inputs(domain_set, usable_cpus)
         generations = self._generations(root)
         if root not in generations:
             # The compute node provider is gone (its service deleted, maybe
@@ -142,6 +142,10 @@ PlacementClient`.
         self._in_sync = ((inputs, generations) if result.writes == 0
                          and not self._reserved_written else None)
         return result
+
+    def _sync_inputs(self, domain_set, usable_cpus):
+        """What, besides the tree's generations, a sync depends on."""
+        return (domain_set, tuple(usable_cpus))
 
     def _generations(self, root):
         return {p['uuid']: p['generation']

@@ -46,29 +46,14 @@ MAX_ATTEMPTS = provider_sync.MAX_ATTEMPTS
 
 
 @dataclasses.dataclass
-class HostSyncResult:
+class HostSyncResult(provider_sync.SyncCounters):
     """What one host-provider sync did."""
 
-    compute_rp_uuid: str
     provider_uuid: ty.Optional[str] = None
     created: bool = False
     updated: bool = False
     #: Consumers whose allocation was moved from domain providers.
     reshaped: ty.List[str] = dataclasses.field(default_factory=list)
-    #: Domain ids whose per-domain provider was deleted.
-    deleted: ty.List[str] = dataclasses.field(default_factory=list)
-    #: Domain providers kept because they still hold allocations.
-    kept_with_allocations: ty.List[str] = dataclasses.field(
-        default_factory=list)
-    root_traits_changed: bool = False
-    created_names: ty.List[str] = dataclasses.field(default_factory=list)
-    writes: int = 0
-    conflicts_retried: int = 0
-    floored: ty.List[str] = dataclasses.field(default_factory=list)
-
-    def to_dict(self):
-        """A JSON-able dict (for logs and the CLI)."""
-        return dataclasses.asdict(self)
 
 
 def host_provider_uuid(compute_rp_uuid):

@@ -39,13 +39,11 @@ _NAME_MARK = ':cacheaware:'
 
 
 @dataclasses.dataclass
-class SyncResult:
-    """What one sync did; lists hold domain ids, sorted."""
+class SyncCounters:
+    """What any provider sync did, whatever the provider model."""
 
     compute_rp_uuid: str
-    created: ty.List[str] = dataclasses.field(default_factory=list)
-    updated: ty.List[str] = dataclasses.field(default_factory=list)
-    unchanged: ty.List[str] = dataclasses.field(default_factory=list)
+    #: Domain ids whose per-domain provider was deleted.
     deleted: ty.List[str] = dataclasses.field(default_factory=list)
     #: Providers of vanished domains that still hold allocations: kept,
     #: with their inventory fully reserved so that nothing new lands there.
@@ -61,12 +59,21 @@ class SyncResult:
     #: Resource classes whose total was kept above the wanted one because
     #: allocations use more (see :func:`floored_inventories`).
     floored: ty.List[str] = dataclasses.field(default_factory=list)
-    #: domain id -> provider uuid, for every domain that has a provider.
-    providers: ty.Dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_dict(self):
         """A JSON-able dict (for logs and the CLI)."""
         return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class SyncResult(SyncCounters):
+    """What one per-domain sync did; lists hold domain ids, sorted."""
+
+    created: ty.List[str] = dataclasses.field(default_factory=list)
+    updated: ty.List[str] = dataclasses.field(default_factory=list)
+    unchanged: ty.List[str] = dataclasses.field(default_factory=list)
+    #: domain id -> provider uuid, for every domain that has a provider.
+    providers: ty.Dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def domain_provider_uuid(compute_rp_uuid, domain_id):

@@ -212,15 +212,9 @@ class _RacingClient(base.placement_client.PlacementClient):
         return super().post(url, body, expected=expected)
 
 
-class TestHostProviderInProcess(_HostProviderScenarios, testtools.TestCase):
+class TestHostProviderInProcess(base.InProcessPlacement,
+                                _HostProviderScenarios, testtools.TestCase):
     """On Placement's in-process fixture."""
-
-    def setUp(self):
-        super().setUp()
-        placement = self.useFixture(placement_fixtures.InProcessPlacement())
-        self.client = placement.client
-        self.other = placement_fixtures.client_for_endpoint(
-            placement.endpoint)
 
 
 class TestHostProviderMariaDB(base.MariaDBPlacement, _HostProviderScenarios,

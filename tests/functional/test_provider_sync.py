@@ -419,8 +419,11 @@ class _ProviderSyncScenarios(object):
         self.assert_root_untouched(root)
 
 
-class TestProviderSyncInProcess(_ProviderSyncScenarios, testtools.TestCase):
-    """On Placement's in-process fixture (SQLite in memory)."""
+class InProcessPlacement(object):
+    """Placement's in-process fixture per test.
+
+    ``self.client`` (ours) and ``self.other`` (a second, unrelated client).
+    """
 
     def setUp(self):
         super().setUp()
@@ -428,6 +431,11 @@ class TestProviderSyncInProcess(_ProviderSyncScenarios, testtools.TestCase):
         self.client = placement.client
         self.other = placement_fixtures.client_for_endpoint(
             placement.endpoint)
+
+
+class TestProviderSyncInProcess(InProcessPlacement, _ProviderSyncScenarios,
+                                testtools.TestCase):
+    """On Placement's in-process fixture (SQLite in memory)."""
 
 
 class MariaDBPlacement(object):

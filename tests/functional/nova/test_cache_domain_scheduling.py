@@ -30,6 +30,24 @@ def live(host, domain_vms, healthy=True):
             for i, vms in enumerate(domain_vms)))
 
 
+class AllShareBootMixin(object):
+    """All-share flavors and multi-creates, for the scheduling tests."""
+
+    def _flavor(self, vcpus, **keys):
+        return self._create_flavor(vcpu=vcpus, memory_mb=256,
+                                   extra_spec=all_share_specs(vcpus, **keys))
+
+    def _multi_create(self, flavor, count):
+        """Boot ``count`` servers in one request; wait for each to settle."""
+        request = self._build_server(flavor_id=flavor, networks='none')
+        request['min_count'] = count
+        request['max_count'] = count
+        self.api.post_server({'server': request})
+        servers = self.api.get_servers(detail=False)
+        self.assertEqual(count, len(servers))
+        return [self._wait_for_state_change(s, 'ACTIVE') for s in servers]
+
+
 class CacheDomainSchedulingTest(base.CacheAwareTestBase):
 
     def _boot(self, specs, vcpu, state='ACTIVE'):

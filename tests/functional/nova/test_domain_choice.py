@@ -35,27 +35,12 @@ def live(host, providers, memory_vms=None, vcpus_used=None):
         agent_healthy=True, domains=tuple(domains))
 
 
-class DomainChoiceTest(base.CacheAwareTestBase):
+class DomainChoiceTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
 
     def setUp(self):
         super().setUp()
         claims.reset()
         self.addCleanup(claims.reset)
-
-    def _flavor(self, vcpus, **keys):
-        return self._create_flavor(vcpu=vcpus, memory_mb=256,
-                                   extra_spec=cds.all_share_specs(vcpus,
-                                                                  **keys))
-
-    def _multi_create(self, flavor, count):
-        """Boot ``count`` servers in one request; wait for each to settle."""
-        request = self._build_server(flavor_id=flavor, networks='none')
-        request['min_count'] = count
-        request['max_count'] = count
-        self.api.post_server({'server': request})
-        servers = self.api.get_servers(detail=False)
-        self.assertEqual(count, len(servers))
-        return [self._wait_for_state_change(s, 'ACTIVE') for s in servers]
 
     def _domain(self, server):
         allocs = self.allocations(server)

@@ -24,7 +24,7 @@ from tests.functional.nova import base
 from tests.functional.nova import test_cache_domain_scheduling as cds
 
 
-class HostModelTest(base.CacheAwareTestBase):
+class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
 
     def setUp(self):
         super().setUp()
@@ -58,21 +58,6 @@ class HostModelTest(base.CacheAwareTestBase):
             timestamp=datetime.datetime.now(datetime.timezone.utc),
             agent_healthy=True, domains=tuple(domains),
             host_provider=provider))
-
-    def _flavor(self, vcpus, **keys):
-        return self._create_flavor(vcpu=vcpus, memory_mb=256,
-                                   extra_spec=cds.all_share_specs(vcpus,
-                                                                  **keys))
-
-    def _multi_create(self, flavor, count):
-        """Boot ``count`` servers in one request; wait for each."""
-        request = self._build_server(flavor_id=flavor, networks='none')
-        request['min_count'] = count
-        request['max_count'] = count
-        self.api.post_server({'server': request})
-        servers = self.api.get_servers(detail=False)
-        self.assertEqual(count, len(servers))
-        return [self._wait_for_state_change(s, 'ACTIVE') for s in servers]
 
     def _hosts(self, servers):
         return dict(collections.Counter(s['OS-EXT-SRV-ATTR:host']
