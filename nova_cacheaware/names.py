@@ -1,33 +1,17 @@
-"""Placement names that are public contracts (see DESIGN "Placement model").
+"""Re-export of :mod:`nova_cacheaware.contracts.placement` (old path).
 
-Resource classes and traits follow os-resource-classes / os-traits rules for
-custom names (``CUSTOM_`` prefix, upper case).
+Kept for the modules that still import ``nova_cacheaware.names``; new code
+imports the contracts package.
 """
 
-RC_DOMAIN_VCPU = 'CUSTOM_CACHE_DOMAIN_VCPU'
-RC_DOMAIN_MEMBOUND = 'CUSTOM_CACHE_DOMAIN_MEMBOUND'
-TRAIT_DOMAIN = 'CUSTOM_CACHEAWARE_DOMAIN'
-TRAIT_AGENT = 'CUSTOM_CACHEAWARE_AGENT'
-EXTRA_SPEC_NAMESPACE = 'cacheaware'
+from nova_cacheaware.contracts import placement as _placement
 
-
-def cache_level_trait(level):
-    """``CUSTOM_CACHE_L3`` for level 3; the trait put on each domain child."""
-    return 'CUSTOM_CACHE_L%d' % level
-
-
-def domain_provider_name(compute_rp_name, domain_id):
-    """Name of a cache domain's child provider under a compute node RP.
-
-    Never ``<nodename>_<...>``: nova deletes such children.
-    """
-    return '%s:cacheaware:%s' % (compute_rp_name, domain_id)
-
-
-def host_provider_name(compute_rp_name):
-    """Name of the host's one cache provider (``provider_model = host``).
-
-    ``<compute node RP name>:cacheaware``: the domain providers' prefix
-    without a domain id, so it can never collide with one of them.
-    """
-    return '%s:cacheaware' % compute_rp_name
+RC_DOMAIN_VCPU = _placement.RC_DOMAIN_VCPU
+RC_DOMAIN_MEMBOUND = _placement.RC_DOMAIN_MEMBOUND
+TRAIT_DOMAIN = _placement.TRAIT_DOMAIN
+TRAIT_AGENT = _placement.TRAIT_AGENT
+EXTRA_SPEC_NAMESPACE = _placement.EXTRA_SPEC_NAMESPACE
+cache_level_trait = _placement.cache_level_trait
+domain_provider_name = _placement.domain_provider_name
+host_provider_name = _placement.host_provider_name
+domain_provider_uuid = _placement.domain_provider_uuid

@@ -3,12 +3,12 @@
 Registered on the ``nova.api.extra_spec_validators`` entry point: with the
 package installed next to nova-api, Nova (microversion 2.86+) refuses unknown
 ``cacheaware:`` keys and bad values with HTTP 400. The vocabulary itself
-lives in :mod:`nova_cacheaware.api.specs`.
+lives in :mod:`nova_cacheaware.contracts.extra_specs`.
 """
 
 from nova.api.validation.extra_specs import base
 
-from nova_cacheaware.api import specs
+from nova_cacheaware.contracts import extra_specs as specs
 
 
 def _validator(spec):

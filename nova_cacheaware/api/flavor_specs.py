@@ -30,9 +30,9 @@ import dataclasses
 import typing as ty
 
 from nova_cacheaware.api import spec_rules
-from nova_cacheaware.api import specs
+from nova_cacheaware.contracts import extra_specs as specs
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import exception
-from nova_cacheaware import names
 
 PREFIX = specs.PREFIX
 GROUP = 'CACHE'
@@ -46,7 +46,7 @@ DERIVED_KEYS = (KEY_DOMAIN_VCPU, KEY_DOMAIN_MEMBOUND, KEY_AGENT_TRAIT)
 MEMORY_MIN_MB_FLOOR = specs.MEMORY_MIN_MB_FLOOR
 
 #: option -> (allowed values or None for an integer, default); derived from
-#: the one vocabulary in :mod:`nova_cacheaware.api.specs`.
+#: the one vocabulary in :mod:`nova_cacheaware.contracts.extra_specs`.
 VOCABULARY = {spec.key: (spec.choices or None, spec.default)
               for spec in specs.VOCABULARY}
 
@@ -66,22 +66,8 @@ class SpecChange:
 
 
 def _check_value(option, value):
-    allowed, _default = VOCABULARY[option]
-    if allowed is None:
-        try:
-            number = int(str(value).strip())
-        except ValueError:
-            number = None
-        if number is None or number < MEMORY_MIN_MB_FLOOR:
-            raise exception.InvalidInput(
-                reason='cacheaware:%s must be an integer >= %d, not %r'
-                       % (option, MEMORY_MIN_MB_FLOOR, value))
-        return str(number)
-    if value not in allowed:
-        raise exception.InvalidInput(
-            reason='cacheaware:%s must be one of %s, not %r'
-                   % (option, ', '.join(allowed), value))
-    return value
+    """The vocabulary's one validation, as the string written back."""
+    return str(specs.validate_value(PREFIX + option, value))
 
 
 def effective_options(options, current=None):

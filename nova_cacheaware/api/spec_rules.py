@@ -14,7 +14,7 @@ claims, and ``flavor check`` compares them with what ``flavor set`` would
 write (:func:`nova_cacheaware.api.flavor_specs.audit`).
 """
 
-from nova_cacheaware.api import specs
+from nova_cacheaware.contracts import extra_specs as specs
 from nova_cacheaware import exception
 
 
@@ -40,7 +40,8 @@ def contradictions(extra_specs, ram_mb=None):
 def request_contradictions(request, ram_mb=None):
     """:func:`contradictions` of an already parsed request.
 
-    :param request: a :class:`~nova_cacheaware.api.specs.CacheAwareRequest`.
+    :param request: a
+        :class:`~nova_cacheaware.contracts.extra_specs.CacheAwareRequest`.
     :param ram_mb: the flavor's RAM in MiB (None: the rule on it is skipped).
     """
     if not request.present:

@@ -24,10 +24,9 @@ import dataclasses
 import logging
 import math
 import typing as ty
-import uuid
 
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import exception
-from nova_cacheaware import names
 from nova_cacheaware.placement import errors
 
 LOG = logging.getLogger(__name__)
@@ -82,8 +81,7 @@ def domain_provider_uuid(compute_rp_uuid, domain_id):
     Stable uuids make a create that is retried after a lost response
     recognisable, and make the providers easy to find in logs.
     """
-    return str(uuid.uuid5(uuid.UUID(compute_rp_uuid), 'cacheaware:%s'
-                          % domain_id))
+    return names.domain_provider_uuid(compute_rp_uuid, domain_id)
 
 
 def desired_inventories(vcpus, cpu_allocation_ratio, membound_total,

@@ -29,6 +29,7 @@ choice is reported in ``notes``:
 import dataclasses
 import typing as ty
 
+from nova_cacheaware.contracts import extra_specs
 from nova_cacheaware.topology import cpulist
 
 MEMORYLESS_MODES = ('drop', 'merge')
@@ -70,7 +71,7 @@ class NUMAFlavor:
     def extra_specs(self):
         """The flavor extra specs (``hw:numa_*`` and ``cacheaware:numa``)."""
         specs = {'hw:numa_nodes': str(len(self.nodes)),
-                 'cacheaware:numa': 'full'}
+                 extra_specs.NUMA: 'full'}
         for node in self.nodes:
             specs['hw:numa_cpus.%d' % node.id] = cpulist.format_cpulist(
                 node.vcpus)

@@ -40,13 +40,14 @@ def _add_option_args(parser):
         if allowed is None:
             parser.add_argument(
                 flag, dest=option, type=int, metavar='MB',
-                help='cacheaware:%s (integer >= %d)'
-                     % (option, flavor_specs.MEMORY_MIN_MB_FLOOR))
+                help='%s%s (integer >= %d)'
+                     % (flavor_specs.PREFIX, option,
+                        flavor_specs.MEMORY_MIN_MB_FLOOR))
         else:
             parser.add_argument(
                 flag, dest=option, choices=allowed,
-                help='cacheaware:%s (default when unset: %s)'
-                     % (option, default))
+                help='%s%s (default when unset: %s)'
+                     % (flavor_specs.PREFIX, option, default))
 
 
 def _add_cloud_args(parser):

@@ -5,7 +5,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
-from nova_cacheaware.api import specs
+from nova_cacheaware.contracts import extra_specs as specs
 from nova_cacheaware import exception
 
 

@@ -1,0 +1,46 @@
+"""Placement names that are public contracts (see DESIGN "Placement model").
+
+Resource classes and traits follow os-resource-classes / os-traits rules for
+custom names (``CUSTOM_`` prefix, upper case). Provider names and the
+uuids of new domain providers are derived here, so the agent, the
+scheduler and the tools agree on them.
+"""
+
+import uuid
+
+RC_DOMAIN_VCPU = 'CUSTOM_CACHE_DOMAIN_VCPU'
+RC_DOMAIN_MEMBOUND = 'CUSTOM_CACHE_DOMAIN_MEMBOUND'
+TRAIT_DOMAIN = 'CUSTOM_CACHEAWARE_DOMAIN'
+TRAIT_AGENT = 'CUSTOM_CACHEAWARE_AGENT'
+EXTRA_SPEC_NAMESPACE = 'cacheaware'
+
+
+def cache_level_trait(level):
+    """``CUSTOM_CACHE_L3`` for level 3; the trait put on each domain child."""
+    return 'CUSTOM_CACHE_L%d' % level
+
+
+def domain_provider_name(compute_rp_name, domain_id):
+    """Name of a cache domain's child provider under a compute node RP.
+
+    Never ``<nodename>_<...>``: nova deletes such children.
+    """
+    return '%s:cacheaware:%s' % (compute_rp_name, domain_id)
+
+
+def host_provider_name(compute_rp_name):
+    """Name of the host's one cache provider (``provider_model = host``).
+
+    ``<compute node RP name>:cacheaware``: the domain providers' prefix
+    without a domain id, so it can never collide with one of them.
+    """
+    return '%s:cacheaware' % compute_rp_name
+
+
+def domain_provider_uuid(compute_rp_uuid, domain_id):
+    """The uuid a new domain provider gets: stable per (root, domain).
+
+    ``uuid5(<compute node RP uuid>, 'cacheaware:<domain id>')``.
+    """
+    return str(uuid.uuid5(uuid.UUID(compute_rp_uuid), '%s:%s'
+                          % (EXTRA_SPEC_NAMESPACE, domain_id)))
