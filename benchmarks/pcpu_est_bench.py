@@ -29,6 +29,7 @@ import time
 
 from nova_cacheaware.policy import pcpu_est
 from nova_cacheaware.policy import pcpu_est_greedy
+from nova_cacheaware.policy import pcpu_est_network
 
 
 # --------------------------------------------------------------------------
@@ -415,7 +416,7 @@ def _network_size(request):
             for i, a in vm.vcpus.items()}
     caps = {(n, i): vm.cap(i) for n, vm in request.vms.items()
             for i in vm.vcpus}
-    classes, atoms, _ = pcpu_est._build_network(affs, caps, None)
+    classes, atoms, _ = pcpu_est_network.build_network(affs, caps, None)
     return [len(classes), len(atoms)]
 
 

@@ -20,14 +20,11 @@ The root's inventory and its other traits, and every provider that is not
 ours, are never written.
 """
 
-import dataclasses
 import logging
-import math
-import typing as ty
 
 from nova_cacheaware.contracts import placement as names
-from nova_cacheaware import exception
 from nova_cacheaware.placement import errors
+from nova_cacheaware.placement import provider_state
 
 LOG = logging.getLogger(__name__)
 
@@ -37,42 +34,17 @@ MAX_ATTEMPTS = 5
 _NAME_MARK = ':cacheaware:'
 
 
-@dataclasses.dataclass
-class SyncCounters:
-    """What any provider sync did, whatever the provider model."""
-
-    compute_rp_uuid: str
-    #: Domain ids whose per-domain provider was deleted.
-    deleted: ty.List[str] = dataclasses.field(default_factory=list)
-    #: Providers of vanished domains that still hold allocations: kept,
-    #: with their inventory fully reserved so that nothing new lands there.
-    kept_with_allocations: ty.List[str] = dataclasses.field(
-        default_factory=list)
-    root_traits_changed: bool = False
-    #: Custom resource classes and traits this run created.
-    created_names: ty.List[str] = dataclasses.field(default_factory=list)
-    #: Successful write requests (POST/PUT/DELETE); 0 when in sync.
-    writes: int = 0
-    #: Writes refused for a stale generation and retried.
-    conflicts_retried: int = 0
-    #: Resource classes whose total was kept above the wanted one because
-    #: allocations use more (see :func:`floored_inventories`).
-    floored: ty.List[str] = dataclasses.field(default_factory=list)
-
-    def to_dict(self):
-        """A JSON-able dict (for logs and the CLI)."""
-        return dataclasses.asdict(self)
-
-
-@dataclasses.dataclass
-class SyncResult(SyncCounters):
-    """What one per-domain sync did; lists hold domain ids, sorted."""
-
-    created: ty.List[str] = dataclasses.field(default_factory=list)
-    updated: ty.List[str] = dataclasses.field(default_factory=list)
-    unchanged: ty.List[str] = dataclasses.field(default_factory=list)
-    #: domain id -> provider uuid, for every domain that has a provider.
-    providers: ty.Dict[str, str] = dataclasses.field(default_factory=dict)
+# The pure parts live in provider_state; named here too for the callers
+# that import them from this module.
+SyncCounters = provider_state.SyncCounters
+SyncResult = provider_state.SyncResult
+desired_inventories = provider_state.desired_inventories
+floored_inventories = provider_state.floored_inventories
+retired_inventories = provider_state.retired_inventories
+domain_traits = provider_state.domain_traits
+_same_inventories = provider_state.same_inventories
+_is_managed_child_trait = provider_state.is_managed_child_trait
+_validate = provider_state.validate
 
 
 def domain_provider_uuid(compute_rp_uuid, domain_id):
@@ -82,128 +54,6 @@ def domain_provider_uuid(compute_rp_uuid, domain_id):
     recognisable, and make the providers easy to find in logs.
     """
     return names.domain_provider_uuid(compute_rp_uuid, domain_id)
-
-
-def desired_inventories(vcpus, cpu_allocation_ratio, membound_total,
-                        membound_reserved):
-    """Inventories of one domain provider with ``vcpus`` usable CPUs."""
-    return {
-        names.RC_DOMAIN_VCPU: {
-            'total': vcpus, 'reserved': 0, 'min_unit': 1,
-            # A VM cannot be All-share in a domain smaller than itself.
-            'max_unit': vcpus, 'step_size': 1,
-            'allocation_ratio': float(cpu_allocation_ratio)},
-        names.RC_DOMAIN_MEMBOUND: {
-            'total': membound_total, 'reserved': membound_reserved,
-            'min_unit': 1, 'max_unit': membound_total, 'step_size': 1,
-            'allocation_ratio': 1.0},
-    }
-
-
-def floored_inventories(desired, usages):
-    """``desired`` with no total lowered below what allocations use.
-
-    Placement accepts an inventory whose capacity
-    (``(total - reserved) * allocation_ratio``) falls below the provider's
-    usage, and only logs a warning: the provider is then over-committed
-    until the allocations go. A class whose ``desired`` capacity is below
-    its usage keeps a total just large enough for the usage (its
-    ``reserved`` is kept, so nothing new fits in the difference either);
-    ``max_unit`` is not changed. Returns ``(inventories, {rc: (wanted
-    total, kept total)})`` for the classes raised. Pure.
-    """
-    out, raised = {}, {}
-    for rc, inv in desired.items():
-        used = usages.get(rc, 0)
-        ratio = float(inv['allocation_ratio'])
-        capacity = (inv['total'] - inv['reserved']) * ratio
-        if used <= capacity + 1e-9:
-            out[rc] = inv
-            continue
-        need = inv['reserved'] + int(math.ceil(used / ratio - 1e-9))
-        out[rc] = dict(inv, total=need)
-        raised[rc] = (inv['total'], need)
-    return out, raised
-
-
-def retired_inventories(current):
-    """``current`` with every class fully reserved (no new allocations)."""
-    return {rc: dict(inv, reserved=inv['total'])
-            for rc, inv in current.items()}
-
-
-def domain_traits(level, child_traits=True):
-    """Traits of a domain provider at cache ``level`` (None: packages).
-
-    ``child_traits=False``: none. No request needs them (the resource
-    classes alone select the domain providers), and every
-    ``GET /allocation_candidates`` reads the traits of every provider of
-    every candidate tree, twice for a request with the cache group (see
-    doc/source/evaluation/placement.rst).
-    """
-    if not child_traits:
-        return set()
-    traits = {names.TRAIT_DOMAIN}
-    if level is not None:
-        traits.add(names.cache_level_trait(level))
-    return traits
-
-
-def _is_managed_child_trait(trait):
-    return trait == names.TRAIT_DOMAIN or (
-        trait.startswith('CUSTOM_CACHE_L') and trait[14:].isdigit())
-
-
-def _same_inventories(current, desired):
-    if set(current) != set(desired):
-        return False
-    for rc, want in desired.items():
-        have = current[rc]
-        for field, value in want.items():
-            if field == 'allocation_ratio':
-                # Placement on MySQL/MariaDB stores it as a 4-byte FLOAT:
-                # 1.1 comes back as 1.100000023841858.
-                if not math.isclose(float(have[field]), value,
-                                    rel_tol=1e-6):
-                    return False
-            elif have.get(field) != value:
-                return False
-    return True
-
-
-def _validate(domain_set, cpu_allocation_ratio, membound_total,
-              membound_reserved, usable_cpus):
-    if not (isinstance(cpu_allocation_ratio, (int, float))
-            and not isinstance(cpu_allocation_ratio, bool)
-            and math.isfinite(cpu_allocation_ratio)
-            and cpu_allocation_ratio > 0):
-        raise exception.InvalidInput(
-            reason='cpu_allocation_ratio must be a finite number > 0, not %r'
-                   % (cpu_allocation_ratio,))
-    if (not isinstance(membound_total, int) or isinstance(membound_total,
-                                                          bool)
-            or membound_total < 1):
-        raise exception.InvalidInput(
-            reason='membound_total must be an integer >= 1, not %r'
-                   % (membound_total,))
-    ids = [d.id for d in domain_set.domains]
-    if len(set(ids)) != len(ids):
-        raise exception.InvalidInput(
-            reason='duplicate cache domain ids: %s' % sorted(ids))
-    for domain_id, reserved in (membound_reserved or {}).items():
-        if domain_id not in ids:
-            raise exception.InvalidInput(
-                reason='membound_reserved names unknown domain %r'
-                       % (domain_id,))
-        if (not isinstance(reserved, int) or isinstance(reserved, bool)
-                or not 0 <= reserved <= membound_total):
-            raise exception.InvalidInput(
-                reason='membound_reserved[%r] must be an integer in '
-                       '0..%d, not %r' % (domain_id, membound_total,
-                                          reserved))
-    if usable_cpus is not None and not all(
-            isinstance(c, int) for c in usable_cpus):
-        raise exception.InvalidInput(reason='usable_cpus must be CPU ids')
 
 
 class _Syncer(object):
@@ -384,73 +234,29 @@ DomainSet`.
     """
     _validate(domain_set, cpu_allocation_ratio, membound_total,
               membound_reserved, usable_cpus)
-    membound_reserved = membound_reserved or {}
     result = SyncResult(compute_rp_uuid=compute_rp_uuid)
     syncer = _Syncer(client, result)
-
     root = client.get_provider(compute_rp_uuid)
     prefix = names.domain_provider_name(root['name'], '')
-    usable = None if usable_cpus is None else set(usable_cpus)
-    wanted = {}
-    for domain in domain_set.domains:
-        cpus = domain.cpus if usable is None else [
-            c for c in domain.cpus if c in usable]
-        if cpus:
-            wanted[domain.id] = (
-                desired_inventories(len(cpus), cpu_allocation_ratio,
-                                    membound_total,
-                                    membound_reserved.get(domain.id, 0)),
-                domain_traits(domain.level, child_traits))
-
+    wanted = _wanted(domain_set, usable_cpus, cpu_allocation_ratio,
+                     membound_total, membound_reserved or {}, child_traits)
     all_traits = {names.TRAIT_AGENT}
     for _inv, traits in wanted.values():
         all_traits |= traits
     syncer.ensure_names([names.RC_DOMAIN_VCPU, names.RC_DOMAIN_MEMBOUND],
                         all_traits)
-
     if not agent_healthy:
         # Withdraw the promise first: the scheduler stops trusting this
         # host before its domains change.
         result.root_traits_changed = syncer.set_root_agent_trait(
             compute_rp_uuid, False)
-
     existing = _our_children(client.providers_in_tree(compute_rp_uuid),
                              compute_rp_uuid, prefix)
     for domain_id in sorted(wanted):
-        inventories, traits = wanted[domain_id]
-        name = prefix + domain_id
-        provider = existing.get(domain_id)
-        if provider is None:
-            rp_uuid = domain_provider_uuid(compute_rp_uuid, domain_id)
-            if syncer.create_child(name, rp_uuid, compute_rp_uuid,
-                                   inventories, traits):
-                result.created.append(domain_id)
-                result.providers[domain_id] = rp_uuid
-                continue
-            # 409: a concurrent sync created it, or the name is taken
-            # elsewhere; only the first case is ours to update.
-            existing = _our_children(
-                client.providers_in_tree(compute_rp_uuid), compute_rp_uuid,
-                prefix)
-            provider = existing.get(domain_id)
-            if provider is None:
-                raise errors.ProviderNameTaken(name=name,
-                                               parent=compute_rp_uuid)
-        rp_uuid = provider['uuid']
-        result.providers[domain_id] = rp_uuid
-        changed = False
-        if provider['name'] != name:
-            # The compute node provider was renamed: follow it.
-            client.rename_provider(rp_uuid, name, compute_rp_uuid)
-            result.writes += 1
-            changed = True
-        changed = syncer.set_inventories(rp_uuid, inventories) or changed
-        changed = syncer.set_child_traits(rp_uuid, traits) or changed
-        (result.updated if changed else result.unchanged).append(domain_id)
-
+        existing = _sync_child(syncer, compute_rp_uuid, prefix, domain_id,
+                               wanted[domain_id], existing)
     for domain_id in sorted(set(existing) - set(wanted)):
         _remove_stale(syncer, domain_id, existing[domain_id]['uuid'])
-
     if agent_healthy:
         result.root_traits_changed = syncer.set_root_agent_trait(
             compute_rp_uuid, True)
@@ -462,6 +268,63 @@ DomainSet`.
             len(result.deleted), len(result.kept_with_allocations),
             result.writes)
     return result
+
+
+def _wanted(domain_set, usable_cpus, cpu_allocation_ratio, membound_total,
+            membound_reserved, child_traits):
+    """``{domain id: (inventories, traits)}`` of the domains with CPUs."""
+    usable = None if usable_cpus is None else set(usable_cpus)
+    wanted = {}
+    for domain in domain_set.domains:
+        cpus = domain.cpus if usable is None else [
+            c for c in domain.cpus if c in usable]
+        if cpus:
+            wanted[domain.id] = (
+                desired_inventories(len(cpus), cpu_allocation_ratio,
+                                    membound_total,
+                                    membound_reserved.get(domain.id, 0)),
+                domain_traits(domain.level, child_traits))
+    return wanted
+
+
+def _sync_child(syncer, compute_rp_uuid, prefix, domain_id, want,
+                existing):
+    """Create or update one domain's provider; return ``existing``.
+
+    ``existing`` is re-read (and returned) when a create met a 409.
+    """
+    client, result = syncer.client, syncer.result
+    inventories, traits = want
+    name = prefix + domain_id
+    provider = existing.get(domain_id)
+    if provider is None:
+        rp_uuid = domain_provider_uuid(compute_rp_uuid, domain_id)
+        if syncer.create_child(name, rp_uuid, compute_rp_uuid,
+                               inventories, traits):
+            result.created.append(domain_id)
+            result.providers[domain_id] = rp_uuid
+            return existing
+        # 409: a concurrent sync created it, or the name is taken
+        # elsewhere; only the first case is ours to update.
+        existing = _our_children(
+            client.providers_in_tree(compute_rp_uuid), compute_rp_uuid,
+            prefix)
+        provider = existing.get(domain_id)
+        if provider is None:
+            raise errors.ProviderNameTaken(name=name,
+                                           parent=compute_rp_uuid)
+    rp_uuid = provider['uuid']
+    result.providers[domain_id] = rp_uuid
+    changed = False
+    if provider['name'] != name:
+        # The compute node provider was renamed: follow it.
+        client.rename_provider(rp_uuid, name, compute_rp_uuid)
+        result.writes += 1
+        changed = True
+    changed = syncer.set_inventories(rp_uuid, inventories) or changed
+    changed = syncer.set_child_traits(rp_uuid, traits) or changed
+    (result.updated if changed else result.unchanged).append(domain_id)
+    return existing
 
 
 def set_agent_trait(client, compute_rp_uuid, present):

@@ -41,104 +41,125 @@ def greedy_shares(affinities, caps=None, pcpus=None):
         vcpu_cpus.append(cpus)
         for p in cpus:
             cpu_vcpus.setdefault(p, set()).add(i)
+    grouping = _Grouping(vcpu_cpus, cpu_vcpus)
+    grouping.create_groups()
+    find = grouping.merge()
+    shares = {}
+    for i, key in enumerate(keys):
+        cap = float(caps.get(key, 1.0))
+        g = grouping.group_of_vcpu[i]
+        if g is None:
+            shares[key] = 0.0
+            continue
+        p, v = grouping.groups[find(g)]
+        shares[key] = min(1.0, cap, p / v)
+    return shares
 
-    group_of_vcpu = [None] * len(keys)
-    group_of_cpu = {}
-    groups = []            # [pcpu count, vcpu count]
-    removed = []           # (vcpu, pcpu) edges cut when a group closed
-    remaining = {p: len(vs) for p, vs in cpu_vcpus.items()}
-    start_heap = [(n, p) for p, n in remaining.items()]
-    heapq.heapify(start_heap)
-    while start_heap:
-        n, p0 = heapq.heappop(start_heap)
-        if p0 in group_of_cpu or remaining[p0] != n:
-            continue               # stale heap entry
-        if n == 0:
-            continue               # unused pCPU
-        gid = len(groups)
-        members_v = set()
-        members_p = {p0}
-        group_of_cpu[p0] = gid
-        changed = set()        # pCPUs whose remaining count went down
 
-        def take_vcpus(p):
-            for v in cpu_vcpus[p]:
-                if group_of_vcpu[v] is None:
-                    group_of_vcpu[v] = gid
-                    members_v.add(v)
-                    for q in vcpu_cpus[v]:
-                        remaining[q] -= 1
-                        changed.add(q)
+class _Grouping:
+    """Steps 1 to 4 of the heuristic on one affinity graph."""
 
+    def __init__(self, vcpu_cpus, cpu_vcpus):
+        self.vcpu_cpus = vcpu_cpus
+        self.cpu_vcpus = cpu_vcpus
+        self.group_of_vcpu = [None] * len(vcpu_cpus)
+        self.group_of_cpu = {}
+        self.groups = []           # [pcpu count, vcpu count]
+        self.removed = []          # (vcpu, pcpu) edges cut when one closed
+        self.remaining = {p: len(vs) for p, vs in cpu_vcpus.items()}
+
+    def create_groups(self):
+        """Steps 1 to 3: grow one group at a time from the emptiest pCPU."""
+        start_heap = [(n, p) for p, n in self.remaining.items()]
+        heapq.heapify(start_heap)
+        while start_heap:
+            n, p0 = heapq.heappop(start_heap)
+            if p0 in self.group_of_cpu or self.remaining[p0] != n:
+                continue               # stale heap entry
+            if n == 0:
+                continue               # unused pCPU
+            touched = self._grow(p0)
+            for p in touched:
+                heapq.heappush(start_heap, (self.remaining[p], p))
+
+    def _take_vcpus(self, p, gid, members_v, changed):
+        for v in self.cpu_vcpus[p]:
+            if self.group_of_vcpu[v] is None:
+                self.group_of_vcpu[v] = gid
+                members_v.add(v)
+                for q in self.vcpu_cpus[v]:
+                    self.remaining[q] -= 1
+                    changed.add(q)
+
+    def _grow(self, p0):
+        """One group from ``p0``; returns the outside pCPUs it touched."""
+        gid = len(self.groups)
+        members_v, members_p = set(), {p0}
+        self.group_of_cpu[p0] = gid
+        changed, touched = set(), set()
         # Candidate pCPUs keyed by how many vCPUs they would add; a pCPU's
         # count only goes down, so it is pushed again whenever it changes
         # and stale entries are skipped.
         cand_heap = []
-
-        def push_candidates():
+        p = p0
+        while True:
+            self._take_vcpus(p, gid, members_v, changed)
             for q in changed:
-                if q not in group_of_cpu:
-                    heapq.heappush(cand_heap, (remaining[q], q))
+                if q not in self.group_of_cpu:
+                    heapq.heappush(cand_heap, (self.remaining[q], q))
             touched.update(changed)
             changed.clear()
+            p = self._next_candidate(cand_heap, members_p, members_v)
+            if p is None:
+                break
+            members_p.add(p)
+            self.group_of_cpu[p] = gid
+        for v in members_v:
+            self.removed.extend((v, q) for q in self.vcpu_cpus[v]
+                                if q not in members_p)
+        self.groups.append([len(members_p), len(members_v)])
+        return touched - members_p
 
-        touched = set()
-        take_vcpus(p0)
-        push_candidates()
+    def _next_candidate(self, cand_heap, members_p, members_v):
+        """The pCPU that keeps the group's ratio, or None to close it."""
         while cand_heap:
             cost, p = heapq.heappop(cand_heap)
-            if p in group_of_cpu or remaining[p] != cost:
+            if p in self.group_of_cpu or self.remaining[p] != cost:
                 continue
             np_, nv = len(members_p), len(members_v)
             # (np_ + 1) / (nv + cost) >= np_ / nv, in integers.
             if (np_ + 1) * nv < np_ * (nv + cost):
-                break
-            members_p.add(p)
-            group_of_cpu[p] = gid
-            take_vcpus(p)
-            push_candidates()
-        for v in members_v:
-            for p in vcpu_cpus[v]:
-                if p not in members_p:
-                    removed.append((v, p))
-        for p in touched - members_p:
-            heapq.heappush(start_heap, (remaining[p], p))
-        groups.append([len(members_p), len(members_v)])
+                return None
+            return p
+        return None
 
-    # Merge step over the removed edges, with a union-find of groups.
-    parent = list(range(len(groups)))
+    def merge(self):
+        """Step 4 over the removed edges; returns the union-find's find."""
+        groups = self.groups
+        parent = list(range(len(groups)))
 
-    def find(g):
-        while parent[g] != g:
-            parent[g] = parent[parent[g]]
-            g = parent[g]
-        return g
+        def find(g):
+            while parent[g] != g:
+                parent[g] = parent[parent[g]]
+                g = parent[g]
+            return g
 
-    pairs = {(group_of_vcpu[v], group_of_cpu[p]) for v, p in removed}
-    merged = True
-    while merged:
-        merged = False
-        for g1, g2 in pairs:
-            r1, r2 = find(g1), find(g2)
-            if r1 == r2:
-                continue
-            p1, v1 = groups[r1]
-            p2, v2 = groups[r2]
-            if p2 * v1 >= p1 * v2:     # ratio(g2) >= ratio(g1)
-                parent[r1] = r2
-                groups[r2] = [p1 + p2, v1 + v2]
-                merged = True
-
-    shares = {}
-    for i, key in enumerate(keys):
-        cap = float(caps.get(key, 1.0))
-        g = group_of_vcpu[i]
-        if g is None:
-            shares[key] = 0.0
-            continue
-        p, v = groups[find(g)]
-        shares[key] = min(1.0, cap, p / v)
-    return shares
+        pairs = {(self.group_of_vcpu[v], self.group_of_cpu[p])
+                 for v, p in self.removed}
+        merged = True
+        while merged:
+            merged = False
+            for g1, g2 in pairs:
+                r1, r2 = find(g1), find(g2)
+                if r1 == r2:
+                    continue
+                p1, v1 = groups[r1]
+                p2, v2 = groups[r2]
+                if p2 * v1 >= p1 * v2:     # ratio(g2) >= ratio(g1)
+                    parent[r1] = r2
+                    groups[r2] = [p1 + p2, v1 + v2]
+                    merged = True
+        return find
 
 
 def greedy_estimate(request):

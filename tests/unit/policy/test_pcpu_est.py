@@ -13,6 +13,7 @@ import testtools
 
 from nova_cacheaware import exception
 from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.policy import pcpu_est_flow
 from nova_cacheaware.policy import pcpu_est_greedy
 from tests.unit import pcpu_lp
 
@@ -398,7 +399,7 @@ class FlowBackendTest(testtools.TestCase):
     @settings(max_examples=15, deadline=None)
     @given(st.integers(0, 10 ** 6))
     def test_scipy_and_python_networks_agree(self, seed):
-        if pcpu_est._scipy() is None:
+        if pcpu_est_flow._scipy() is None:
             self.skipTest('SciPy is not installed')
         rng = random.Random(seed)
         affs, caps = {}, {}
@@ -407,9 +408,9 @@ class FlowBackendTest(testtools.TestCase):
             affs[v] = tuple(range(lo, lo + rng.choice([1, 2, 4, 8])))
             if rng.random() < 0.3:
                 caps[v] = rng.choice(CAPS)
-        with mock.patch.object(pcpu_est, 'SCIPY_MIN_NODES', new=0):
+        with mock.patch.object(pcpu_est_flow, 'SCIPY_MIN_NODES', new=0):
             with_scipy = pcpu_est.fair_shares(affs, caps)
-        with mock.patch.object(pcpu_est, '_SCIPY', new=None):
+        with mock.patch.object(pcpu_est_flow, '_SCIPY', new=None):
             self.assertEqual(with_scipy, pcpu_est.fair_shares(affs, caps))
 
     def test_capacities_beyond_32_bits_use_the_python_network(self):
@@ -420,15 +421,16 @@ class FlowBackendTest(testtools.TestCase):
         caps = {0: Fraction(1, 7919), 10: Fraction(1, 7907),
                 11: Fraction(1, 104729)}
         built = []
-        real = pcpu_est._Network
+        real = pcpu_est_flow._Network
 
         def spy(*args):
             built.append(args)
             return real(*args)
 
-        self.useFixture(fixtures.MockPatchObject(pcpu_est, '_Network', spy))
+        self.useFixture(
+            fixtures.MockPatchObject(pcpu_est_flow, '_Network', spy))
         self.useFixture(fixtures.MockPatchObject(
-            pcpu_est, 'SCIPY_MIN_NODES', 0))
+            pcpu_est_flow, 'SCIPY_MIN_NODES', 0))
         shares = pcpu_est.fair_shares(affs, caps)
         self.assertNotEqual([], built)
         self.assertEqual(Fraction(1, 7919), shares[0])
