@@ -28,14 +28,7 @@ from nova_cacheaware.agent import placement_report
 from nova_cacheaware.agent import sampling
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
-from nova_cacheaware.conf import agent as agent_conf
-from nova_cacheaware.conf import balloon as balloon_conf
-from nova_cacheaware.conf import nova as nova_conf
-from nova_cacheaware.conf import numa_balance as numa_balance_conf
-from nova_cacheaware.conf import placement as placement_conf
-from nova_cacheaware.conf import reporting as reporting_conf
-from nova_cacheaware.conf import topology as topology_conf
-from nova_cacheaware.conf import vcpu_sizing as vcpu_sizing_conf
+from nova_cacheaware.conf import opts as conf_opts
 from nova_cacheaware import exception
 from nova_cacheaware.topology import cpulist
 from nova_cacheaware.topology import domains
@@ -62,14 +55,7 @@ cli_opts = [
 def make_conf(argv):
     """A parsed, private ConfigOpts (tests call :func:`main` repeatedly)."""
     conf = cfg.ConfigOpts()
-    agent_conf.register_opts(conf)
-    balloon_conf.register_opts(conf)
-    nova_conf.register_opts(conf)
-    numa_balance_conf.register_opts(conf)
-    topology_conf.register_opts(conf)
-    placement_conf.register_opts(conf)
-    reporting_conf.register_opts(conf)
-    vcpu_sizing_conf.register_opts(conf)
+    conf_opts.register_agent_opts(conf)
     logging.register_options(conf)
     # Logs go to stderr (the journal under systemd); stdout carries only
     # the --once table and --dump-state -.

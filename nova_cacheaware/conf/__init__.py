@@ -1,29 +1,21 @@
-"""oslo.config options of nova-cacheaware.
+"""oslo.config options of nova-cacheaware, registered per process.
 
 Each module defines one option group with ``register_opts(conf)`` and
-``list_opts()``; :mod:`.opts` gathers them for oslo-config-generator.
+``list_opts()``; :mod:`.opts` says which process reads which group and
+gathers them for oslo-config-generator (one namespace per process).
+
+Importing this package registers on the global ``cfg.CONF`` only what
+nova-scheduler reads (``[cacheaware_scheduler]``): the scheduler plugins
+import it, and nova-scheduler's ``CONF`` must not get the agent's groups
+nor options of ours in Nova's own groups (``[placement]``). The agent
+registers its groups on its own ``ConfigOpts``
+(:func:`.opts.register_agent_opts`, ``nova_cacheaware.cmd.agent``).
 """
 
 from oslo_config import cfg
 
-from nova_cacheaware.conf import agent
-from nova_cacheaware.conf import balloon
-from nova_cacheaware.conf import nova
-from nova_cacheaware.conf import numa_balance
-from nova_cacheaware.conf import placement
-from nova_cacheaware.conf import reporting
-from nova_cacheaware.conf import scheduler
-from nova_cacheaware.conf import topology
-from nova_cacheaware.conf import vcpu_sizing
+from nova_cacheaware.conf import opts
 
 CONF = cfg.CONF
 
-agent.register_opts(CONF)
-balloon.register_opts(CONF)
-nova.register_opts(CONF)
-numa_balance.register_opts(CONF)
-placement.register_opts(CONF)
-reporting.register_opts(CONF)
-scheduler.register_opts(CONF)
-topology.register_opts(CONF)
-vcpu_sizing.register_opts(CONF)
+opts.register_scheduler_opts(CONF)

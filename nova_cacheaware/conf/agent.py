@@ -2,6 +2,8 @@
 
 from oslo_config import cfg
 
+from nova_cacheaware.conf import groups
+
 agent_group = cfg.OptGroup(
     'agent',
     title='nova-cacheaware-agent',
@@ -109,8 +111,7 @@ clear error.
 
 def register_opts(conf):
     """Register the ``[agent]`` options on ``conf``."""
-    conf.register_group(agent_group)
-    conf.register_opts(agent_opts, group=agent_group)
+    groups.register(conf, agent_group, agent_opts)
 
 
 def list_opts():

@@ -7,6 +7,8 @@ whose flavor has ``cacheaware:memory_policy=hit_ratio``.  The operator guide
 
 from oslo_config import cfg
 
+from nova_cacheaware.conf import groups
+
 balloon_group = cfg.OptGroup(
     'balloon',
     title='Hit-ratio memory ballooning',
@@ -121,8 +123,7 @@ usable``: memory it cannot reclaim) when shrinking it.
 
 def register_opts(conf):
     """Register the ``[balloon]`` options on ``conf``."""
-    conf.register_group(balloon_group)
-    conf.register_opts(balloon_opts, group=balloon_group)
+    groups.register(conf, balloon_group, balloon_opts)
 
 
 def list_opts():

@@ -2,6 +2,8 @@
 
 from oslo_config import cfg
 
+from nova_cacheaware.conf import groups
+
 numa_balance_group = cfg.OptGroup(
     'numa_balance',
     title='Full-NUMA CPU and memory hand-off',
@@ -76,8 +78,7 @@ answer leaves the scheme: its full CPU set is restored.
 
 def register_opts(conf):
     """Register the ``[numa_balance]`` options on ``conf``."""
-    conf.register_group(numa_balance_group)
-    conf.register_opts(numa_balance_opts, group=numa_balance_group)
+    groups.register(conf, numa_balance_group, numa_balance_opts)
 
 
 def list_opts():

@@ -1,41 +1,65 @@
-"""Gather every option group for oslo-config-generator.
+"""Which process reads which option group; the generator's namespaces.
 
-Add a module's name to ``_MODULES`` when it defines ``list_opts()``.
+One namespace per process (``setup.cfg`` ``oslo.config.opts``, the
+generator files in ``etc/nova-cacheaware/``):
+
+* ``nova_cacheaware.scheduler``: nova-scheduler (the groups go into
+  ``nova.conf``), :data:`SCHEDULER_MODULES`;
+* ``nova_cacheaware.agent``: ``nova-cacheaware-agent``'s own file,
+  :data:`AGENT_MODULES`;
+* ``nova_cacheaware``: every group, for the configuration reference.
+
+Add a module to a tuple when it defines ``register_opts(conf)`` and
+``list_opts()``.
 """
 
 import importlib
 
-_MODULES = (
-    'agent',
-    'balloon',
-    'nova',
-    'numa_balance',
-    'placement',
-    'reporting',
-    'scheduler',
-    'topology',
-    'vcpu_sizing',
-)
-
-# The groups in the agent's own configuration file.
-_AGENT_MODULES = ('agent', 'balloon', 'nova', 'numa_balance', 'placement',
-                  'reporting', 'topology', 'vcpu_sizing')
+#: The groups nova-scheduler reads (the scheduler plugins).
+SCHEDULER_MODULES = ('scheduler',)
+#: The groups in the agent's own configuration file.
+AGENT_MODULES = ('agent', 'balloon', 'nova', 'numa_balance', 'placement',
+                 'reporting', 'topology', 'vcpu_sizing')
+_MODULES = tuple(sorted(SCHEDULER_MODULES + AGENT_MODULES))
 
 
 def list_opts():
-    """Return ``[(group, [opts]), ...]`` for oslo-config-generator."""
+    """Every group, ``[(group, [opts]), ...]`` for oslo-config-generator."""
     return _gather(_MODULES)
+
+
+def list_scheduler_opts():
+    """The options nova-scheduler reads from ``nova.conf``."""
+    return _gather(SCHEDULER_MODULES)
 
 
 def list_agent_opts():
     """The options of ``nova-cacheaware-agent``'s configuration file."""
-    return _gather(_AGENT_MODULES)
+    return _gather(AGENT_MODULES)
+
+
+def register_scheduler_opts(conf):
+    """Register the scheduler plugins' groups on ``conf``."""
+    _register(conf, SCHEDULER_MODULES)
+
+
+def register_agent_opts(conf):
+    """Register the agent's groups on ``conf`` (its private ConfigOpts)."""
+    _register(conf, AGENT_MODULES)
+
+
+def _module(name):
+    return importlib.import_module('nova_cacheaware.conf.' + name)
+
+
+def _register(conf, modules):
+    for name in modules:
+        _module(name).register_opts(conf)
 
 
 def _gather(modules):
     result = []
     for name in modules:
-        module = importlib.import_module('nova_cacheaware.conf.' + name)
-        for group, opts in module.list_opts().items():
+        for group, opts in _module(name).list_opts().items():
             result.append((group, opts))
     return result

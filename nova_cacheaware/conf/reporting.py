@@ -11,6 +11,7 @@ so both sides read the same name and default).
 from oslo_config import cfg
 
 from nova_cacheaware.conf import agent as agent_conf
+from nova_cacheaware.conf import groups
 from nova_cacheaware.conf import scheduler as scheduler_conf
 
 reporting_opts = [
@@ -92,10 +93,8 @@ this machine's host name, Nova's default too.
 
 def register_opts(conf):
     """Register the reporting options and the shared topic option."""
-    conf.register_group(agent_conf.agent_group)
-    conf.register_opts(reporting_opts, group=agent_conf.agent_group)
-    conf.register_group(scheduler_conf.scheduler_group)
-    conf.register_opt(topic_opt(), group=scheduler_conf.scheduler_group)
+    groups.register(conf, agent_conf.agent_group, reporting_opts)
+    groups.register(conf, scheduler_conf.scheduler_group, [topic_opt()])
 
 
 def topic_opt():

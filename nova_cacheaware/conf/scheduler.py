@@ -5,6 +5,8 @@ Read by nova-scheduler (the options live in nova.conf next to Nova's own).
 
 from oslo_config import cfg
 
+from nova_cacheaware.conf import groups
+
 scheduler_group = cfg.OptGroup(
     'cacheaware_scheduler',
     title='nova-cacheaware scheduler plugins',
@@ -158,8 +160,7 @@ state. Add a RabbitMQ policy with ``expires`` for queues matching
 
 def register_opts(conf):
     """Register the ``[cacheaware_scheduler]`` options on ``conf``."""
-    conf.register_group(scheduler_group)
-    conf.register_opts(scheduler_opts, group=scheduler_group)
+    groups.register(conf, scheduler_group, scheduler_opts)
 
 
 def list_opts():

@@ -2,6 +2,8 @@
 
 from oslo_config import cfg
 
+from nova_cacheaware.conf import groups
+
 topology_group = cfg.OptGroup(
     'topology',
     title='Host topology discovery',
@@ -48,8 +50,7 @@ Possible values:
 
 def register_opts(conf):
     """Register the ``[topology]`` options on ``conf``."""
-    conf.register_group(topology_group)
-    conf.register_opts(topology_opts, group=topology_group)
+    groups.register(conf, topology_group, topology_opts)
 
 
 def list_opts():

@@ -6,6 +6,8 @@ Read by nova-cacheaware-agent when ``[agent] capabilities`` names
 
 from oslo_config import cfg
 
+from nova_cacheaware.conf import groups
+
 vcpu_sizing_group = cfg.OptGroup(
     'vcpu_sizing',
     title='pCPU-Est vCPU sizing (agent capability vcpu_sizing)',
@@ -71,8 +73,7 @@ marks as ``custom-monitor`` taint.
 
 def register_opts(conf):
     """Register the ``[vcpu_sizing]`` options on ``conf``."""
-    conf.register_group(vcpu_sizing_group)
-    conf.register_opts(vcpu_sizing_opts, group=vcpu_sizing_group)
+    groups.register(conf, vcpu_sizing_group, vcpu_sizing_opts)
 
 
 def list_opts():
