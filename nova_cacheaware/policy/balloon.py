@@ -26,6 +26,7 @@ import dataclasses
 import fractions
 import math
 
+from nova_cacheaware.contracts import schema
 from nova_cacheaware import exception
 
 MODES = ('A', 'B')
@@ -81,75 +82,78 @@ class BalloonPlan:
 
 # ---------------------------------------------------------------- validation
 
+_R = schema.REQUIRED
+#: The ``params`` object of a ``balloon-plan`` input.
+PARAMS_SCHEMA = {
+    'mode': (schema.OneOf(MODES, '"A" or "B"'), _R),
+    'threshold': (schema.RATIO, _R),
+    'alpha': (schema.AMOUNT, _R),
+    'beta': (schema.AMOUNT, _R),
+    'interval_s': (schema.AMOUNT, _R),
+}
+#: One VM of a ``balloon-plan`` input (after its ``id``).
+VM_SCHEMA = {
+    'memory_mib': (schema.COUNT, _R),
+    'hit_ratio': (schema.RATIO, _R),
+    'streak': (schema.COUNT, _R),
+    'min_mib': (schema.COUNT, _R),
+    'max_mib': (schema.COUNT, _R),
+}
+_ID_SCHEMA = {'id': (schema.Text(), _R)}
+
+
 def bad_input(where, what):
     """Raise :class:`InvalidInput` naming ``where`` and ``what``."""
     raise exception.InvalidInput(reason='%s: %s' % (where, what))
 
 
+def _checked(check, *args):
+    """Run a schema check; its :class:`SchemaError` as InvalidInput."""
+    try:
+        return check(*args)
+    except schema.SchemaError as e:
+        raise exception.InvalidInput(reason=str(e)) from None
+
+
 def number_field(doc, key, where):
     """``doc[key]``: a finite, non-negative number (not a bool)."""
-    if key not in doc:
-        bad_input(where, 'missing "%s"' % key)
-    value = doc[key]
-    if (not isinstance(value, (int, float)) or isinstance(value, bool)
-            or not math.isfinite(value)):
-        bad_input(where, '"%s" must be a finite number, not %r' % (key, value))
-    if value < 0:
-        bad_input(where, '"%s" must not be negative (%r)' % (key, value))
-    return value
+    return _checked(schema.fields, doc, {key: (schema.AMOUNT, _R)},
+                    where)[key]
 
 
 def ratio_field(doc, key, where):
     """``doc[key]``: a number in 0..1."""
-    value = number_field(doc, key, where)
-    if value > 1:
-        bad_input(where, '"%s" must be between 0 and 1 (%r)' % (key, value))
-    return value
+    return _checked(schema.fields, doc, {key: (schema.RATIO, _R)},
+                    where)[key]
 
 
 def int_field(doc, key, where, default=None):
     """``doc[key]``: a non-negative int (``default`` when absent)."""
-    if key not in doc and default is not None:
-        return default
-    value = number_field(doc, key, where)
-    if not isinstance(value, int):
-        bad_input(where, '"%s" must be an integer (%r)' % (key, value))
-    return value
+    return _checked(schema.fields, doc, {
+        key: (schema.COUNT, _R if default is None else default)}, where)[key]
 
 
 def object_field(value, where):
     """``value`` itself, which must be a JSON object."""
-    if not isinstance(value, dict):
-        bad_input(where, 'must be a JSON object')
-    return value
+    return _checked(schema.obj, value, where)
 
 
 def params_from_dict(doc, where='params'):
     """Validate and build :class:`BalloonParams` from its JSON object."""
     object_field(doc, where)
-    mode = doc.get('mode')
-    if mode not in MODES:
-        bad_input(where, 'unknown "mode" %r (expected "A" or "B")' % (mode,))
-    return BalloonParams(threshold=ratio_field(doc, 'threshold', where),
-                         alpha=number_field(doc, 'alpha', where),
-                         beta=number_field(doc, 'beta', where),
-                         mode=mode,
-                         interval_s=number_field(doc, 'interval_s', where))
+    # An absent mode is refused as an unknown one, not as a missing key.
+    values = _checked(schema.fields, dict(doc, mode=doc.get('mode')),
+                      PARAMS_SCHEMA, where)
+    return BalloonParams(**values)
 
 
 def vm_from_dict(doc, where):
     """Validate and build one :class:`VmMemory` from its JSON object."""
     object_field(doc, where)
-    vm_id = doc.get('id')
-    if not isinstance(vm_id, str) or not vm_id:
-        bad_input(where, '"id" must be a non-empty string')
+    vm_id = _checked(schema.fields, dict(doc, id=doc.get('id')), _ID_SCHEMA,
+                     where)['id']
     where = 'VM %r' % vm_id
-    vm = VmMemory(id=vm_id,
-                  memory_mib=int_field(doc, 'memory_mib', where),
-                  hit_ratio=ratio_field(doc, 'hit_ratio', where),
-                  streak=int_field(doc, 'streak', where),
-                  min_mib=int_field(doc, 'min_mib', where),
-                  max_mib=int_field(doc, 'max_mib', where))
+    vm = VmMemory(id=vm_id, **_checked(schema.fields, doc, VM_SCHEMA, where))
     if vm.min_mib > vm.max_mib:
         bad_input(where, 'min_mib %d > max_mib %d' % (vm.min_mib, vm.max_mib))
     if not vm.min_mib <= vm.memory_mib <= vm.max_mib:

@@ -18,6 +18,7 @@ of ``read_bytes`` deltas).  The hit ratio is ``1 - fetched / read``.
 import dataclasses
 import math
 
+from nova_cacheaware.contracts import schema
 from nova_cacheaware import exception
 
 REPORT_VERSION = 1
@@ -63,17 +64,28 @@ class GuestStats:
     committed_as_mib: float
 
 
+#: The report's counters: all required, all non-negative ints.
+REPORT_SCHEMA = {key: (schema.COUNT, schema.REQUIRED) for key in _COUNTERS}
+#: Optional: a helper with exact kernel counters (eBPF cachestat) may
+#: report the ratio itself; it is still only a claim and must be a ratio.
+_RATIO_SCHEMA = {'hit_ratio': (schema.RATIO, None)}
+
+
 def _reject(reason):
     raise InvalidGuestReport(reason=reason)
 
 
-def _counter(doc, key):
-    value = doc.get(key)
-    if isinstance(value, bool) or not isinstance(value, int):
-        _reject('"%s" is not an integer: %r' % (key, value))
-    if value < 0:
-        _reject('"%s" is negative: %d' % (key, value))
-    return value
+def _shape(doc):
+    """The counters and the claimed hit ratio, or InvalidGuestReport."""
+    if not isinstance(doc, dict):
+        _reject('not a JSON object')
+    if doc.get('v') != REPORT_VERSION:
+        _reject('unknown report version %r' % (doc.get('v'),))
+    try:
+        return (schema.fields(doc, REPORT_SCHEMA, ''),
+                schema.fields(doc, _RATIO_SCHEMA, '')['hit_ratio'])
+    except schema.SchemaError as e:
+        _reject(e.what)
 
 
 def validate_report(doc, assigned_mib, previous=None,
@@ -85,11 +97,7 @@ def validate_report(doc, assigned_mib, previous=None,
     :class:`GuestStats` accepted for the VM (or None).  Raises
     :class:`InvalidGuestReport` with the reason on any inconsistency.
     """
-    if not isinstance(doc, dict):
-        _reject('not a JSON object')
-    if doc.get('v') != REPORT_VERSION:
-        _reject('unknown report version %r' % (doc.get('v'),))
-    c = {key: _counter(doc, key) for key in _COUNTERS}
+    c, claimed = _shape(doc)
     interval = c['interval_s']
     if not 0 < interval <= limits.max_interval_s:
         _reject('interval_s %d outside 1..%d'
@@ -120,16 +128,8 @@ def validate_report(doc, assigned_mib, previous=None,
                 _reject('%s jumped by %d KiB in %d s'
                         % (key, delta, elapsed))
     hit_ratio = None
-    if 'hit_ratio' in doc:
-        # A helper with exact kernel counters (eBPF cachestat) may report
-        # the ratio itself; it is still only a claim and must be a ratio.
-        hit_ratio = doc['hit_ratio']
-        if (isinstance(hit_ratio, bool)
-                or not isinstance(hit_ratio, (int, float))
-                or not math.isfinite(hit_ratio)
-                or not 0 <= hit_ratio <= 1):
-            _reject('hit_ratio %r is not a number in 0..1' % (hit_ratio,))
-        hit_ratio = float(hit_ratio)
+    if claimed is not None:
+        hit_ratio = float(claimed)
     elif c['read_kib'] > 0:
         # Readahead can fetch more than was read in the same interval; the
         # ratio is clamped at 0 rather than rejected for that.

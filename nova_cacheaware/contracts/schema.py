@@ -1,0 +1,192 @@
+"""Declared schemas for the JSON documents that cross process boundaries.
+
+A document's shape is written once, as data (:class:`Obj` of fields), and
+checked by one walker that stops at the first problem with a one-line
+message naming where it is: ``VM 'a': "memory_mib" must be an integer
+(1.5)``. The checks repeated by hand before (a bool is not an int, finite
+numbers, CPU ids within :mod:`.limits`, unknown keys) live here once.
+
+Why not ``jsonschema``: it is not a requirement of this package (only a
+transitive one of Nova's), its error messages are multi-part and would
+change the one-line messages the CLI tests pin, and the scheduler parses
+a host's ``vcpu_affinity`` (thousands of CPU lists) per live-state
+message, which a generic validator walks far more slowly than
+:class:`CpuList`'s memoised check. Cross-field rules (``min_mib <=
+max_mib``) stay in the caller, after the shape is known to be right.
+
+Leaf module: standard library and :mod:`.limits` only.
+"""
+
+import collections
+import math
+
+from nova_cacheaware.contracts import limits
+
+#: A field's default when it must be present.
+REQUIRED = object()
+
+
+class SchemaError(ValueError):
+    """A document does not fit its schema: ``where`` and ``what``."""
+
+    def __init__(self, where, what):
+        super().__init__('%s: %s' % (where, what) if where else what)
+        self.where = where
+        self.what = what
+
+
+def _is_number(value):
+    if isinstance(value, bool):
+        return False
+    # An int of any size is finite (math.isfinite would overflow on it).
+    return isinstance(value, int) or (isinstance(value, float)
+                                      and math.isfinite(value))
+
+
+class Number:
+    """A finite number (not a bool) in ``minimum .. maximum``.
+
+    ``integer``: an int only. Messages name the key in quotes, as the CLI
+    inputs' messages always did.
+    """
+
+    def __init__(self, minimum=0, maximum=None, integer=False):
+        self.minimum = minimum
+        self.maximum = maximum
+        self.integer = integer
+
+    def check(self, value, key, where):
+        """``value`` if it fits, else :class:`SchemaError`."""
+        if not _is_number(value):
+            raise SchemaError(where, '"%s" must be a finite number, not %r'
+                              % (key, value))
+        if self.minimum is not None and value < self.minimum:
+            if self.minimum == 0:
+                raise SchemaError(where, '"%s" must not be negative (%r)'
+                                  % (key, value))
+            raise SchemaError(where, '"%s" must be at least %r (%r)'
+                              % (key, self.minimum, value))
+        if self.maximum is not None and value > self.maximum:
+            raise SchemaError(where, '"%s" must be between %r and %r (%r)'
+                              % (key, self.minimum, self.maximum, value))
+        if self.integer and not isinstance(value, int):
+            raise SchemaError(where, '"%s" must be an integer (%r)'
+                              % (key, value))
+        return value
+
+
+#: A number in 0..1.
+RATIO = Number(0, 1)
+#: A non-negative int.
+COUNT = Number(0, integer=True)
+#: A non-negative finite number.
+AMOUNT = Number(0)
+
+
+class Text:
+    """A non-empty string."""
+
+    def check(self, value, key, where):
+        """``value`` if it is a non-empty string."""
+        if not isinstance(value, str) or not value:
+            raise SchemaError(where, '"%s" must be a non-empty string' % key)
+        return value
+
+
+class OneOf:
+    """One of fixed ``choices``; ``expected`` says them in the message."""
+
+    def __init__(self, choices, expected):
+        self.choices = tuple(choices)
+        self.expected = expected
+
+    def check(self, value, key, where):
+        """``value`` if it is one of the choices."""
+        if value not in self.choices:
+            raise SchemaError(where, 'unknown "%s" %r (expected %s)'
+                              % (key, value, self.expected))
+        return value
+
+
+class CpuList:
+    """A non-repeating list of CPU ids (``0 .. MAX_CPUS - 1``): a sorted tuple.
+
+    ``check_fast`` memoises the lists of one document: hosts repeat the
+    same affinity (the whole host, a node, a domain) for many vCPUs, so
+    each distinct list is checked and sorted once, with C-level builtins.
+    """
+
+    def check(self, value, where):
+        """The sorted tuple of ``value``, or :class:`SchemaError`."""
+        if not isinstance(value, list):
+            raise SchemaError(where, 'must be a list of pCPU numbers')
+        for p in value:
+            if not limits.is_cpu_id(p):
+                raise SchemaError(
+                    where, '%r is not a pCPU number (an integer 0..%d)'
+                    % (p, limits.MAX_CPUS - 1))
+        if len(set(value)) != len(value):
+            dup = sorted(p for p, n in collections.Counter(value).items()
+                         if n > 1)
+            raise SchemaError(where, 'duplicate pCPU(s) %s' % dup)
+        return tuple(sorted(value))
+
+    def check_fast(self, value, where, seen):
+        """:meth:`check` with ``seen`` (a dict per document) as memo."""
+        if type(value) is list and value and set(map(type, value)) <= {int}:
+            key = tuple(value)
+            hit = seen.get(key)
+            if hit is not None:
+                return hit
+            if (min(value) >= 0 and max(value) < limits.MAX_CPUS
+                    and len(set(value)) == len(value)):
+                seen[key] = result = tuple(sorted(value))
+                return result
+        return self.check(value, where)
+
+
+def vcpu_index(key, where):
+    """A vCPU index written as a JSON object key: canonical decimal only.
+
+    ``"01"``, ``"+1"``, ``" 1"`` would make two keys name one vCPU.
+    """
+    if not (isinstance(key, str) and key.isascii() and key.isdigit()
+            and str(int(key)) == key and int(key) < limits.MAX_VCPUS):
+        raise SchemaError(where, 'vCPU index %r is not an integer 0..%d'
+                          % (key, limits.MAX_VCPUS - 1))
+    return int(key)
+
+
+def obj(value, where):
+    """``value`` itself, which must be a JSON object."""
+    if not isinstance(value, dict):
+        raise SchemaError(where, 'must be a JSON object')
+    return value
+
+
+def only_keys(doc, allowed, where):
+    """Refuse keys of ``doc`` outside ``allowed``, naming them."""
+    unknown = sorted(set(doc) - set(allowed))
+    if unknown:
+        raise SchemaError(where, 'unknown key(s) %s (allowed: %s)' % (
+            ', '.join(repr(k) for k in unknown), ', '.join(sorted(allowed))))
+
+
+def fields(doc, schema, where):
+    """Check ``doc`` (a JSON object) against ``schema``; return the values.
+
+    :param schema: ``{key: (field, default)}``, ``default`` being
+        :data:`REQUIRED` or the value taken when the key is absent (not
+        checked). Keys of ``doc`` the schema does not name are ignored.
+    :returns: ``{key: checked value}`` in the schema's order.
+    """
+    obj(doc, where)
+    out = {}
+    for key, (field, default) in schema.items():
+        if key not in doc:
+            if default is REQUIRED:
+                raise SchemaError(where, 'missing "%s"' % key)
+            out[key] = default
+            continue
+        out[key] = field.check(doc[key], key, where)
+    return out

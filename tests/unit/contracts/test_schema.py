@@ -1,0 +1,91 @@
+"""The declared-schema layer: one-line messages, exact values."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+import testtools
+
+from nova_cacheaware.contracts import limits
+from nova_cacheaware.contracts import schema
+
+R = schema.REQUIRED
+
+
+class FieldTableTest(testtools.TestCase):
+
+    def test_numbers(self):
+        cases = [
+            (schema.AMOUNT, 'x', '"k" must be a finite number, not \'x\''),
+            (schema.AMOUNT, True, '"k" must be a finite number, not True'),
+            (schema.AMOUNT, float('nan'),
+             '"k" must be a finite number, not nan'),
+            (schema.AMOUNT, -1, '"k" must not be negative (-1)'),
+            (schema.RATIO, 1.5, '"k" must be between 0 and 1 (1.5)'),
+            (schema.COUNT, 1.5, '"k" must be an integer (1.5)'),
+            (schema.Number(2), 1, '"k" must be at least 2 (1)'),
+        ]
+        for field, value, message in cases:
+            e = self.assertRaises(schema.SchemaError, field.check, value,
+                                  'k', 'VM \'a\'')
+            self.assertEqual("VM 'a': " + message, str(e))
+        self.assertEqual(10 ** 400, schema.COUNT.check(10 ** 400, 'k', ''))
+        self.assertEqual(0.25, schema.RATIO.check(0.25, 'k', ''))
+
+    def test_text_and_choices(self):
+        self.assertRaises(schema.SchemaError, schema.Text().check, '', 'id',
+                          'w')
+        e = self.assertRaises(schema.SchemaError,
+                              schema.OneOf('AB', '"A" or "B"').check, 'C',
+                              'mode', 'params')
+        self.assertEqual('params: unknown "mode" \'C\' (expected "A" or "B")',
+                         str(e))
+
+    def test_cpu_lists(self):
+        cpus = schema.CpuList()
+        self.assertEqual((1, 3), cpus.check([3, 1], 'w'))
+        for value, message in (([True], 'True is not a pCPU number'),
+                               ([limits.MAX_CPUS], '8192 is not a pCPU'),
+                               ([2, 2], 'duplicate pCPU(s) [2]'),
+                               ('0-3', 'must be a list of pCPU numbers')):
+            e = self.assertRaises(schema.SchemaError, cpus.check, value, 'w')
+            self.assertIn(message, str(e))
+
+    def test_vcpu_index(self):
+        self.assertEqual(12, schema.vcpu_index('12', 'w'))
+        for key in ('01', '+1', ' 1', '4096', 'x', 1):
+            self.assertRaises(schema.SchemaError, schema.vcpu_index, key,
+                              'w')
+
+    def test_fields_defaults_missing_and_extra_keys(self):
+        spec = {'a': (schema.COUNT, R), 'b': (schema.COUNT, 7)}
+        self.assertEqual({'a': 1, 'b': 7},
+                         schema.fields({'a': 1, 'zz': 'ignored'}, spec, 'w'))
+        e = self.assertRaises(schema.SchemaError, schema.fields, {}, spec,
+                              'w')
+        self.assertEqual('w: missing "a"', str(e))
+        e = self.assertRaises(schema.SchemaError, schema.fields, [], spec,
+                              'w')
+        self.assertEqual('w: must be a JSON object', str(e))
+        e = self.assertRaises(schema.SchemaError, schema.only_keys,
+                              {'a': 1, 'x': 2}, ('a',), 'w')
+        self.assertEqual("w: unknown key(s) 'x' (allowed: a)", str(e))
+
+
+class FastPathTest(testtools.TestCase):
+    """The memoised CPU-list check agrees with the plain one."""
+
+    @given(st.lists(st.one_of(st.integers(-2, limits.MAX_CPUS + 2),
+                              st.booleans(), st.floats(0, 4)),
+                    max_size=6))
+    def test_same_answer_as_check(self, value):
+        cpus = schema.CpuList()
+        try:
+            want = cpus.check(value, 'w')
+        except schema.SchemaError as e:
+            want = str(e)
+        seen = {}
+        for _ in range(2):        # the second call may hit the memo
+            try:
+                got = cpus.check_fast(value, 'w', seen)
+            except schema.SchemaError as e:
+                got = str(e)
+            self.assertEqual(want, got)
