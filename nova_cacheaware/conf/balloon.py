@@ -44,8 +44,8 @@ Must be shorter than ``interval_s`` so the report is ready at the next round.
                help="""
 Path of the guest helper inside the guest, run with ``guest-exec``.
 
-The image must carry ``agent/guest/cacheaware-guest-stats`` there and run the
-QEMU guest agent with ``guest-exec`` allowed.
+The image must carry ``deploy/guest-tools/cacheaware-guest-stats`` there
+and run the QEMU guest agent with ``guest-exec`` allowed.
 """),
     cfg.StrOpt('policy',
                default='default',

@@ -1,12 +1,13 @@
 """Validate what a guest says about its page cache.
 
-Guests are untrusted.  ``agent/guest/cacheaware-guest-stats`` prints one JSON
-line (see doc/source/user/balloon-plan.rst, "Guest helper"); the host agent
-passes it here with the previous accepted report of the same VM.  Anything
-that is not a plain non-negative integer where a counter is expected, a
-ratio outside 0..1, a cumulative counter that goes backwards, or a rate no
-real machine reaches is rejected with :class:`InvalidGuestReport`; the agent
-then logs the reason and leaves the VM's memory where it is.
+Guests are untrusted.  ``deploy/guest-tools/cacheaware-guest-stats`` prints
+one JSON line (see doc/source/user/balloon-plan.rst, "Guest helper"); the
+host agent passes it here with the previous accepted report of the same
+VM.  Anything that is not a plain non-negative integer where a counter is
+expected, a ratio outside 0..1, a cumulative counter that goes backwards,
+or a rate no real machine reaches is rejected with
+:class:`InvalidGuestReport`; the agent then logs the reason and leaves the
+VM's memory where it is.
 
 The estimator (documented with its error in the user guide): over the
 helper's sampling interval, ``read_kib`` is what processes read through

@@ -11,8 +11,8 @@ import testtools
 
 from nova_cacheaware.policy import guest_report
 
-HELPER = os.path.join(os.path.dirname(__file__), '..', '..', 'agent',
-                      'guest', 'cacheaware-guest-stats')
+HELPER = os.path.join(os.path.dirname(__file__), '..', '..', 'deploy',
+                      'guest-tools', 'cacheaware-guest-stats')
 BUSYBOX = shutil.which('busybox') or '/usr/bin/busybox'
 
 # Waits a second (the helper takes its first sample), reads a cached file

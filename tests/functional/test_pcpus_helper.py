@@ -7,8 +7,8 @@ import subprocess
 import fixtures
 import testtools
 
-HELPER = os.path.join(os.path.dirname(__file__), '..', '..', 'agent',
-                      'guest', 'cacheaware-pcpus')
+HELPER = os.path.join(os.path.dirname(__file__), '..', '..', 'deploy',
+                      'guest-tools', 'cacheaware-pcpus')
 BUSYBOX = shutil.which('busybox')
 
 
