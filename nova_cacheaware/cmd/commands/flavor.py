@@ -1,7 +1,7 @@
 """``nova-cacheaware flavor``: write or print a flavor's cache-aware specs.
 
 ``flavor check`` audits every flavor of the cloud
-(:mod:`nova_cacheaware.cmd.flavor_check`).
+(:mod:`nova_cacheaware.cmd.commands.flavor_check`).
 
 ``flavor set FLAVOR [options]`` writes the ``cacheaware:`` keys and the
 granular Placement keys that enforce them to a flavor through Nova's API
@@ -15,9 +15,9 @@ import contextlib
 import sys
 
 from nova_cacheaware.api import flavor_specs
+from nova_cacheaware.cmd.commands import flavor_check
+from nova_cacheaware.cmd.commands import flavor_numa
 from nova_cacheaware.cmd import common
-from nova_cacheaware.cmd import flavor_check
-from nova_cacheaware.cmd import flavor_numa
 from nova_cacheaware import exception
 
 NAME = 'flavor'

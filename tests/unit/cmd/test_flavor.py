@@ -153,7 +153,7 @@ class TestCheckReport(testtools.TestCase):
             self.name, self.id, self.vcpus, self.ram = name, name, vcpus, ram
 
     def _run(self, flavors):
-        from nova_cacheaware.cmd import flavor_check
+        from nova_cacheaware.cmd.commands import flavor_check
         out = io.StringIO()
         with mock.patch('sys.stdout', out):
             code = flavor_check.run(None, lambda args: iter(flavors))

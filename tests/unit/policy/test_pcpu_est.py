@@ -15,7 +15,7 @@ from nova_cacheaware import exception
 from nova_cacheaware.policy import pcpu_est
 from nova_cacheaware.policy import pcpu_est_flow
 from nova_cacheaware.policy import pcpu_est_greedy
-from tests.unit import pcpu_lp
+from tests.unit.policy import pcpu_lp
 
 F = Fraction
 
