@@ -82,6 +82,7 @@ from benchmarks import common  # noqa: E402
 from benchmarks import placement_alloc_candidates as pac  # noqa: E402
 from nova_cacheaware import names  # noqa: E402
 from nova_cacheaware.placement import host_provider  # noqa: E402
+from nova_cacheaware.placement import provider_state  # noqa: E402
 from nova_cacheaware.placement import provider_sync  # noqa: E402
 from tests import placement_fixtures  # noqa: E402
 
@@ -139,7 +140,7 @@ def _child(client, name, parent, inventories, traits=()):
 
 def _counts(vcpus, max_unit, membound):
     """Domain vCPU + memory-bound slot inventory (ratio 4 as the roots)."""
-    inv = provider_sync.desired_inventories(vcpus, 4.0, membound, 0)
+    inv = provider_state.desired_inventories(vcpus, 4.0, membound, 0)
     inv[names.RC_DOMAIN_VCPU]['max_unit'] = max_unit
     return inv
 

@@ -34,16 +34,12 @@ MAX_ATTEMPTS = 5
 _NAME_MARK = ':cacheaware:'
 
 
-# The pure parts live in provider_state; named here too for the callers
-# that import them from this module.
+# Named here for this module's code and for the modules importing them.
 SyncCounters = provider_state.SyncCounters
 SyncResult = provider_state.SyncResult
-desired_inventories = provider_state.desired_inventories
 floored_inventories = provider_state.floored_inventories
 retired_inventories = provider_state.retired_inventories
-domain_traits = provider_state.domain_traits
 _same_inventories = provider_state.same_inventories
-_is_managed_child_trait = provider_state.is_managed_child_trait
 _validate = provider_state.validate
 
 
@@ -118,7 +114,8 @@ class _Syncer(object):
         def decide(doc):
             current = set(doc['traits'])
             # Keep traits someone else put on the child; own only ours.
-            new = {t for t in current if not _is_managed_child_trait(t)}
+            new = {t for t in current
+                   if not provider_state.is_managed_child_trait(t)}
             new |= wanted
             return None if new == current else new
         client = self.client
@@ -280,10 +277,10 @@ def _wanted(domain_set, usable_cpus, cpu_allocation_ratio, membound_total,
             c for c in domain.cpus if c in usable]
         if cpus:
             wanted[domain.id] = (
-                desired_inventories(len(cpus), cpu_allocation_ratio,
-                                    membound_total,
-                                    membound_reserved.get(domain.id, 0)),
-                domain_traits(domain.level, child_traits))
+                provider_state.desired_inventories(
+                    len(cpus), cpu_allocation_ratio, membound_total,
+                    membound_reserved.get(domain.id, 0)),
+                provider_state.domain_traits(domain.level, child_traits))
     return wanted
 
 

@@ -56,13 +56,11 @@ from nova_cacheaware.policy import pcpu_est_network
 #: estimate within rounding of an integer does not round up.
 RECOMMEND_SLACK = Fraction(1, 10 ** 6)
 
-# The documents in and out live with the contracts; named here as well
-# because most callers read them as ``pcpu_est.EstimateRequest``.
+# The documents in and out (contracts), by their usual names here too.
 VMAffinity = vcpu_affinity.VMAffinity
 EstimateRequest = vcpu_affinity.EstimateRequest
 VMEstimate = vcpu_affinity.VMEstimate
 EstimateResult = vcpu_affinity.EstimateResult
-exact_cap = pcpu_est_network.exact_cap
 
 
 def recommended_vcpus(available, vcpu_count):

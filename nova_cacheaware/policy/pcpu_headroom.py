@@ -37,6 +37,7 @@ import math
 
 from nova_cacheaware import exception
 from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.policy import pcpu_est_network
 
 
 class Headroom:
@@ -134,7 +135,7 @@ def _cap_ratio(cap):
     # Few distinct caps exist (one per flavor quota): convert each once.
     if cap is None:
         return 1, 1
-    exact = pcpu_est.exact_cap(cap)
+    exact = pcpu_est_network.exact_cap(cap)
     if not 0 <= exact <= 1:
         # A vCPU is one thread: pCPU-Est refuses such caps too.
         raise exception.InvalidInput(reason='cap %r is outside 0..1' % (cap,))

@@ -10,6 +10,7 @@ import testtools
 
 from nova_cacheaware.conf import placement as placement_conf
 from nova_cacheaware.placement import errors
+from nova_cacheaware.placement import provider_state as pstate
 from nova_cacheaware.placement import provider_sync as ps
 
 
@@ -34,10 +35,10 @@ class TestDesiredState(testtools.TestCase):
             'CUSTOM_CACHE_DOMAIN_MEMBOUND': {
                 'total': 2, 'reserved': 1, 'min_unit': 1, 'max_unit': 2,
                 'step_size': 1, 'allocation_ratio': 1.0}},
-            ps.desired_inventories(6, 16, 2, 1))
+            pstate.desired_inventories(6, 16, 2, 1))
 
     def test_retired_inventories_reserve_everything(self):
-        inv = ps.desired_inventories(8, 1.0, 1, 0)
+        inv = pstate.desired_inventories(8, 1.0, 1, 0)
         retired = ps.retired_inventories(inv)
         self.assertEqual(8, retired['CUSTOM_CACHE_DOMAIN_VCPU']['reserved'])
         self.assertEqual(1,
@@ -46,16 +47,18 @@ class TestDesiredState(testtools.TestCase):
 
     def test_traits(self):
         self.assertEqual({'CUSTOM_CACHEAWARE_DOMAIN', 'CUSTOM_CACHE_L3'},
-                         ps.domain_traits(3))
-        self.assertEqual({'CUSTOM_CACHEAWARE_DOMAIN'}, ps.domain_traits(None))
-        self.assertEqual(set(), ps.domain_traits(3, child_traits=False))
-        self.assertEqual(set(), ps.domain_traits(None, child_traits=False))
+                         pstate.domain_traits(3))
+        self.assertEqual({'CUSTOM_CACHEAWARE_DOMAIN'},
+                         pstate.domain_traits(None))
+        self.assertEqual(set(), pstate.domain_traits(3, child_traits=False))
+        self.assertEqual(set(), pstate.domain_traits(None, child_traits=False))
 
     def test_managed_child_traits(self):
-        self.assertTrue(ps._is_managed_child_trait('CUSTOM_CACHE_L2'))
-        self.assertTrue(ps._is_managed_child_trait('CUSTOM_CACHEAWARE_DOMAIN'))
-        self.assertFalse(ps._is_managed_child_trait('CUSTOM_CACHE_LARGE'))
-        self.assertFalse(ps._is_managed_child_trait('HW_CPU_X86_AVX2'))
+        self.assertTrue(pstate.is_managed_child_trait('CUSTOM_CACHE_L2'))
+        self.assertTrue(
+            pstate.is_managed_child_trait('CUSTOM_CACHEAWARE_DOMAIN'))
+        self.assertFalse(pstate.is_managed_child_trait('CUSTOM_CACHE_LARGE'))
+        self.assertFalse(pstate.is_managed_child_trait('HW_CPU_X86_AVX2'))
 
     def test_provider_uuid_is_stable_and_distinct(self):
         root = str(uuid.uuid4())
@@ -68,7 +71,7 @@ class TestDesiredState(testtools.TestCase):
                                                     'L3-0'))
 
     def test_same_inventories_tolerates_float_noise(self):
-        inv = ps.desired_inventories(4, 1.1, 1, 0)
+        inv = pstate.desired_inventories(4, 1.1, 1, 0)
         echoed = json.loads(json.dumps(inv))
         echoed['CUSTOM_CACHE_DOMAIN_VCPU']['allocation_ratio'] = 1.1001
         self.assertFalse(ps._same_inventories(echoed, inv))
@@ -134,7 +137,7 @@ class TestDomainTraitsOption(testtools.TestCase):
 class TestFlooredInventories(testtools.TestCase):
 
     def test_table(self):
-        inv = ps.desired_inventories(2, 4.0, 1, 0)
+        inv = pstate.desired_inventories(2, 4.0, 1, 0)
         table = [
             # (usages, expected VCPU total, raised)
             ({}, 2, {}),
@@ -150,7 +153,7 @@ class TestFlooredInventories(testtools.TestCase):
             self.assertEqual(2, out[ps.names.RC_DOMAIN_VCPU]['max_unit'])
             self.assertEqual(raised, got)
         # A retired-style MEMBOUND (reserved = total) with a slot in use.
-        dirty = ps.desired_inventories(2, 1.0, 1, 1)
+        dirty = pstate.desired_inventories(2, 1.0, 1, 1)
         out, got = ps.floored_inventories(
             dirty, {ps.names.RC_DOMAIN_MEMBOUND: 1})
         self.assertEqual({'total': 2, 'reserved': 1},
@@ -165,7 +168,7 @@ class TestFlooredInventories(testtools.TestCase):
                       used=st.integers(0, 2000))
     def test_capacity_never_below_usage_never_raised_needlessly(
             self, vcpus, ratio, used):
-        inv = ps.desired_inventories(vcpus, ratio, 1, 0)
+        inv = pstate.desired_inventories(vcpus, ratio, 1, 0)
         out, raised = ps.floored_inventories(
             inv, {ps.names.RC_DOMAIN_VCPU: used})
         new = out[ps.names.RC_DOMAIN_VCPU]
