@@ -12,8 +12,9 @@ fresh live state, CPU allocation ratio 1.0):
   filter's live-state check say, one domain with room for every vCPU, and
   with ``CUSTOM_CACHE_DOMAIN_MEMBOUND`` (``required``) a free slot of the
   host (domains minus slots used or reserved by VMs the classifier found);
-* **CacheDomainFilter**: ``required`` also needs a domain with room and no
-  memory-bound VM;
+* **CacheDomainFilter**: its host-model room check,
+  :func:`nova_cacheaware.scheduler.domain_order.room_reason` (a domain
+  with room; for ``required`` one without a memory-bound VM);
 * **weighers**: Nova's spreading (``CPUWeigher`` and ``RAMWeigher``, both
   by free vCPUs here, normalised over the hosts as Nova does) plus
   ``CacheContentionWeigher`` (:func:`contention_score`, the weigher's
@@ -41,6 +42,7 @@ from nova_cacheaware.api import flavor_specs
 from nova_cacheaware.api import specs as api_specs
 from nova_cacheaware.policy import cachedomain
 from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.scheduler import domain_order
 from nova_cacheaware.sim import classifier_trace
 from nova_cacheaware.sim import contention
 
@@ -185,10 +187,10 @@ class Host:
         if req.membound and self.membound_free() < 1:
             return False
         vcpus, memory = self.loads()
-        clean = req.cacheaware.clean_required
-        return any(len(cpus) - vcpus[d] >= req.vcpus
-                   and not (clean and memory[d])
-                   for d, cpus in enumerate(self.domains))
+        rows = [('d%03d' % d, memory[d], vcpus[d], len(cpus))
+                for d, cpus in enumerate(self.domains)]
+        return domain_order.room_reason(
+            rows, 1.0, req.vcpus, req.cacheaware.clean_required) is None
 
     def contention(self):
         """Raw contention weight from the agent's live state."""
