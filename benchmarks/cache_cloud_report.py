@@ -59,12 +59,13 @@ def small(doc):
     rows = []
     for case in doc['small']:
         best = case['optimum']['memory_perf']
-        row = [case['seed'], '%.3f' % best,
+        row = [case.get('scenario', '').replace('cache-cloud-', '')
+               .replace('.json', ''), case['seed'], '%.3f' % best,
                '%.3f' % case['upper_bound']['memory_perf']]
         row += ['%.2f' % (case['configs'][c]['memory_perf'] / best)
                 for c in CONFIGS]
         rows.append(row)
-    return table(['seed', 'optimum', 'bound'] + CONFIGS, rows)
+    return table(['case', 'seed', 'optimum', 'bound'] + CONFIGS, rows)
 
 
 def cloud(run):
