@@ -136,6 +136,8 @@ def run_config(config, scenario, trace, changes):
 
 
 class _Acc:
+    """What the samples of one configuration add up to."""
+
     def __init__(self):
         self.rejected = {}
         self.demand = 0
@@ -144,6 +146,7 @@ class _Acc:
         self.mem = []
 
     def result(self):
+        """The JSON-ready figures (see the module docstring)."""
         return {'rejected': self.rejected,
                 'memory_perf': _ratio(self.mem_perf, self.demand),
                 'memory_clean': _ratio(self.mem_clean, self.demand),
