@@ -54,6 +54,8 @@ class DefaultParams:
     probe_max: float = 0.5
     hold_rounds: int = 24
     hysteresis: float = 0.25
+    stale_mib: int = 64
+    stale_share: float = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +105,19 @@ def estimate_working_set(vm):
     return cache / vm.hit_ratio
 
 
+def _reachable(vm, w_est, params):
+    """W_est, or INF when even ``max_mib`` could not hold it.
+
+    A VM the estimate says cannot be satisfied would only take memory from
+    others for a partial gain (with a scan, or a ratio that is only the
+    helper's non-file reads, none at all): it gets idle memory only.
+    """
+    if w_est == INF or (vm.used_mib + w_est * (1 + params.margin)
+                        + params.pad_mib > vm.max_mib):
+        return INF
+    return w_est
+
+
 def _need(vm, w_est, params):
     if w_est == INF:
         return vm.max_mib
@@ -120,12 +135,42 @@ def _priority_order(unsat, w_est, params):
     return sorted(unsat, key=key)
 
 
+def is_stale(vm, params):
+    """True when the report predates the VM's current size.
+
+    A guest's ``used + cache + free`` is its ``MemTotal``, which follows
+    the balloon within a second; a report that is off by more than
+    ``stale_mib`` or ``stale_share`` of the memory (the kernel's own
+    reservation is well inside that) was taken before the last resize.
+    """
+    seen = vm.used_mib + vm.cache_mib + vm.free_mib
+    return abs(vm.memory_mib - seen) > max(params.stale_mib,
+                                           params.stale_share * vm.memory_mib)
+
+
 def default_plan(params, vms, free_mib=0):
     """One round of the default policy (see the module docstring).
 
     ``vms`` is a sequence of :class:`VmView`, ``free_mib`` unassigned host
     memory.  Returns a :class:`DefaultPlan`; inputs are not modified.
+    VMs whose report is stale (:func:`is_stale`) keep their memory and
+    state this round.
     """
+    live = [vm for vm in vms if not is_stale(vm, params)]
+    plan = _plan_live(params, live, free_mib)
+    decisions = dict(plan.vms)
+    for vm in vms:
+        if vm.id not in decisions:
+            left = max(0, vm.hold_left - 1)
+            decisions[vm.id] = VmDefaultDecision(
+                memory_mib=vm.memory_mib, probe=vm.probe,
+                hold_mib=vm.hold_mib if left else 0, hold_left=left,
+                favoured=vm.favoured)
+    return DefaultPlan(vms={vm.id: decisions[vm.id] for vm in vms},
+                       unallocated_mib=plan.unallocated_mib)
+
+
+def _plan_live(params, vms, free_mib):
     memory = {vm.id: vm.memory_mib for vm in vms}
     hold = {}
     for vm in vms:
@@ -133,7 +178,8 @@ def default_plan(params, vms, free_mib=0):
         hold[vm.id] = (vm.hold_mib if left else 0, left)
     sat = [vm for vm in vms if vm.hit_ratio >= params.threshold]
     unsat = [vm for vm in vms if vm.hit_ratio < params.threshold]
-    w_est = {vm.id: estimate_working_set(vm) for vm in unsat}
+    w_est = {vm.id: _reachable(vm, estimate_working_set(vm), params)
+             for vm in unsat}
     deficit = {}
     for vm in unsat:
         need = _need(vm, w_est[vm.id], params)
