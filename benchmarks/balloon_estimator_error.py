@@ -31,7 +31,16 @@ FILES, FILE_MIB = 32, 4
 READER = r'''
 import os, random, sys, time
 paths, mode = sys.argv[2:], sys.argv[1]
+
+
+def io():
+    with open('/proc/self/io') as f:
+        d = dict(line.split(': ') for line in f.read().splitlines())
+    return int(d['rchar']), int(d['read_bytes'])
+
+
 time.sleep(1)
+r0, b0 = io()
 n = 0
 if mode == 'whole':
     for p in paths:
@@ -48,7 +57,8 @@ else:
         with open(p, 'rb') as f:
             f.seek(rng.randrange(0, os.path.getsize(p) - 65536) & ~4095)
             n += len(f.read(65536))
-print(n, flush=True)
+r1, b1 = io()
+print(n, r1 - r0, b1 - b0, flush=True)
 time.sleep(30)
 '''
 
@@ -82,8 +92,10 @@ def helper(interval, reader_args=None):
         out = subprocess.run(['sh', HELPER, str(interval)], check=True,
                              capture_output=True, text=True, timeout=60)
         doc = json.loads(out.stdout)
-        doc['reader_bytes'] = (int(reader.stdout.readline())
-                               if reader else 0)
+        n, rchar, fetched = (map(int, reader.stdout.readline().split())
+                             if reader else (0, 0, 0))
+        doc.update(reader_bytes=n, reader_rchar=rchar,
+                   reader_read_bytes=fetched)
     finally:
         if reader:
             reader.kill()
@@ -96,6 +108,29 @@ def estimate(doc):
     if doc['read_kib'] <= 0:
         return None
     return 1 - min(doc['fetched_kib'], doc['read_kib']) / doc['read_kib']
+
+
+def reader_estimate(doc):
+    """The same formula on the reader's own counters (no background)."""
+    if doc['reader_rchar'] <= 0:
+        return None
+    return 1 - min(doc['reader_read_bytes'],
+                   doc['reader_rchar']) / doc['reader_rchar']
+
+
+def _cpu_model():
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
+def _round(x):
+    return None if x is None else round(x, 3)
 
 
 def main(argv=None):
@@ -114,30 +149,33 @@ def main(argv=None):
         os.sync()
         idle = helper(args.interval)
         rows.append({'case': 'idle', 'true': None, 'report': idle,
-                     'estimate': estimate(idle)})
+                     'estimate': estimate(idle), 'reader_estimate': None})
         for share in (0.0, 0.25, 0.5, 0.75, 1.0):
             cache(paths)
             drop(paths[:int(round(share * FILES))])
             doc = helper(args.interval, ['whole'] + paths)
             rows.append({'case': 'whole files, %d %% dropped'
                          % (share * 100), 'true': 1 - share,
-                         'report': doc, 'estimate': estimate(doc)})
+                         'report': doc, 'estimate': estimate(doc),
+                         'reader_estimate': reader_estimate(doc)})
         drop(paths)
         doc = helper(args.interval, ['random64k'] + paths)
         rows.append({'case': 'random 64 KiB reads, all dropped',
-                     'true': None, 'report': doc, 'estimate': estimate(doc)})
+                     'true': None, 'report': doc, 'estimate': estimate(doc),
+                     'reader_estimate': reader_estimate(doc)})
     for r in rows:
         rep = r['report']
-        print('%-34s true %-5s est %-6s read %7d KiB fetched %7d KiB '
-              'reader %7d KiB' % (
-                  r['case'], r['true'], None if r['estimate'] is None
-                  else round(r['estimate'], 3), rep['read_kib'],
-                  rep['fetched_kib'], rep['reader_bytes'] // 1024))
+        print('%-34s true %-5s helper %-6s reader-only %-6s read %7d KiB '
+              'fetched %7d KiB reader rchar %7d read_bytes %7d KiB' % (
+                  r['case'], r['true'], _round(r['estimate']),
+                  _round(r['reader_estimate']), rep['read_kib'],
+                  rep['fetched_kib'], rep['reader_rchar'] // 1024,
+                  rep['reader_read_bytes'] // 1024))
     doc = {'command': 'python benchmarks/balloon_estimator_error.py '
                       + ' '.join(argv if argv is not None else sys.argv[1:]),
-           'machine': '%s, %s, %d CPUs, kernel %s' % (
-               platform.node() and 'development machine',
-               platform.machine(), os.cpu_count(), platform.release()),
+           'machine': '%s, %d CPUs, kernel %s, Python %s' % (
+               _cpu_model(), os.cpu_count(), platform.release(),
+               platform.python_version()),
            'load': {'start': load0, 'end': os.getloadavg()},
            'date': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
            'interval_s': args.interval, 'file_mib': FILE_MIB,

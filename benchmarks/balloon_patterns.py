@@ -128,8 +128,8 @@ def family_summary(rows):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--scenarios', type=int, default=6,
-                        help='random scenarios besides the study (6)')
+    parser.add_argument('--scenarios', type=int, default=3,
+                        help='random scenarios besides the study (3)')
     parser.add_argument('--jobs', type=int, default=2)
     parser.add_argument('--families', default=','.join(FAMILIES))
     parser.add_argument('--baseline', metavar='REV',
@@ -141,8 +141,14 @@ def main(argv=None):
     families = args.families.split(',')
     tasks = [(f, n) for f in families for n in range(args.scenarios + 1)]
     load0, started = os.getloadavg(), time.time()
+    rows = []
     with multiprocessing.Pool(args.jobs) as pool:
-        rows = pool.map(run_task, tasks, chunksize=1)
+        for row in pool.imap_unordered(run_task, tasks):
+            rows.append(row)
+            print('%s %s %.0f s' % (row['family'], row['name'],
+                                    row['seconds']), file=sys.stderr,
+                  flush=True)
+    rows.sort(key=lambda r: (families.index(r['family']), r['scenario']))
     summary = {}
     for f in families:
         summary[f] = family_summary([r for r in rows if r['family'] == f])
