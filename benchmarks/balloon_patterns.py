@@ -40,6 +40,9 @@ BASELINE = {}
 
 POLICIES = ('static', 'mom', 'hit_ratio_a', 'hit_ratio_b', 'default',
             'oracle')
+#: The policies this run simulates (``--policies``; the rest may come from
+#: ``--merge``).
+RUN = list(POLICIES)
 #: The calibrated helper error (see the evaluation page, "The estimator").
 HELPER = {'nonfile_mib_s': 1.0, 'readahead': 0.003, 'sample_s': 5,
           'cache_extra_mib': 16}
@@ -96,7 +99,7 @@ def run_task(task):
     started = time.time()
     sc = sim.scenario_from_dict(scenario(family, number))
     schedule = sc.schedule()
-    results = {k: sim.simulate_policy(sc, k, schedule) for k in POLICIES}
+    results = {k: sim.simulate_policy(sc, k, schedule) for k in RUN}
     for label, module in BASELINE.items():
         results[label] = sim.simulate_policy(
             sc, label, schedule,
@@ -106,6 +109,18 @@ def run_task(task):
             'means': {k: [r.arith_mean(), r.geo_mean()]
                       for k, r in results.items()},
             'seconds': time.time() - started}
+
+
+def merge(rows, path):
+    """Add the figures of policies not run here from an earlier run."""
+    with open(path) as f:
+        earlier = {(r['family'], r['scenario']): r for r in
+                   json.load(f)['rows']}
+    for row in rows:
+        old = earlier[(row['family'], row['scenario'])]['means']
+        for k, v in old.items():
+            key = 'default@merged' if k == 'default' and k in RUN else k
+            row['means'].setdefault(key, v)
 
 
 def family_summary(rows):
@@ -134,10 +149,18 @@ def main(argv=None):
     parser.add_argument('--families', default=','.join(FAMILIES))
     parser.add_argument('--baseline', metavar='REV',
                         help='also run balloon_default.py as of git REV')
+    parser.add_argument('--policies', default=','.join(POLICIES),
+                        help='policies to simulate (default: all)')
+    parser.add_argument('--merge', metavar='FILE',
+                        help="take the other policies' figures from an "
+                             'earlier run of the same families and '
+                             'scenarios; its "default" is kept as '
+                             '"default@merged"')
     parser.add_argument('--json-out')
     args = parser.parse_args(argv)
     if args.baseline:
         BASELINE['default@' + args.baseline] = load_baseline(args.baseline)
+    RUN[:] = args.policies.split(',')
     families = args.families.split(',')
     tasks = [(f, n) for f in families for n in range(args.scenarios + 1)]
     load0, started = os.getloadavg(), time.time()
@@ -149,6 +172,8 @@ def main(argv=None):
                                     row['seconds']), file=sys.stderr,
                   flush=True)
     rows.sort(key=lambda r: (families.index(r['family']), r['scenario']))
+    if args.merge:
+        merge(rows, args.merge)
     summary = {}
     for f in families:
         summary[f] = family_summary([r for r in rows if r['family'] == f])
@@ -165,6 +190,7 @@ def main(argv=None):
            'date': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
            'elapsed_s': time.time() - started,
            'policies': POLICIES, 'helper_estimator': HELPER,
+           'merged_from': args.merge,
            'summary': summary, 'rows': rows}
     if args.json_out:
         with open(args.json_out, 'w') as f:

@@ -77,39 +77,26 @@ class TestDefaultPlan(testtools.TestCase):
         self.assertEqual(1000, mem(bd.default_plan(P, vms))['a'])
 
     def test_smaller_working_set_served_first_from_larger(self):
-        # b: W 2500; c: W 20000 (beyond its 6215 MiB maximum, so
-        # unknown): c gives b what it lacks.
+        # b: W 2500; c: W 20000 (under 50 % even at its 6215 MiB
+        # maximum, so hopeless): c gives b what it lacks.
         vms = [view('b', 2357, 0.8, 2000), view('c', 2357, 0.1, 2000)]
         plan = bd.default_plan(P, vms)
         self.assertEqual({'b': 2891, 'c': 2357 - 534}, mem(plan))
 
-    def test_unreachable_estimate_counts_as_unknown(self):
-        # b: 2000 cached at 0.05 -> W 40000 > max 6215: no probe for it
-        # (with a scan, or a ratio made of non-file reads, none would pay).
+    def test_hopeless_estimate_counts_as_unknown(self):
+        # b: 2000 cached at 0.05 -> W 40000: at most 5899 of it would fit
+        # below max 6215 (15 %): no probe for it (with a scan, or a ratio
+        # made of non-file reads, none would pay).
         vms = [view('a', 2357, 1.0, 2057), view('b', 2357, 0.05, 2000)]
         plan = bd.default_plan(P, vms)
         self.assertEqual({'a': 2357, 'b': 2357}, mem(plan))
         self.assertEqual(0, plan.vms['a'].probe)
-        self.assertEqual(bd.INF, bd._reachable(vms[1], 40000, P))
-        self.assertEqual(2500, bd._reachable(vms[1], 2500, P))
-
-    def test_stale_report_keeps_memory_and_state(self):
-        # a's report (300 + 2000 + 0) predates its growth to 4000 MiB: it
-        # is neither a donor to b (W 2500) nor served; its state ages.
-        a = view('a', 4000, 0.5, 2000, probe=2, hold_mib=3000, hold_left=3,
-                 favoured=True)
-        self.assertTrue(bd.is_stale(a, P))
-        self.assertFalse(bd.is_stale(view('b', 2357, 0.8, 2000), P))
-        plan = bd.default_plan(P, [a, view('b', 2357, 0.8, 2000)])
-        self.assertEqual({'a': 4000, 'b': 2357}, mem(plan))
-        self.assertEqual(bd.VmDefaultDecision(4000, 2, 3000, 2, True),
-                         plan.vms['a'])
-        # Without the staleness a would give b its 534 MiB.
-        fresh = view('a', 4000, 0.5, 3700)
-        self.assertEqual({'a': 4000 - 534, 'b': 2891},
-                         mem(bd.default_plan(P, [fresh,
-                                                 view('b', 2357, 0.8,
-                                                      2000)])))
+        b = vms[1]
+        self.assertEqual(bd.INF, bd._reachable(b, 40000, P))
+        # The edge: 5899 MiB of room >= 0.5 * W * 1.03 up to W 11454.
+        self.assertEqual(11454, bd._reachable(b, 11454, P))
+        self.assertEqual(bd.INF, bd._reachable(b, 11455, P))
+        self.assertEqual(bd.INF, bd._reachable(b, bd.INF, P))
 
     def test_warming_vm_not_given_more(self):
         vms = [view('a', 2357, 1.0, 100, free=1900),
