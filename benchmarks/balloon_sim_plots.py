@@ -2,6 +2,7 @@
 
     pip install -r benchmarks/requirements.txt
     python benchmarks/balloon_sim_plots.py [--out doc/source/evaluation]
+        [--json-out FILE]
 
 Runs every policy of ``nova-cacheaware simulate balloon`` on the study's
 setup (the scenario ``{}``) plus mode A with the study's best parameters
@@ -21,6 +22,7 @@ import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 
+from benchmarks import common  # noqa: E402
 from nova_cacheaware.sim import balloon as sim  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -103,8 +105,9 @@ def plot_memory(sc, schedule, results, path):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--out', default=DEFAULT_OUT)
+    parser.add_argument('--json-out', metavar='FILE')
     args = parser.parse_args(argv)
-    started = time.time()
+    started, load0 = time.time(), os.getloadavg()
     sc, schedule, results = run_all()
     elapsed = time.time() - started
     plot_means(results, os.path.join(args.out, 'balloon-means.png'))
@@ -114,6 +117,16 @@ def main(argv=None):
     print()
     print('schedule (MiB per VM per phase): %s' % schedule)
     print('simulated %d policies in %.1f s' % (len(results), elapsed))
+    if args.json_out:
+        common.write_json(args.json_out, {
+            'command': 'python benchmarks/balloon_sim_plots.py '
+                       + ' '.join(sys.argv[1:] if argv is None else argv),
+            'machine': common.machine(), 'date': common.now(),
+            'load': {'start': load0, 'end': os.getloadavg()},
+            'elapsed_s': elapsed, 'schedule': schedule,
+            'policies': {k: {'arith_mean_mib_s': r.arith_mean(),
+                             'geo_mean_mib_s': r.geo_mean()}
+                         for k, r in results.items()}})
     return 0
 
 

@@ -1,14 +1,15 @@
-"""Run the cache-scheduling scenarios and draw the evaluation plots.
+"""Run the single-host cache scenarios (study 000's Q6600) and plot them.
 
 Usage::
 
     pip install -r benchmarks/requirements.txt   # matplotlib, plots only
     python benchmarks/cache_sim_bench.py [--json FILE] [--no-plots]
 
-Runs benchmarks/scenarios/cache-*.json through the same code as
+Runs benchmarks/scenarios/cache-q6600-*.json through the same code as
 ``nova-cacheaware simulate cache`` and writes
-doc/source/evaluation/cache-q6600.png and cache-cluster.png. The numbers go
-into doc/source/evaluation/cache-scheduling.rst by hand.
+doc/source/evaluation/cache-q6600.png. The cloud evaluation (operator
+flavors, arrivals, the classifier, the optimum) is
+benchmarks/cache_cloud_bench.py.
 """
 
 import argparse
@@ -24,9 +25,7 @@ DOC = os.path.join(HERE, '..', 'doc', 'source', 'evaluation')
 HOST_SCENARIOS = [('2 memory VMs', 'cache-q6600-2vm.json'),
                   ('memory + CPU VM', 'cache-q6600-2vm-mixed.json'),
                   ('4 memory VMs', 'cache-q6600-4vm.json')]
-CLUSTER_SCENARIOS = [('30 % memory-bound', 'cache-cluster-100.json'),
-                     ('70 % memory-bound', 'cache-cluster-100-memheavy.json')]
-ORDER = ['partial', 'credit', 'nova', 'cacheaware', 'optimum']
+ORDER = ['partial', 'credit', 'nova', 'agent', 'optimum']
 # Study 000: run time normalised to credit (figs. 3.9 and 3.14, read off
 # the bars: All share < 0.5 with 2 VMs, about 0.8 with 4 VMs).
 PAPER_ALL_SHARE = {'2 memory VMs': 0.45, '4 memory VMs': 0.8}
@@ -72,41 +71,6 @@ def plot_host(rows, path):
     plt.close(fig)
 
 
-def plot_cluster(clusters, path):
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(clusters), figsize=(11, 4),
-                             squeeze=False)
-    for ax, (label, result) in zip(axes[0], clusters):
-        _cluster_panel(ax, label, result)
-    axes[0][0].set_ylabel('performance vs alone, pinned, Clean')
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def _cluster_panel(ax, label, result):
-    policies = [p for p in ORDER if p in result['policies']]
-    metrics = [('memory_geomean', 'memory VMs (geomean)'),
-               ('memory_p10', 'memory VMs (p10)'),
-               ('cpu_geomean', 'CPU VMs (geomean)'),
-               ('memory_all_share', 'memory VMs: All-share time')]
-    width = 0.25
-    for k, policy in enumerate(policies):
-        values = [result['policies'][policy][m] for m, _ in metrics]
-        xs = [i + (k - 1) * width for i in range(len(metrics))]
-        ax.bar(xs, values, width, label=policy)
-        for x, v in zip(xs, values):
-            ax.text(x, v + 0.01, '%.2f' % v, ha='center', fontsize=7)
-    ax.set_xticks(range(len(metrics)))
-    ax.set_xticklabels([name for _, name in metrics], fontsize=7,
-                       rotation=15)
-    ax.set_ylim(0, 1.3)
-    ax.set_title('100 hosts (4 x 4-CPU domains), %s' % label, fontsize=9)
-    ax.legend(fontsize=7, loc='upper center', ncol=3)
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--json', metavar='FILE')
@@ -118,8 +82,6 @@ def main(argv=None):
         with open(args.from_json) as f:
             doc = json.load(f)
         plot_host(doc['host'], os.path.join(DOC, 'cache-q6600.png'))
-        plot_cluster(list(doc['clusters'].items()),
-                     os.path.join(DOC, 'cache-cluster.png'))
         return 0
     rows = []
     for label, name in HOST_SCENARIOS:
@@ -130,15 +92,9 @@ def main(argv=None):
                          p: r['time_vs_credit']
                          for p, r in result['policies'].items()},
                      'result': result})
-    start = time.process_time()
-    clusters = [(label, cache.run(load(name)))
-                for label, name in CLUSTER_SCENARIOS]
-    doc = {'date': time.strftime('%Y-%m-%d', time.gmtime()), 'host': rows,
-           'clusters': dict(clusters),
-           'cluster_cpu_seconds': round(time.process_time() - start, 1)}
+    doc = {'date': time.strftime('%Y-%m-%d', time.gmtime()), 'host': rows}
     if not args.no_plots:
         plot_host(rows, os.path.join(DOC, 'cache-q6600.png'))
-        plot_cluster(clusters, os.path.join(DOC, 'cache-cluster.png'))
     json.dump(doc, sys.stdout, indent=2)
     sys.stdout.write('\n')
     if args.json:

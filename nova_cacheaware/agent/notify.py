@@ -62,12 +62,19 @@ def to_host_cache_state(report, host, now=None):
 
     ``report`` is :func:`reporting.host_state`'s dict: ``domains`` (state
     and memory-bound VMs per domain), ``vms`` (class and domains per VM),
-    ``health``, and optionally ``usable_cpus`` and ``providers`` per domain
-    and ``available_pcpus``; the ``vcpu_sizing`` capability's section
-    carries the host's vCPU affinities (payload 1.1 ``vcpu_affinity``).
+    ``health``, and optionally ``usable_cpus``, ``providers`` and
+    ``domain_capacity`` (payload 1.4 ``vcpus_capacity``) per domain and
+    ``available_pcpus``; the ``vcpu_sizing`` capability's section carries
+    the host's vCPU affinities (payload 1.1 ``vcpu_affinity``). In the
+    per-host model ``domain_load`` (``{domain: (vCPUs, Clean holders)}``
+    of the agent's domain choice, None when it made none) gives each
+    domain's ``vcpus_used`` and ``clean_holders`` (1.4): the inputs of the
+    agent's next choice, which the scheduler predicts.
     """
     usable = report.get('usable_cpus', {})
     providers = report.get('providers', {})
+    capacity = report.get('domain_capacity') or {}
+    load = report.get('domain_load')
     used = {}
     counted = all('vcpus' in doc for doc in report.get('vms', {}).values())
     for doc in report.get('vms', {}).values() if counted else ():
@@ -77,11 +84,14 @@ def to_host_cache_state(report, host, now=None):
     domains = []
     for domain_id, doc in sorted(report.get('domains', {}).items()):
         vms = tuple(doc.get('memory_vms', ()))
+        vcpus, clean = (load.get(domain_id, (0, 0)) if load is not None
+                        else (used.get(domain_id, 0) if counted else None,
+                              None))
         domains.append(host_state.DomainState(
             id=domain_id, state=host_state.domain_state(len(vms)),
             memory_bound_vms=vms, usable_cpus=int(usable.get(domain_id, 0)),
-            provider_uuid=providers.get(domain_id),
-            vcpus_used=used.get(domain_id, 0) if counted else None))
+            provider_uuid=providers.get(domain_id), vcpus_used=vcpus,
+            vcpus_capacity=capacity.get(domain_id), clean_holders=clean))
     vms = []
     for uuid, doc in sorted(report.get('vms', {}).items()):
         klass = doc.get('workload', 'unknown')

@@ -52,8 +52,6 @@ placement_report.PlacementSyncReporter` (``child_traits`` is ignored: the
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.host_uuid = None
-        self._sizes = {}
-        self._ratio_now = 1.0
         self._load = (None, 0)     # (max_unit, reserved) asked for
         self._load_written = None  # what the last sync wrote
         self._last_args = None     # (domain_set, usable_cpus) last synced
@@ -83,10 +81,6 @@ placement_report.PlacementSyncReporter` (``child_traits`` is ignored: the
         self._load_written = self._load
         self.last_sync = result
         return result
-
-    def domain_capacity(self):
-        """``{domain id: vCPUs it holds All-share}`` as of the last sync."""
-        return {d: int(n * self._ratio_now) for d, n in self._sizes.items()}
 
     def set_host_load(self, vcpus_by_domain, membound_by_domain):
         """Make ``max_unit`` and ``reserved`` follow the host (next sync).

@@ -86,6 +86,8 @@ PlacementClient`.
         self._down = False
         self._in_sync = None   # (inputs, {rp uuid: generation}) in sync
         self._reserved_written = False
+        self._sizes = {}       # domain id -> usable CPUs, last full sync
+        self._ratio_now = 1.0  # CPU allocation ratio of the last full sync
 
     # -- compute node -----------------------------------------------------
 
@@ -155,9 +157,11 @@ PlacementClient`.
         ids = {d.id for d in domain_set.domains}
         self._wanted = {d: r for d, r in self._wanted.items() if d in ids}
         reserved = self._clamped(self._wanted) if self._providers else {}
+        self._ratio_now = self._ratio(root)
+        self._sizes = host_provider.domain_sizes(domain_set, usable_cpus)
         result = provider_sync.sync_domain_providers(
             self.client, root, domain_set,
-            cpu_allocation_ratio=self._ratio(root),
+            cpu_allocation_ratio=self._ratio_now,
             membound_total=self.membound_total,
             membound_reserved=reserved, usable_cpus=list(usable_cpus),
             child_traits=self.child_traits)
@@ -174,6 +178,15 @@ PlacementClient`.
                for d in self._providers):
             self._write_reserved()
         return result
+
+    def domain_capacity(self):
+        """``{domain id: vCPUs it holds All-share}`` as of the last sync.
+
+        Its usable CPUs times the ratio the providers were written with
+        (``[agent] domain_cpu_allocation_ratio``, else Nova's), rounded
+        down: what the agent publishes as ``vcpus_capacity``.
+        """
+        return {d: int(n * self._ratio_now) for d, n in self._sizes.items()}
 
     def withdraw(self):
         """Take ``CUSTOM_CACHEAWARE_AGENT`` off the root (a clean stop).

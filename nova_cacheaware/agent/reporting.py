@@ -55,6 +55,10 @@ class PlacementReporter(abc.ABC):
         """``{domain id: provider uuid}`` once synced; ``{}`` before."""
         return {}
 
+    def domain_capacity(self):
+        """``{domain id: vCPUs it holds All-share}``; ``{}``: unknown."""
+        return {}
+
     def membound_holders(self):
         """``{instance uuid: domain id}``: allocations with a MEMBOUND slot.
 

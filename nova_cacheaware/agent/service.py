@@ -87,6 +87,7 @@ class Agent:
         self._chosen = {}
         self._choice_input = None  # its replay document (--dump-state)
         self._base = {}  # {domain: (vCPUs, memory-bound)} without host room
+        self._choice_loads = None  # what the choice counted (live state)
         self._unplaced = set()  # host-held instances that found no domain
         self.outages = outage.Outages()
         self._membound_homes = {}
@@ -195,6 +196,7 @@ class Agent:
                                                           base)
         self._base = base
         chosen = domain_choice.assign_domains(capacity, wanted, base)
+        self._choice_loads = domain_choice.choice_loads(wanted, chosen, base)
         for uuid, domain in sorted(chosen.items()):
             if domain is None:
                 # Once per instance, not every pass while it waits.
@@ -217,7 +219,7 @@ class Agent:
             held = self._choose_domains(snapshot, held)
         else:
             self._chosen = {}
-            self._choice_input = None
+            self._choice_input = self._choice_loads = None
             self._base = {}
         self.last_held = held
         specs = snapshot.specs
@@ -366,8 +368,10 @@ class Agent:
                     self.domain_set, self.usable_cpus
                     if usable is None else usable)}
             state['providers'] = self.placement.provider_uuids()
+            state['domain_capacity'] = self.placement.domain_capacity()
             if not self.placement.per_domain:
                 state['host_provider'] = self.placement.host_provider_uuid()
+                state['domain_load'] = self._choice_loads
             for capability in self.capabilities:
                 report = (reports or {}).get(capability.name)
                 extra = (capability.host_state(report)

@@ -4,11 +4,13 @@ Why not study 002's rule: it moves beta of *every* VM's memory every round
 (caches are dropped and refilled all the time) and shares the pool by hit
 ratio, which says how well a VM does now, not how much it would gain.
 
-The page-cache model (doc/source/evaluation/balloon.rst) says more: with
-uniform reads over a working set of W MiB and a cache of C MiB the hit ratio
-is min(1, C/W), so a VM that reports hit ratio r < 1 with c MiB cached has
-W ~= c / r.  The log-throughput a VM gets from memory is convex in C up to W
-and flat after it, so the allocation that maximises the geometric mean of
+The uniform page-cache model (doc/source/evaluation/balloon.rst) says more
+(the evaluation also runs skewed, scanning and moving reads through a real
+LRU cache, where it is only an approximation): with uniform reads over a
+working set of W MiB and a cache of C MiB the hit ratio is min(1, C/W), so
+a VM that reports hit ratio r < 1 with c MiB cached has W ~= c / r.  The
+log-throughput a VM gets from memory is convex in C up to W and flat after
+it, so the allocation that maximises the geometric mean of
 throughput is "bang-bang": satisfy whole working sets, smallest first, give
 the remainder to the next one, leave the rest at their floor (the oracle of
 the simulator computes exactly that from the true W).  This policy does the
@@ -16,7 +18,11 @@ same with estimates, and finds the slack of satisfied VMs by probing:
 
 1. A VM is *satisfied* when its hit ratio >= threshold.  Otherwise its need
    is ``used + W_est * (1 + margin) + pad`` (clamped to [min, max]); a VM
-   that cached nothing has an unknown (infinite) W and the lowest priority.
+   that cached nothing has an unknown (infinite) W and the lowest priority,
+   and so has a *hopeless* one, whose estimated hit ratio would stay below
+   ``hopeless_ratio`` even at ``max_mib`` (a cyclic scan, or a ratio that
+   is only the guest helper's non-file reads, looks like that; see
+   doc/source/evaluation/balloon.rst for why).
 2. Unsatisfied VMs are served smallest W_est first; the VM that was served
    last round keeps its place unless another's W_est is smaller by more
    than ``hysteresis`` (no flip-flop between similar VMs).  A VM whose guest
@@ -54,6 +60,7 @@ class DefaultParams:
     probe_max: float = 0.5
     hold_rounds: int = 24
     hysteresis: float = 0.25
+    hopeless_ratio: float = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +110,23 @@ def estimate_working_set(vm):
     return cache / vm.hit_ratio
 
 
+def _reachable(vm, w_est, params):
+    """W_est, or INF when the VM is hopeless even at ``max_mib``.
+
+    Hopeless: the estimate says its hit ratio would stay below
+    ``hopeless_ratio`` with all the memory it may have.  Such a VM would
+    only take memory from others for a small gain (with a scan, or a
+    ratio made of the helper's non-file reads, none at all), so it is
+    treated like one with an unknown working set: idle memory only.
+    """
+    if w_est == INF:
+        return INF
+    room = max(0.0, vm.max_mib - vm.used_mib - params.pad_mib)
+    if room < params.hopeless_ratio * w_est * (1 + params.margin):
+        return INF
+    return w_est
+
+
 def _need(vm, w_est, params):
     if w_est == INF:
         return vm.max_mib
@@ -133,7 +157,8 @@ def default_plan(params, vms, free_mib=0):
         hold[vm.id] = (vm.hold_mib if left else 0, left)
     sat = [vm for vm in vms if vm.hit_ratio >= params.threshold]
     unsat = [vm for vm in vms if vm.hit_ratio < params.threshold]
-    w_est = {vm.id: estimate_working_set(vm) for vm in unsat}
+    w_est = {vm.id: _reachable(vm, estimate_working_set(vm), params)
+             for vm in unsat}
     deficit = {}
     for vm in unsat:
         need = _need(vm, w_est[vm.id], params)

@@ -192,6 +192,25 @@ def assign_domains(capacity, instances, base=None):
     return out
 
 
+def choice_loads(instances, assigned, base=None):
+    """``{domain id: (vCPUs, Clean holders)}`` the agent's choice counts.
+
+    ``instances`` are the :class:`HostHeld` values given to
+    :func:`assign_domains`, ``assigned`` its answer (``{uuid: domain id
+    or None}``), ``base`` as for it. The loads :func:`assign_domains`
+    orders the next instance by: what the agent publishes (payload 1.4
+    ``vcpus_used`` and ``clean_holders``) so that the scheduler predicts
+    with the same inputs. Domains without any load are left out.
+    """
+    out = {d: tuple(v) for d, v in (base or {}).items()}
+    for vm in instances:
+        domain = assigned.get(vm.uuid)
+        if domain is not None:
+            vcpus, clean = out.get(domain, (0, 0))
+            out[domain] = (vcpus + vm.vcpus, clean + int(vm.memory_bound))
+    return out
+
+
 def largest_room(capacity, assigned, vcpus_of, base=None):
     """The most vCPUs one more instance could get All-share in one domain.
 

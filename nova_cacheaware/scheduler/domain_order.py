@@ -46,7 +46,8 @@ def domain_loads(providers, live, cpu_ratio, own_claims, request=None):
     :param providers: the candidate domains' provider uuids.
     :param live: the host's fresh, healthy ``HostCacheState`` or None.
     :param cpu_ratio: the host's CPU allocation ratio (capacity is the
-        domain's usable CPUs times it, as in Placement's inventory).
+        agent's ``vcpus_capacity``, else the domain's usable CPUs times
+        it, as in Placement's inventory).
     :param own_claims: :class:`~nova_cacheaware.scheduler.claims.Claim` s
         the live state does not show yet.
     :param request: the token of the request being scheduled: its own
@@ -58,9 +59,8 @@ def domain_loads(providers, live, cpu_ratio, own_claims, request=None):
         domain = known.get(provider)
         memory[provider] = len(domain.memory_bound_vms) if domain else 0
         used[provider] = (domain.vcpus_used or 0) if domain else 0
-        total[provider] = (int(domain.usable_cpus * cpu_ratio)
-                           if domain is not None and domain.usable_cpus
-                           and domain.vcpus_used is not None else None)
+        total[provider] = (domain.capacity(cpu_ratio) if domain is not None
+                           else None)
     for claim in own_claims:
         if claim.provider in memory:
             memory[claim.provider] += int(claim.memory_bound)
@@ -156,21 +156,22 @@ def is_host_provider(provider, host_uuid, live):
 def host_domain_rows(host_state, live, received, ledger):
     """Host model: ``(rows, own claims)`` of a host with live state.
 
-    ``rows`` are the state's :attr:`~nova_cacheaware.scheduler.host_state.
-    HostCacheState.domain_rows` - ``(domain id, memory-bound instances,
-    vCPUs used, usable CPUs or None)`` - with this process's claims that
-    the state does not show yet added (their vCPUs, and a memory-bound
-    instance each for memory-bound ones), matched by domain id.
+    ``rows`` are the state's :meth:`~nova_cacheaware.scheduler.host_state.
+    HostCacheState.domain_rows` at the host's CPU allocation ratio -
+    ``(domain id, memory-bound instances, Clean holders, vCPUs used,
+    capacity or None)`` - with this process's claims that the state does
+    not show yet added (their vCPUs, and for those wanting Clean one
+    memory-bound instance and Clean holder each), matched by domain id.
 
-    :param host_state: Nova's ``HostState`` (``uuid`` and
-        ``num_instances`` are read).
+    :param host_state: Nova's ``HostState`` (``uuid``, ``num_instances``
+        and ``cpu_allocation_ratio`` are read).
     :param live: the host's fresh, healthy ``HostCacheState``.
     :param received: when ``live`` was received (ledger clock).
     :param ledger: this process's :class:`~.claims.ClaimLedger`.
     """
     host = host_state.uuid
     ledger.observe(host, host_state.num_instances)
-    rows = live.domain_rows
+    rows = live.domain_rows(host_state.cpu_allocation_ratio or 1.0)
     own = ledger.claims(host, received, live.instance_uuids)
     if not own:
         return rows, own
@@ -180,52 +181,53 @@ def host_domain_rows(host_state, live, received, ledger):
                                   + int(claim.memory_bound))
         used[claim.provider] = used.get(claim.provider, 0) + claim.vcpus
     return tuple(
-        (domain, mem + memory[domain], vcpus + used[domain], usable)
-        if domain in used else (domain, mem, vcpus, usable)
-        for domain, mem, vcpus, usable in rows), own
+        (domain, mem + memory[domain], clean + memory[domain],
+         vcpus + used[domain], capacity)
+        if domain in used else (domain, mem, clean, vcpus, capacity)
+        for domain, mem, clean, vcpus, capacity in rows), own
 
 
-def host_loads(rows, cpu_ratio):
+def host_loads(rows):
     """Host model: the DomainLoads of ``rows``, keyed by domain id.
 
-    Capacity is usable CPUs x ``cpu_ratio``. Only what the agent itself
-    knows: recency and per-request counts are left out, so that the
-    prediction is the agent's choice.
+    Clean is judged by the Clean holders, capacity is the row's. Only
+    what the agent itself knows: recency and per-request counts are left
+    out, so that the prediction is the agent's choice.
     """
     return [domain_choice.DomainLoad(
-        provider=domain, memory_bound=memory, vcpus_used=used,
-        vcpus_total=None if usable is None else int(usable * cpu_ratio))
-        for domain, memory, used, usable in rows]
+        provider=domain, memory_bound=clean, vcpus_used=used,
+        vcpus_total=capacity)
+        for domain, _memory, clean, used, capacity in rows]
 
 
-def room_reason(rows, cpu_ratio, vcpus, clean_required, own_claims=0):
+def room_reason(rows, vcpus, clean_required, own_claims=0):
     """Why no domain of ``rows`` can take the instance, or None.
 
-    A domain can when it is not known to lack room for ``vcpus`` (usable
-    CPUs x ``cpu_ratio`` - vCPUs used) and, with ``clean_required``, holds
-    no memory-bound instance.
+    A domain can when it is not known to lack room for ``vcpus`` (its
+    capacity minus the vCPUs used) and, with ``clean_required``, holds no
+    memory-bound instance.
     """
     # Runs per host and request: stop at the first domain that can.
-    for _domain, memory, used, usable in rows:
-        if ((usable is None or used + vcpus <= int(usable * cpu_ratio))
+    for _domain, memory, _clean, used, capacity in rows:
+        if ((capacity is None or used + vcpus <= capacity)
                 and not (clean_required and memory)):
             return None
     if not rows:
         return "its agent's live state lists no cache domain"
-    loads = host_loads(rows, cpu_ratio)
     counted = (' (counting %d recent claims of this scheduler)' % own_claims
                if own_claims else '')
-    fitting = [load for load in loads if load.fits(vcpus)]
+    fitting = [row for row in rows
+               if row[4] is None or row[3] + vcpus <= row[4]]
     if not fitting:
-        room, domain = max((load.vcpus_total - load.vcpus_used,
-                            load.provider) for load in loads)
+        room, domain = max((capacity - used, domain)
+                           for domain, _m, _c, used, capacity in rows)
         return ("no cache domain has room for %d vCPUs in its agent's live "
                 "state%s: %d domains, the most room is %d vCPUs in %s"
-                % (vcpus, counted, len(loads), room, domain))
+                % (vcpus, counted, len(rows), room, domain))
     return ("no cache domain with room for %d vCPUs is free of "
             "memory-bound instances in its agent's live state%s: %d of "
             "%d domains have room, all hold one"
-            % (vcpus, counted, len(fitting), len(loads)))
+            % (vcpus, counted, len(fitting), len(rows)))
 
 
 def predict_domain(loads, vcpus, memory_bound, seed):
@@ -249,10 +251,9 @@ def hand_out_domain(host_state, rows, vcpus, memory_bound, instance,
     """
     host = host_state.uuid
     seed = instance or host
-    ratio = host_state.cpu_allocation_ratio or 1.0
     ledger.hand_out(
         host, host_state.num_instances, claims_mod.Claim(
             provider=None, instance=instance, vcpus=vcpus,
             memory_bound=memory_bound, at=ledger.now(), request=request),
-        resolve=lambda: predict_domain(host_loads(rows, ratio), vcpus,
+        resolve=lambda: predict_domain(host_loads(rows), vcpus,
                                        memory_bound, seed))

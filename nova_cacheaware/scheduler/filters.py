@@ -159,9 +159,8 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         vcpus = spec_obj.flavor.vcpus
         rows, own = domain_order.host_domain_rows(
             host_state, live, cache.received(host_state.host), ledger)
-        why = domain_order.room_reason(
-            rows, host_state.cpu_allocation_ratio or 1.0, vcpus,
-            request.clean_required, len(own))
+        why = domain_order.room_reason(rows, vcpus, request.clean_required,
+                                       len(own))
         if why is not None:
             self._reject(host_state, why)
             return False

@@ -31,6 +31,15 @@ Minor versions:
   Absent or null: the domain model (each domain names its provider) or
   unknown. The scheduler predicts the domain the agent will choose on
   such hosts (:mod:`nova_cacheaware.scheduler.domain_order`).
+* 1.4: optional per domain ``vcpus_capacity``, the vCPUs the domain holds
+  All-share as the agent sizes it (its usable CPUs times the agent's CPU
+  allocation ratio, ``[agent] domain_cpu_allocation_ratio`` when set), and
+  ``clean_holders``, the instances the agent's domain choice counts against
+  Clean there (memory-bound VMs it pins there plus host-held instances
+  that want Clean). The scheduler sizes domains with the first and
+  predicts the agent's choice with the second; absent or null (older
+  agents), it falls back to the usable CPUs times Nova's
+  ``cpu_allocation_ratio`` and to the memory-bound VMs.
 """
 
 import dataclasses
@@ -45,7 +54,7 @@ from nova_cacheaware.policy import pcpu_headroom
 
 EVENT_TYPE = 'cacheaware.host.state'
 PAYLOAD_NAME = 'CacheAwareHostStatePayload'
-VERSION = '1.3'
+VERSION = '1.4'
 MAJOR = 1
 
 DOMAIN_STATES = ('empty', 'clean', 'dirty')
@@ -70,6 +79,26 @@ class DomainState:
     provider_uuid: ty.Optional[str] = None
     #: vCPUs of the instances kept in the domain (1.2); None: unknown.
     vcpus_used: ty.Optional[int] = None
+    #: vCPUs the domain holds All-share as the agent sizes it (1.4);
+    #: None: unknown (usable CPUs x Nova's ratio is assumed).
+    vcpus_capacity: ty.Optional[int] = None
+    #: Instances the agent's domain choice counts against Clean (1.4);
+    #: None: unknown (the memory-bound VMs are assumed).
+    clean_holders: ty.Optional[int] = None
+
+    def capacity(self, cpu_ratio):
+        """vCPUs the domain holds All-share, or None when unknown.
+
+        The agent's ``vcpus_capacity`` when published, else the usable
+        CPUs times ``cpu_ratio`` (Nova's ratio of the host: what agents
+        before payload 1.4 are assumed to use). Unknown without usable
+        CPUs or without ``vcpus_used`` (fullness cannot be judged).
+        """
+        if self.vcpus_used is None:
+            return None
+        if self.vcpus_capacity is not None:
+            return self.vcpus_capacity
+        return int(self.usable_cpus * cpu_ratio) if self.usable_cpus else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,20 +157,25 @@ class HostCacheState:
         return frozenset(d.provider_uuid for d in self.domains
                          if d.provider_uuid)
 
-    @functools.cached_property
-    def domain_rows(self):
-        """``(id, memory-bound VMs, vCPUs used, usable CPUs)`` per domain.
+    def domain_rows(self, cpu_ratio):
+        """``(id, memory-bound, Clean holders, vCPUs used, capacity)`` rows.
 
-        What the host model's room check reads per request
-        (:func:`nova_cacheaware.scheduler.domain_order.room_reason`), made
-        once per arrival. Usable CPUs are None when the capacity is
-        unknown (no usable CPUs or no ``vcpus_used`` in the state).
+        What the host model's room check and prediction read per request
+        (:func:`nova_cacheaware.scheduler.domain_order.room_reason`),
+        made once per state and ratio. Capacity is
+        :meth:`DomainState.capacity` (None: unknown); Clean holders fall
+        back to the memory-bound VMs without ``clean_holders``.
         """
-        return tuple(
-            (d.id, len(d.memory_bound_vms), d.vcpus_used or 0,
-             d.usable_cpus if d.usable_cpus and d.vcpus_used is not None
-             else None)
-            for d in self.domains)
+        memo = self.__dict__.setdefault('_rows_by_ratio', {})
+        rows = memo.get(cpu_ratio)
+        if rows is None:
+            rows = memo[cpu_ratio] = tuple(
+                (d.id, len(d.memory_bound_vms),
+                 len(d.memory_bound_vms) if d.clean_holders is None
+                 else d.clean_holders,
+                 d.vcpus_used or 0, d.capacity(cpu_ratio))
+                for d in self.domains)
+        return rows
 
     @functools.cached_property
     def pcpu_headroom(self):
@@ -177,7 +211,7 @@ class HostCacheState:
             self.__dict__['pcpu_headroom'] = previous.pcpu_headroom
             self.__dict__['pcpu_scores'] = previous.pcpu_scores
         for name in ('empty_domains', 'memory_bound_vms', 'busy_providers',
-                     'domain_providers', 'domain_rows', 'pcpu_headroom'):
+                     'domain_providers', 'pcpu_headroom'):
             getattr(self, name)
         return self
 
@@ -205,6 +239,8 @@ def to_payload(state):
             'usable_cpus': d.usable_cpus,
             'provider_uuid': d.provider_uuid,
             'vcpus_used': d.vcpus_used,
+            'vcpus_capacity': d.vcpus_capacity,
+            'clean_holders': d.clean_holders,
         } for d in state.domains],
         'vms': [dataclasses.asdict(vm) for vm in state.vms],
         'vcpu_affinity': (None if state.vcpu_affinity is None
@@ -276,14 +312,19 @@ def _domain(raw):
     provider = doc.get('provider_uuid')
     if provider is not None and not isinstance(provider, str):
         raise exception.InvalidInput(reason='provider_uuid must be a string')
-    used = doc.get('vcpus_used')
-    if used is not None and (not isinstance(used, int)
-                             or isinstance(used, bool) or used < 0):
-        raise exception.InvalidInput(
-            reason='vcpus_used must be an int >= 0 or null')
+    counts = {key: _optional_count(doc, key) for key in (
+        'vcpus_used', 'vcpus_capacity', 'clean_holders')}
     return DomainState(id=_str(doc, 'id'), state=state, memory_bound_vms=vms,
-                       usable_cpus=usable, provider_uuid=provider,
-                       vcpus_used=used)
+                       usable_cpus=usable, provider_uuid=provider, **counts)
+
+
+def _optional_count(doc, key):
+    value = doc.get(key)
+    if value is not None and (not isinstance(value, int)
+                              or isinstance(value, bool) or value < 0):
+        raise exception.InvalidInput(
+            reason='%s must be an int >= 0 or null' % key)
+    return value
 
 
 def _vm(raw):

@@ -1,6 +1,10 @@
 """``simulate cache``: cache-domain scheduling under study 000's model.
 
-Policies (how vCPUs are placed on a host, and for a cluster, which host):
+A scenario is one host (the policies below) or a cloud fed by an arrival
+trace (``"cloud"``: the operator configurations of
+:mod:`nova_cacheaware.sim.cloud`, run by :mod:`nova_cacheaware.sim.cloud_run`).
+
+Host policies (how the vCPUs of a fixed set of VMs are placed):
 
 ``credit``
     Every vCPU floats over all CPUs of the host (Xen credit / Linux CFS).
@@ -9,13 +13,12 @@ Policies (how vCPUs are placed on a host, and for a cluster, which host):
     free vCPUs; each vCPU is pinned to one free CPU, lowest id first (Nova's
     dedicated CPU policy on a host without SMT, which knows NUMA cells but
     not caches).
-``cacheaware``
-    Ours: memory-bound flavors claim a cache domain in Placement
-    (``CUSTOM_CACHE_DOMAIN_VCPU`` + one ``CUSTOM_CACHE_DOMAIN_MEMBOUND``
-    slot: Clean), the weigher prefers hosts with Empty domains; on the host
-    the agent runs :func:`nova_cacheaware.policy.cachedomain.plan`: claimed
-    VMs stay pinned to their domain (unmovable), other memory-bound VMs are
-    placed by the planner, everything else floats.
+``agent``
+    The agent's planner (:func:`nova_cacheaware.policy.cachedomain.plan`)
+    told every VM's true class: memory-bound VMs placed by the planner,
+    everything else floats. (The cluster policy ``cacheaware`` - claim a
+    domain when free, else schedule like Nova - is retired: no flavor an
+    operator can write does that.)
 ``optimum`` (single host, small)
     Exhaustive search over every static assignment of each memory-bound VM
     to one domain or "float", scored by the contention model itself (the
@@ -34,10 +37,12 @@ import math
 from nova_cacheaware import exception
 from nova_cacheaware.policy import cachedomain
 from nova_cacheaware.policy import limits
+from nova_cacheaware.sim import classifier_trace
+from nova_cacheaware.sim import cloud
+from nova_cacheaware.sim import cloud_run
 from nova_cacheaware.sim import contention
 
-HOST_POLICIES = ('credit', 'nova', 'cacheaware', 'optimum', 'partial')
-CLUSTER_POLICIES = ('credit', 'nova', 'cacheaware')
+HOST_POLICIES = ('credit', 'nova', 'agent', 'optimum', 'partial')
 WORKLOADS = ('memory', 'cpu', 'io')
 
 
@@ -148,7 +153,7 @@ def run_host(scenario):
             allowed = nova_pinning(domains, vms)
         elif policy == 'partial':
             allowed = partial_share(domains, vms)
-        elif policy == 'cacheaware':
+        elif policy == 'agent':
             allowed = planner_pinning(domains, vms)
         else:
             allowed = optimum_pinning(domains, vms, max(200, slices // 10),
@@ -181,184 +186,6 @@ def _host_summary(vms, stats):
 
 
 # --------------------------------------------------------------------------
-# A cluster fed by an arrival trace.
-
-def make_trace(cluster, rng):
-    """Arrivals ``(time, vm, lifetime)`` from the scenario's mix (seeded)."""
-    sizes = cluster['sizes']
-    mix = cluster['mix']
-    trace, now = [], 0.0
-    for n in range(cluster['arrivals']):
-        now += rng.expovariate(1.0 / cluster['mean_interarrival'])
-        workload = _weighted(rng, mix)
-        vcpus = _weighted(rng, sizes)
-        trace.append((now, contention.SimVM('vm%05d' % n, int(vcpus),
-                                            workload),
-                      rng.expovariate(1.0 / cluster['mean_lifetime'])))
-    return trace
-
-
-def _weighted(rng, weights):
-    total = sum(weights.values())
-    pick = rng.random() * total
-    for key in sorted(weights):
-        pick -= weights[key]
-        if pick <= 0:
-            return key
-    return sorted(weights)[-1]
-
-
-class _Host:
-    def __init__(self, domains):
-        self.domains = domains
-        self.cpus = sum(len(c) for c in domains)
-        self.vms = []
-        self.allowed = {}
-        self.claims = {}  # vm id -> domain index (cacheaware)
-
-    def used(self):
-        return sum(vm.vcpus for vm in self.vms)
-
-    def claimed(self, d):
-        return [v for v, dom in self.claims.items() if dom == d]
-
-    def claim_room(self, d):
-        used = sum(vm.vcpus for vm in self.vms
-                   if self.claims.get(vm.id) == d)
-        return len(self.domains[d]) - used
-
-    def empty_domains(self):
-        return sum(1 for d in range(len(self.domains))
-                   if not self.claimed(d))
-
-
-def _pick_host(hosts, vm, policy):
-    fits = [h for h in hosts if h.cpus - h.used() >= vm.vcpus]
-    if not fits:
-        return None, None
-    if policy == 'cacheaware' and vm.workload == 'memory':
-        # Placement: a domain with room and a free MEMBOUND slot (Clean).
-        claimable = []
-        for h in fits:
-            for d in range(len(h.domains)):
-                if not h.claimed(d) and h.claim_room(d) >= vm.vcpus:
-                    claimable.append((h, d))
-                    break
-        if claimable:
-            # Weigher: Empty domains, then spread by free vCPUs.
-            h, d = max(claimable, key=lambda hd: (
-                hd[0].empty_domains(), hd[0].cpus - hd[0].used(),
-                -hosts.index(hd[0])))
-            return h, d
-    host = max(fits, key=lambda h: (h.cpus - h.used(), -hosts.index(h)))
-    return host, None
-
-
-def _replace(host, policy):
-    if policy == 'credit':
-        host.allowed = floating(host.domains, host.vms)
-    elif policy == 'nova':
-        # Existing pins stay; the new VM takes the lowest free CPUs.
-        taken = [p[0] for vm in host.vms if vm.id in host.allowed
-                 for p in host.allowed[vm.id] if len(p) == 1]
-        new = [vm for vm in host.vms if vm.id not in host.allowed]
-        host.allowed = {vm.id: host.allowed[vm.id] for vm in host.vms
-                        if vm.id in host.allowed}
-        host.allowed.update(nova_pinning(host.domains, new, taken))
-    else:
-        host.allowed = planner_pinning(host.domains, host.vms,
-                                       fixed=host.claims,
-                                       current=host.allowed)
-
-
-def run_cluster(scenario):
-    """The cluster experiment: every policy on the same trace."""
-    cluster = scenario['cluster']
-    model = scenario['model']
-    trace = make_trace(cluster, contention.new_rng(scenario['seed']))
-    results = {}
-    for policy in scenario['policies']:
-        results[policy] = _run_cluster_policy(scenario, cluster, trace,
-                                              policy, model)
-    return {'kind': 'cluster', 'arrivals': len(trace), 'policies': results}
-
-
-def _run_cluster_policy(scenario, cluster, trace, policy, model):
-    hosts = [_Host(scenario['domains']) for _ in range(cluster['hosts'])]
-    rng = contention.new_rng(scenario['seed'] + 1)
-    departures = []  # (time, host index, vm id)
-    rejected = 0
-    perf = {w: [] for w in WORKLOADS}
-    all_share, dirty_domains, samples = [], [], 0
-    for n, (now, vm, life) in enumerate(trace):
-        departures.sort()
-        while departures and departures[0][0] <= now:
-            _, hi, vm_id = departures.pop(0)
-            host = hosts[hi]
-            host.vms = [v for v in host.vms if v.id != vm_id]
-            host.allowed.pop(vm_id, None)
-            host.claims.pop(vm_id, None)
-            if policy == 'cacheaware':
-                _replace(host, policy)
-        host, domain = _pick_host(hosts, vm, policy)
-        if host is None:
-            rejected += 1
-        else:
-            host.vms.append(vm)
-            if domain is not None:
-                host.claims[vm.id] = domain
-            _replace(host, policy)
-            departures.append((now + life, hosts.index(host), vm.id))
-        if (n + 1) % cluster['sample_every'] or n < cluster['warmup']:
-            continue
-        samples += 1
-        for host in hosts:
-            if not host.vms:
-                continue
-            stats = contention.simulate_host(
-                host.domains, host.vms, host.allowed, cluster['slices'],
-                rng, model)
-            for v in host.vms:
-                perf[v.workload].append(stats[v.id].performance)
-                if v.workload == 'memory':
-                    all_share.append(stats[v.id].all_share_slices
-                                     / max(1, stats[v.id].running_slices))
-            dirty_domains.append(_dirty(host))
-    return {
-        'rejected': rejected,
-        'samples': samples,
-        'memory_geomean': round(contention.geometric_mean(perf['memory']), 4),
-        'cpu_geomean': round(contention.geometric_mean(perf['cpu']), 4),
-        'io_geomean': round(contention.geometric_mean(perf['io']), 4),
-        'memory_p10': round(_quantile(perf['memory'], 0.1), 4),
-        'memory_all_share': round(sum(all_share) / max(1, len(all_share)),
-                                  4),
-        'dirty_domain_fraction': round(
-            sum(dirty_domains) / max(1, len(dirty_domains)), 4),
-    }
-
-
-def _dirty(host):
-    """Fraction of the host's domains where 2+ memory VMs may run."""
-    count = [set() for _ in host.domains]
-    where = {c: d for d, cpus in enumerate(host.domains) for c in cpus}
-    for vm in host.vms:
-        if vm.workload != 'memory':
-            continue
-        for pins in host.allowed[vm.id]:
-            for c in pins:
-                count[where[c]].add(vm.id)
-    return sum(1 for s in count if len(s) > 1) / len(host.domains)
-
-
-def _quantile(values, q):
-    if not values:
-        return 1.0
-    s = sorted(values)
-    return s[min(len(s) - 1, int(math.floor(q * len(s))))]
-
-
-# --------------------------------------------------------------------------
 # Scenario files
 
 NAMED_HOSTS = {
@@ -380,10 +207,12 @@ def load_scenario(doc):
          "host": "q6600" | [[cpu, ...], ...],
          "model": {Model field: number, ...},
          "vms": [{"id", "vcpus", "workload"}]          # one host, or
-         "cluster": {"hosts", "arrivals", "mean_interarrival",
-                     "mean_lifetime", "mix": {workload: weight},
-                     "sizes": {"1": w, "2": w, ...}, "sample_every",
-                     "warmup", "slices"}}
+         "cloud": {"hosts", "arrivals", "mean_interarrival",
+                   "mean_lifetime", "mix": {workload: weight},
+                   "sizes": {"1": w, "2": w, ...}, "sample_every",
+                   "warmup", "slices", "declared", "sigma",
+                   "time_unit_s", "schedule": {...}},
+         "configs": [..]}                              # a cloud
     """
     if not isinstance(doc, dict):
         raise _bad('must be a JSON object')
@@ -414,18 +243,26 @@ def load_scenario(doc):
     result = {'domains': domains, 'model': model, 'seed': seed,
               'slices': slices}
     if 'cluster' in doc:
-        result['cluster'] = _cluster(doc['cluster'])
-        known = CLUSTER_POLICIES
-    else:
-        result['vms'] = _vms(doc.get('vms'))
-        known = HOST_POLICIES
-    policies = doc.get('policies', list(known))
-    if (not isinstance(policies, list) or not policies
-            or any(p not in known for p in policies)):
-        raise _bad('"policies" must be a non-empty list of %s'
-                   % ', '.join(known))
-    result['policies'] = policies
+        raise _bad('"cluster" and its "cacheaware" policy are retired: '
+                   'give "cloud" and "configs" (see '
+                   'doc/source/evaluation/cache-scheduling.rst)')
+    if 'cloud' in doc:
+        result['cloud'] = _cloud(doc['cloud'])
+        result['configs'] = _names(doc.get('configs', list(cloud.CONFIGS)),
+                                   'configs', tuple(cloud.CONFIGS))
+        return result
+    result['vms'] = _vms(doc.get('vms'))
+    result['policies'] = _names(doc.get('policies', list(HOST_POLICIES)),
+                                'policies', HOST_POLICIES)
     return result
+
+
+def _names(value, what, known):
+    if (not isinstance(value, list) or not value
+            or any(p not in known for p in value)):
+        raise _bad('"%s" must be a non-empty list of %s'
+                   % (what, ', '.join(known)))
+    return value
 
 
 def _positive(value):
@@ -441,7 +278,7 @@ def _int(value, name, low):
 
 def _vms(docs):
     if not isinstance(docs, list) or not docs:
-        raise _bad('"vms" must be a non-empty list (or give "cluster")')
+        raise _bad('"vms" must be a non-empty list (or give "cloud")')
     vms = []
     for n, v in enumerate(docs):
         if not isinstance(v, dict):
@@ -460,17 +297,17 @@ def _vms(docs):
     return vms
 
 
-def _cluster(doc):
+def _cloud(doc):
     if not isinstance(doc, dict):
-        raise _bad('"cluster" must be an object')
+        raise _bad('"cloud" must be an object')
     out = {'hosts': _int(doc.get('hosts', 100), 'hosts', 1),
            'arrivals': _int(doc.get('arrivals', 1000), 'arrivals', 1),
            'sample_every': _int(doc.get('sample_every', 100),
                                 'sample_every', 1),
            'warmup': _int(doc.get('warmup', 0), 'warmup', 0),
-           'slices': _int(doc.get('slices', 40), 'cluster slices', 1)}
+           'slices': _int(doc.get('slices', 40), 'cloud slices', 1)}
     for key, default in (('mean_interarrival', 1.0),
-                         ('mean_lifetime', 400.0)):
+                         ('mean_lifetime', 400.0), ('time_unit_s', 60.0)):
         value = doc.get(key, default)
         if not _positive(value):
             raise _bad('"%s" must be a number > 0' % key)
@@ -488,11 +325,31 @@ def _cluster(doc):
         raise _bad('"sizes" must map vCPU counts to weights > 0')
     out['mix'] = mix
     out['sizes'] = sizes
+    return _classifier(doc, out)
+
+
+def _classifier(doc, out):
+    for key, default in (('declared', 1.0), ('sigma', 0.1)):
+        value = doc.get(key, default)
+        if (not isinstance(value, (int, float)) or isinstance(value, bool)
+                or not math.isfinite(value) or value < 0
+                or (key == 'declared' and value > 1)):
+            raise _bad('"%s" must be a number %s' % (
+                key, 'in 0..1' if key == 'declared' else '>= 0'))
+        out[key] = float(value)
+    schedule = doc.get('schedule', {})
+    if not isinstance(schedule, dict):
+        raise _bad('"schedule" must be an object')
+    try:
+        classifier_trace.Schedule(**schedule)
+    except (TypeError, ValueError) as e:
+        raise _bad('"schedule": %s' % e) from None
+    out['schedule'] = schedule
     return out
 
 
 def run(scenario):
     """Run a checked scenario (see :func:`load_scenario`)."""
-    if 'cluster' in scenario:
-        return run_cluster(scenario)
+    if 'cloud' in scenario:
+        return cloud_run.run(scenario)
     return run_host(scenario)

@@ -160,3 +160,33 @@ def _load(doc):
             and isinstance(load[0], (int, float))):
         return '%.2f' % load[0]
     return 'unknown'
+
+
+def noise_sigma(doc):
+    """Per-sample CPI noise measured by a probe: log-normal sigmas.
+
+    The standard deviation of ``log(ns per line)`` over the ``alone``
+    samples of each (kernel, working set) cell of ``doc`` (one probe's
+    JSON, ``runs`` holding the samples). Returns ``{'median': ..., 'max':
+    ..., 'cells': n}`` over the cells. Raises InvalidInput when the
+    document holds no alone samples.
+    """
+    cells = {}
+    for s in doc.get('runs', []) if isinstance(doc, dict) else ():
+        if not isinstance(s, dict) or s.get('placement') != cp.ALONE:
+            continue
+        values = [v for v in s.get('ns_per_line', ())
+                  if isinstance(v, (int, float)) and v > 0]
+        cells.setdefault((s.get('kernel'), s.get('factor')),
+                         []).extend(values)
+    sigmas = sorted(_log_sd(v) for v in cells.values() if len(v) > 1)
+    if not sigmas:
+        raise _bad('the probe document holds no alone samples ("runs")')
+    return {'median': round(sigmas[len(sigmas) // 2], 4),
+            'max': round(sigmas[-1], 4), 'cells': len(sigmas)}
+
+
+def _log_sd(values):
+    logs = [math.log(v) for v in values]
+    mean = sum(logs) / len(logs)
+    return math.sqrt(sum((x - mean) ** 2 for x in logs) / len(logs))

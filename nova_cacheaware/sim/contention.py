@@ -67,6 +67,8 @@ class VMStats:
     ideal: float = 0.0         # what it would get alone, pinned, Clean
     all_share_slices: int = 0  # slices in which it ran All share
     running_slices: int = 0    # slices in which any of its vCPUs ran
+    clean_slices: int = 0      # memory-bound, All share, no other
+    #                            memory-bound VM running in its domain
 
     @property
     def performance(self):
@@ -126,8 +128,12 @@ def _account(running, domain_of, result, model):
             cpi = model.cpi_cpu * (1 + model.split_cpu if split else 1.0)
         result[vm.id].work += 1.0 / cpi
     for vm_id, doms in vm_domains.items():
-        result[vm_id].running_slices += 1
-        result[vm_id].all_share_slices += len(doms) == 1
+        stats = result[vm_id]
+        stats.running_slices += 1
+        stats.all_share_slices += len(doms) == 1
+        if len(doms) == 1:
+            (d,) = doms
+            stats.clean_slices += mem_in.get(d, ()) == {vm_id}
 
 
 def new_rng(seed):

@@ -66,6 +66,14 @@ class PageCache:
             return 1.0
         return min(1.0, self.in_ws() / self.ws_mib)
 
+    def warm(self):
+        """Fill the working set up to capacity at once (for the oracle)."""
+        self.cached = [0.0] * len(self.cached)
+        room = self.capacity
+        for b in range(self._nband):
+            self.cached[b] = min(self.size[b], room * self.size[b]
+                                 / max(self.ws_mib, 1e-9))
+
     # ------------------------------------------------------ transitions
     def set_working_set(self, ws_mib):
         """Start a phase reading uniformly over the first ``ws_mib`` MiB."""

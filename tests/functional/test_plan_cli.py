@@ -34,11 +34,11 @@ class PlanProcessTest(testtools.TestCase):
         self.assertEqual(1, len(proc.stderr.splitlines()), proc.stderr)
 
     def test_simulate_cache(self):
-        scenario = {'slices': 100, 'policies': ['credit', 'cacheaware'],
+        scenario = {'slices': 100, 'policies': ['credit', 'agent'],
                     'vms': [{'id': 'a', 'vcpus': 2, 'workload': 'memory'},
                             {'id': 'b', 'vcpus': 2, 'workload': 'memory'}]}
         proc = run(['simulate', 'cache', '--scenario', '-'],
                    json.dumps(scenario))
         self.assertEqual(0, proc.returncode, proc.stderr)
         out = json.loads(proc.stdout)
-        self.assertEqual(1.0, out['policies']['cacheaware']['geomean'])
+        self.assertEqual(1.0, out['policies']['agent']['geomean'])

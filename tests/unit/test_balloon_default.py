@@ -77,10 +77,26 @@ class TestDefaultPlan(testtools.TestCase):
         self.assertEqual(1000, mem(bd.default_plan(P, vms))['a'])
 
     def test_smaller_working_set_served_first_from_larger(self):
-        # b: W 2500; c: W 20000 (hopeless): c gives b what it lacks.
+        # b: W 2500; c: W 20000 (under 50 % even at its 6215 MiB
+        # maximum, so hopeless): c gives b what it lacks.
         vms = [view('b', 2357, 0.8, 2000), view('c', 2357, 0.1, 2000)]
         plan = bd.default_plan(P, vms)
         self.assertEqual({'b': 2891, 'c': 2357 - 534}, mem(plan))
+
+    def test_hopeless_estimate_counts_as_unknown(self):
+        # b: 2000 cached at 0.05 -> W 40000: at most 5899 of it would fit
+        # below max 6215 (15 %): no probe for it (with a scan, or a ratio
+        # made of non-file reads, none would pay).
+        vms = [view('a', 2357, 1.0, 2057), view('b', 2357, 0.05, 2000)]
+        plan = bd.default_plan(P, vms)
+        self.assertEqual({'a': 2357, 'b': 2357}, mem(plan))
+        self.assertEqual(0, plan.vms['a'].probe)
+        b = vms[1]
+        self.assertEqual(bd.INF, bd._reachable(b, 40000, P))
+        # The edge: 5899 MiB of room >= 0.5 * W * 1.03 up to W 11454.
+        self.assertEqual(11454, bd._reachable(b, 11454, P))
+        self.assertEqual(bd.INF, bd._reachable(b, 11455, P))
+        self.assertEqual(bd.INF, bd._reachable(b, bd.INF, P))
 
     def test_warming_vm_not_given_more(self):
         vms = [view('a', 2357, 1.0, 100, free=1900),

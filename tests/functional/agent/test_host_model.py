@@ -12,10 +12,13 @@ import uuid as uuid_mod
 
 import fixtures
 
+from nova_cacheaware.agent import notify
 from nova_cacheaware.agent import placement_host_report
 from nova_cacheaware.agent import placement_report
+from nova_cacheaware.agent import reporting
 from nova_cacheaware import names
 from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.scheduler import domain_order
 from tests.functional.agent import base
 from tests.functional.agent import test_reporting
 
@@ -26,13 +29,26 @@ MEMORY = {'cacheaware:workload': 'memory', 'cacheaware:cache_share': 'all',
           'cacheaware:cache_clean': 'required'}
 CPU = {'cacheaware:workload': 'cpu', 'cacheaware:cache_share': 'all',
        'cacheaware:cache_clean': 'off'}
+AUTO = {'cacheaware:workload': 'auto', 'cacheaware:cache_share': 'all',
+        'cacheaware:cache_clean': 'preferred'}
+
+
+class Bus(reporting.StatePublisher):
+    """Keeps every state the agent publishes."""
+
+    def __init__(self):
+        self.sent = []
+
+    def publish(self, state):
+        """Keep ``state``."""
+        self.sent.append(state)
 
 
 class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
 
-    def host_agent(self, name):
+    def host_agent(self, name, ratio=None):
         reporter = placement_host_report.HostPlacementReporter(
-            self.client, lambda: name)
+            self.client, lambda: name, cpu_allocation_ratio=ratio)
         agent = self.agent(FOUR)
         agent.placement = reporter
         return agent, reporter
@@ -115,6 +131,42 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
                          capacity)
         self.assertEqual(before, domain_choice.assign_domains(
             capacity, held, base))
+
+    def test_published_capacity_and_choice_loads_predict_the_choice(self):
+        # Nova's ratio 4.0 on the root; the agent sizes the domains with
+        # [agent] domain_cpu_allocation_ratio = 1.0 and says so (payload
+        # 1.4), so the scheduler needs no knowledge of the agent's ratio.
+        root, name = self.compute_node(ratio=4.0)
+        agent, reporter = self.host_agent(name, ratio=1.0)
+        bus = agent.publisher = Bus()
+        agent.reconcile()
+        host = reporter.host_provider_uuid()
+        m1 = self.boot(root, host, MEMORY, True)
+        a1 = self.boot(root, host, AUTO, False)
+        agent.handle_events([(u, 'started') for u in (m1, a1)])
+        agent.reconcile()
+        state = notify.to_host_cache_state(bus.sent[-1], name)
+        home = {agent.last_held[m1]: 'm1', agent.last_held[a1]: 'a1'}
+        self.assertEqual(2, len(home))
+        self.assertEqual(
+            # (id, memory-bound VMs, capacity, vCPUs used, Clean holders):
+            # the 'auto' VM is no memory-bound VM yet, but the choice
+            # counts it against Clean.
+            [(d, int(home.get(d) == 'm1'), 2, 2 if d in home else 0,
+              1 if d in home else 0)
+             for d in ('L2-0', 'L2-1', 'L2-2', 'L2-3')],
+            [(d.id, len(d.memory_bound_vms), d.vcpus_capacity,
+              d.vcpus_used, d.clean_holders) for d in state.domains])
+        # The scheduler's prediction for the next instance, from the
+        # published state at Nova's ratio, is the agent's choice.
+        rows = state.domain_rows(4.0)
+        m2 = self.boot(root, host, MEMORY, True)
+        predicted = domain_order.predict_domain(
+            domain_order.host_loads(rows), 2, True, m2)
+        agent.handle_events([(m2, 'started')])
+        agent.reconcile()
+        self.assertEqual(predicted, agent.last_held[m2])
+        self.assertNotIn(predicted, home)
 
     def test_no_room_leaves_the_instance_on_novas_cpus(self):
         root, name = self.compute_node(ratio=1.0)

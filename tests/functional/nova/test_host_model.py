@@ -41,8 +41,12 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         self.second = self.start_host('compute2', cores=4, threads=2,
                                       domain_cpus=4, model='host')
 
-    def _live(self, hostname, used=None, memory=None):
-        """Inject a fresh host-model live state of ``hostname``."""
+    def _live(self, hostname, used=None, memory=None, capacity=None):
+        """Inject a fresh host-model live state of ``hostname``.
+
+        ``capacity``: each domain's ``vcpus_capacity`` (payload 1.4); None
+        leaves it out, as a 1.3 agent does.
+        """
         used = used or {}
         memory = memory or {}
         domains = []
@@ -51,7 +55,9 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
             domains.append(host_state.DomainState(
                 id=domain.id, state=host_state.domain_state(len(vms)),
                 memory_bound_vms=vms, usable_cpus=len(domain.cpus),
-                vcpus_used=used.get(domain.id, 0)))
+                vcpus_used=used.get(domain.id, 0),
+                vcpus_capacity=(None if capacity is None
+                                else capacity[domain.id])))
         (provider,) = self.host_provider(hostname).values()
         live_state.get_cache().update(host_state.HostCacheState(
             host=hostname,
@@ -156,3 +162,39 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         server = self._create_server(flavor_id=flavor, networks='none')
         self.assertEqual({names.RC_DOMAIN_VCPU: 2},
                          self._cache_allocation(server, 'compute1'))
+
+    def test_the_agents_capacity_sizes_domains_not_novas_ratio(self):
+        # Nova's ratio is 4.0 (its default); the agent sizes each 3-CPU
+        # domain with its own [agent] domain_cpu_allocation_ratio = 1.0,
+        # as does the host provider it writes.
+        self.flags(cpu_allocation_ratio=4.0, initial_cpu_allocation_ratio=4.0)
+        self.start_host('compute1', cores=6, threads=2, domain_cpus=3,
+                        model='host')
+        flavor = self._flavor(2, workload='cpu', clean='off')
+        used = {'L3-%d' % i: 2 for i in range(4)}
+        # A 1.4 agent says each domain holds 3: none has room for 2.
+        self._live('compute1', used=used,
+                   capacity={'L3-%d' % i: 3 for i in range(4)})
+        refused = self._create_server(flavor_id=flavor, networks='none',
+                                      expected_state='ERROR')
+        self.assertIn('No valid host was found', refused['fault']['message'])
+        self.assertIn(
+            "no cache domain has room for 2 vCPUs in its agent's live "
+            'state: 4 domains, the most room is 1 vCPUs in L3-3',
+            self.stdlog.logger.output)
+        # A 1.3 agent publishes no capacity: Nova's ratio (3 x 4.0 = 12
+        # per domain) is assumed, and Placement's host counts take it.
+        self._live('compute1', used=used)
+        server = self._create_server(flavor_id=flavor, networks='none')
+        self.assertEqual({names.RC_DOMAIN_VCPU: 2},
+                         self._cache_allocation(server, 'compute1'))
+        # With the agent's capacity, its choice is predicted: the one
+        # domain with room for 3 more vCPUs.
+        claims.reset()
+        self._live('compute1', used=dict(used, **{'L3-3': 0}),
+                   capacity={'L3-%d' % i: 3 for i in range(4)})
+        big = self._create_server(
+            flavor_id=self._flavor(3, workload='cpu', clean='off'),
+            networks='none')
+        self.assertEqual({'L3-3': 1},
+                         self._predicted('compute1', [server, big]))

@@ -42,6 +42,43 @@ class HostCacheStateTest(testtools.TestCase):
         self.assertEqual(state, host_state.from_payload(
             host_state.to_payload(state)))
 
+    def test_capacity_and_choice_load_payload_1_4(self):
+        report = {
+            'health': 'ok',
+            'domains': {'L2-0': {'state': 'clean', 'memory_vms': ['a']},
+                        'L2-1': {'state': 'empty', 'memory_vms': []},
+                        'L2-2': {'state': 'empty', 'memory_vms': []}},
+            'vms': {'a': {'workload': 'memory', 'domains': ['L2-0'],
+                          'vcpus': 2},
+                    'b': {'workload': 'unknown', 'domains': ['L2-1'],
+                          'vcpus': 1}},
+            'usable_cpus': {'L2-0': 2, 'L2-1': 2, 'L2-2': 2},
+            'domain_capacity': {'L2-0': 2, 'L2-1': 2, 'L2-2': 2}}
+        table = [
+            # (domain_load in the report, (vcpus_used, clean_holders) of
+            #  L2-0, L2-1, L2-2)
+            # Domain model (no choice): the VMs' vCPUs, holders unknown.
+            (None, ((2, None), (1, None), (0, None))),
+            # Host model: what the agent's choice counted; 'b' (auto,
+            # wants Clean) holds L2-1 for the choice.
+            ({'L2-0': (2, 1), 'L2-1': (1, 1)}, ((2, 1), (1, 1), (0, 0))),
+        ]
+        for load, expected in table:
+            state = notify.to_host_cache_state(
+                dict(report, domain_load=load), 'cn1', NOW)
+            self.assertEqual(
+                expected, tuple((d.vcpus_used, d.clean_holders)
+                                for d in state.domains), load)
+            self.assertEqual([2, 2, 2],
+                             [d.vcpus_capacity for d in state.domains])
+            self.assertEqual(state, host_state.from_payload(
+                host_state.to_payload(state)))
+        # An agent that knows no capacity (no Placement): null.
+        state = notify.to_host_cache_state(
+            dict(report, domain_capacity={}), 'cn1', NOW)
+        self.assertEqual([None] * 3,
+                         [d.vcpus_capacity for d in state.domains])
+
     def test_vcpu_sizing_affinity_reaches_the_weigher_field(self):
         affinity = {'pcpus': [0, 1],
                     'vms': {'a': {'vcpus': {'0': [0, 1], '1': [0, 1]},

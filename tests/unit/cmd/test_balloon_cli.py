@@ -116,7 +116,10 @@ class TestSimulateBalloonCli(testtools.TestCase):
     def test_bad_scenarios(self):
         for doc in ({'vms': 0}, {'bogus': 1}, {'params': {'alpha': 'x'}},
                     {'working_sets': [20000]}, {'disk_mib_s': -1},
-                    {'vms': 3, 'host_memory_mib': 100}):
+                    {'vms': 3, 'host_memory_mib': 100},
+                    {'access': {'pattern': 'lfu'}},
+                    {'access': [{}, {}]}, {'estimator': {'blind_vms': [7]}},
+                    {'estimator': {'nonfile_mib_s': -1}}):
             rc, out, err = run_cli(['simulate', 'balloon', '--scenario', '-'],
                                    json.dumps(doc))
             self.assertEqual((2, ''), (rc, out), doc)

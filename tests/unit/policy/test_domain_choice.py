@@ -231,3 +231,52 @@ class AssignDomainsPropertiesTest(testtools.TestCase):
             if out[vm.uuid] is None:
                 self.assertFalse(any(
                     used[d] + vm.vcpus <= capacity[d] for d in capacity))
+
+
+class ChoiceLoadsTest(testtools.TestCase):
+    """What the agent publishes of its choice (payload 1.4)."""
+
+    def test_table(self):
+        held = [_held('a', 2, True), _held('b', 4, False),
+                _held('c', 1, True), _held('d', 8, True)]
+        table = [
+            # (assigned, base, loads)
+            ({}, None, {}),
+            ({'a': 'L3-0', 'b': 'L3-0', 'c': 'L3-1', 'd': None}, None,
+             {'L3-0': (6, 1), 'L3-1': (1, 1)}),
+            ({'a': 'L3-0'}, {'L3-0': (3, 1), 'L3-2': (2, 0)},
+             {'L3-0': (5, 2), 'L3-2': (2, 0)}),
+        ]
+        for assigned, base, loads in table:
+            self.assertEqual(loads, dc.choice_loads(held, assigned, base))
+
+    @hypothesis.settings(deadline=None)
+    @hypothesis.given(
+        st.lists(st.integers(1, 16), min_size=1, max_size=6),
+        st.lists(st.tuples(st.integers(1, 8), st.booleans()), max_size=12),
+        st.dictionaries(st.integers(0, 5),
+                        st.tuples(st.integers(0, 4), st.integers(0, 2))),
+        st.integers(1, 8), st.booleans(), st.uuids().map(str))
+    def test_prediction_from_published_loads_is_the_agents_choice(
+            self, sizes, vms, base_of, vcpus, memory, new):
+        # The scheduler orders the published loads with the new
+        # instance's seed; the agent's next pass assigns it with the
+        # others kept where they are: the same domain, or none.
+        capacity = {'L3-%d' % i: s for i, s in enumerate(sizes)}
+        base = {'L3-%d' % i: v for i, v in base_of.items()
+                if 'L3-%d' % i in capacity}
+        held = [_held('vm-%02d' % i, v, m) for i, (v, m) in enumerate(vms)]
+        out = dc.assign_domains(capacity, held, base)
+        loads = dc.choice_loads(held, out, base)
+        published = [dc.DomainLoad(d, loads.get(d, (0, 0))[1],
+                                   loads.get(d, (0, 0))[0], capacity[d])
+                     for d in sorted(capacity)]
+        predicted = dc.order_domains(published, vcpus, memory, new)[0]
+        kept = [dc.HostHeld(vm.uuid, vm.vcpus, vm.memory_bound,
+                            previous=out[vm.uuid]) for vm in held
+                if out[vm.uuid] is not None]
+        agent = dc.assign_domains(
+            capacity, kept + [_held(new, vcpus, memory)], base)[new]
+        fits = any(loads.get(d, (0, 0))[0] + vcpus <= capacity[d]
+                   for d in capacity)
+        self.assertEqual(predicted if fits else None, agent)

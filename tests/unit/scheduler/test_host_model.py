@@ -71,18 +71,21 @@ def spec(extra_specs, vcpus=2, instance=None):
     return result
 
 
-def live(domains, name='h1', healthy=True, host_provider=CHILD, vms=()):
+def live(domains, name='h1', healthy=True, host_provider=CHILD, vms=(),
+         capacity=None, clean=None):
     """A host-model state (no domain names a provider).
 
     ``domains``: (usable CPUs, vCPUs used, memory-bound VMs) of ``d0``,
-    ``d1``, ...
+    ``d1``, ...; ``capacity`` and ``clean``: the payload 1.4
+    ``vcpus_capacity`` and ``clean_holders`` of each (None: a 1.3 agent).
     """
     return hs.HostCacheState(
         host=name, timestamp=datetime.datetime.now(datetime.timezone.utc),
         agent_healthy=healthy, host_provider=host_provider,
         domains=tuple(hs.DomainState(
             'd%d' % i, hs.domain_state(len(mem)), tuple(mem), usable, None,
-            used) for i, (usable, used, mem) in enumerate(domains)),
+            used, (capacity or {}).get(i), (clean or {}).get(i))
+            for i, (usable, used, mem) in enumerate(domains)),
         vms=tuple(hs.VmState(vm) for vm in vms))
 
 
@@ -93,8 +96,12 @@ def loads(*rows):
 
 
 def rows(*values):
-    """Domain rows ``d0``... from (memory_bound, used, usable) values."""
-    return tuple(('d%d' % i, m, u, t) for i, (m, u, t) in enumerate(values))
+    """Domain rows ``d0``... from (memory_bound, used, capacity) values.
+
+    The Clean holders are the memory-bound instances.
+    """
+    return tuple(('d%d' % i, m, m, u, t)
+                 for i, (m, u, t) in enumerate(values))
 
 
 def new_uuid(index):
@@ -157,13 +164,11 @@ class RoomReasonTest(testtools.TestCase):
         ]
         for values, vcpus, clean, own, expected in table:
             self.assertEqual(expected, domain_order.room_reason(
-                values, 1.0, vcpus, clean, own), values)
-        # Capacity is the usable CPUs times the host's ratio.
+                values, vcpus, clean, own), values)
+        # Clean holders that are not memory-bound (an 'auto' instance)
+        # order the prediction but never refuse cache_clean=required.
         self.assertIsNone(domain_order.room_reason(
-            rows((0, 3, 3)), 2.0, 3, True))
-        self.assertIn('the most room is 1 vCPUs in d0',
-                      domain_order.room_reason(rows((0, 3, 3)), 1.5, 3,
-                                               True))
+            (('d0', 0, 1, 0, 4),), 2, True))
 
 
 class HostModelFilterTest(testtools.TestCase):
@@ -220,6 +225,55 @@ class HostModelFilterTest(testtools.TestCase):
             # The candidate is never reordered or changed.
             self.assertEqual([host_candidate(vcpus, clean=extra is REQUIRED)],
                              state.allocation_candidates)
+
+    def test_agent_capacity_wins_over_novas_ratio_table(self):
+        # Two 2-CPU domains, 1 vCPU used in each. Nova's ratio is 4.0
+        # (its default); the agent sizes the domains with its own ratio.
+        domains = [(2, 1, ()), (2, 1, ())]
+        table = [
+            # (agent capacity per domain (None: a 1.3 agent), vCPUs,
+            #  passes, predicted domain)
+            (None, 4, True, 'd0'),     # 2 x 4.0 = 8; tie by hash
+            (None, 8, False, None),
+            ({0: 2, 1: 2}, 2, False, None),  # the agent's ratio 1.0
+            ({0: 2, 1: 2}, 1, True, 'd0'),   # best fit, tie by hash
+            ({0: 2, 1: 4}, 3, True, 'd1'),   # only d1 has room
+            ({0: 0, 1: 0}, 1, False, None),  # capacity 0: known, full
+        ]
+        for capacity, vcpus, passes, domain in table:
+            claims.reset()
+            self.cache.update(live(domains, capacity=capacity))
+            state = host(candidates=[host_candidate(vcpus, clean=False)],
+                         ratio=4.0)
+            self.assertEqual(passes, self.filt.host_passes(
+                state, spec(CPU_OFF, vcpus, instance=new_uuid(0))),
+                (capacity, vcpus))
+            state.num_instances += 1
+            self.assertEqual(domain, self.predicted(state),
+                             (capacity, vcpus))
+
+    def test_prediction_counts_the_agents_clean_holders(self):
+        # d0 and d1 hold no memory-bound VM, but the agent's choice counts
+        # an 'auto' instance in d0 against Clean (payload 1.4): a
+        # memory-bound request is predicted in d1, whatever the hash says.
+        domains = [(4, 1, ()), (4, 0, ())]
+        for index in range(8):
+            claims.reset()
+            self.cache.update(live(domains, clean={0: 1, 1: 0}))
+            state = host()
+            self.assertTrue(self.filt.host_passes(
+                state, spec(REQUIRED, instance=new_uuid(index))))
+            self.assertEqual('d1', self.predicted(state), index)
+        # Without the field (a 1.3 agent) both look Empty: the hash picks.
+        picked = set()
+        for index in range(8):
+            claims.reset()
+            self.cache.update(live(domains))
+            state = host()
+            self.filt.host_passes(state, spec(REQUIRED,
+                                              instance=new_uuid(index)))
+            picked.add(self.predicted(state))
+        self.assertEqual({'d0', 'd1'}, picked)
 
     def test_prediction_is_the_agents_choice(self):
         # The agent orders the same loads with the same seed.

@@ -18,7 +18,8 @@ def sample():
     return hs.HostCacheState(
         host='cmp1', timestamp=T0, agent_healthy=True,
         domains=(hs.DomainState('L3-0', 'empty', (), 8, 'rp-0', 2),
-                 hs.DomainState('L3-1', 'clean', ('vm-a',), 8, 'rp-1', 4),
+                 hs.DomainState('L3-1', 'clean', ('vm-a',), 8, 'rp-1', 4,
+                                vcpus_capacity=6, clean_holders=2),
                  hs.DomainState('L3-2', 'dirty', ('vm-b', 'vm-c'), 8)),
         vms=(hs.VmState('vm-a', 'memory', 'L3-1', 3.0),
              hs.VmState('vm-d', 'cpu', 'L3-0', None)),
@@ -29,19 +30,22 @@ class PayloadTest(testtools.TestCase):
 
     def test_exact_payload(self):
         self.assertEqual({
-            'version': '1.3', 'host': 'cmp1',
+            'version': '1.4', 'host': 'cmp1',
             'timestamp': '2026-11-22T12:00:00.123456Z',
             'agent_healthy': True, 'available_pcpus': 12.5,
             'domains': [
                 {'id': 'L3-0', 'state': 'empty', 'memory_bound_vms': [],
                  'usable_cpus': 8, 'provider_uuid': 'rp-0',
-                 'vcpus_used': 2},
+                 'vcpus_used': 2, 'vcpus_capacity': None,
+                 'clean_holders': None},
                 {'id': 'L3-1', 'state': 'clean',
                  'memory_bound_vms': ['vm-a'], 'usable_cpus': 8,
-                 'provider_uuid': 'rp-1', 'vcpus_used': 4},
+                 'provider_uuid': 'rp-1', 'vcpus_used': 4,
+                 'vcpus_capacity': 6, 'clean_holders': 2},
                 {'id': 'L3-2', 'state': 'dirty',
                  'memory_bound_vms': ['vm-b', 'vm-c'], 'usable_cpus': 8,
-                 'provider_uuid': None, 'vcpus_used': None}],
+                 'provider_uuid': None, 'vcpus_used': None,
+                 'vcpus_capacity': None, 'clean_holders': None}],
             'vms': [
                 {'instance_uuid': 'vm-a', 'workload_class': 'memory',
                  'domain_id': 'L3-1', 'pcpu_estimate': 3.0},
@@ -118,6 +122,48 @@ class PayloadTest(testtools.TestCase):
             doc = hs.to_payload(sample())
             doc['domains'][0]['vcpus_used'] = bad
             self.assertRaises(exception.InvalidInput, hs.from_payload, doc)
+
+    def test_bad_capacity_and_clean_holders_refused(self):
+        for key in ('vcpus_capacity', 'clean_holders'):
+            for bad in (-1, 1.5, True, '2', [1]):
+                doc = hs.to_payload(sample())
+                doc['domains'][0][key] = bad
+                ex = self.assertRaises(exception.InvalidInput,
+                                       hs.from_payload, doc)
+                self.assertIn('%s must be an int >= 0 or null' % key,
+                              str(ex))
+
+    def test_capacity_and_rows_with_and_without_1_4_fields(self):
+        # A 1.3 agent sends neither field: Nova's ratio sizes the domain
+        # and the memory-bound VMs count against Clean.
+        old = dict(hs.to_payload(sample()), version='1.3')
+        for domain in old['domains']:
+            del domain['vcpus_capacity'], domain['clean_holders']
+        table = [
+            # (payload, Nova ratio, rows)
+            (hs.to_payload(sample()), 4.0,
+             (('L3-0', 0, 0, 2, 32), ('L3-1', 1, 2, 4, 6),
+              ('L3-2', 2, 2, 0, None))),
+            (hs.to_payload(sample()), 1.0,
+             (('L3-0', 0, 0, 2, 8), ('L3-1', 1, 2, 4, 6),
+              ('L3-2', 2, 2, 0, None))),
+            (old, 4.0,
+             (('L3-0', 0, 0, 2, 32), ('L3-1', 1, 1, 4, 32),
+              ('L3-2', 2, 2, 0, None))),
+            (old, 1.5,
+             (('L3-0', 0, 0, 2, 12), ('L3-1', 1, 1, 4, 12),
+              ('L3-2', 2, 2, 0, None))),
+        ]
+        for payload, ratio, rows in table:
+            state = hs.from_payload(payload)
+            self.assertEqual(rows, state.domain_rows(ratio),
+                             (payload['version'], ratio))
+            # Memoised per ratio: the same tuple again.
+            self.assertIs(state.domain_rows(ratio), state.domain_rows(ratio))
+        # Capacity 0 published: known, no room (not "unknown").
+        zero = hs.DomainState('d0', 'empty', (), 4, None, 0,
+                              vcpus_capacity=0)
+        self.assertEqual(0, zero.capacity(4.0))
 
     def test_minor_version_with_new_fields_accepted(self):
         doc = dict(hs.to_payload(sample()), version='1.7', extra='x')

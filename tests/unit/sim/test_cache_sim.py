@@ -78,11 +78,11 @@ class HostPolicyTest(testtools.TestCase):
                {'id': 'b', 'vcpus': 2, 'workload': 'memory'}]
         out = cache.run(self._scenario(vms, list(cache.HOST_POLICIES)))
         pol = out['policies']
-        self.assertEqual(1.0, pol['cacheaware']['memory_geomean'])
+        self.assertEqual(1.0, pol['agent']['memory_geomean'])
         self.assertEqual(1.0, pol['optimum']['memory_geomean'])
         self.assertEqual(0.1562, pol['partial']['memory_geomean'])
         # All share runs in less than half of credit's time (study 000).
-        self.assertLess(pol['cacheaware']['time_vs_credit'], 0.5)
+        self.assertLess(pol['agent']['time_vs_credit'], 0.5)
         self.assertGreater(pol['partial']['time_vs_credit'], 2.0)
 
     def test_planner_pins_memory_vms_to_whole_domains(self):
@@ -110,33 +110,35 @@ class HostPolicyTest(testtools.TestCase):
                           Q6600, vms, 10, 1, contention.Model())
 
 
-class ClusterTest(testtools.TestCase):
+class CloudScenarioTest(testtools.TestCase):
 
-    def test_small_cluster(self):
+    def test_small_cloud(self):
         scenario = cache.load_scenario({
             'seed': 3, 'host': 'epyc-4ccx',
-            'cluster': {'hosts': 4, 'arrivals': 80, 'mean_interarrival': 1.0,
-                        'mean_lifetime': 40.0, 'sample_every': 20,
-                        'warmup': 20, 'slices': 10}})
+            'cloud': {'hosts': 4, 'arrivals': 60, 'mean_interarrival': 1.0,
+                      'mean_lifetime': 30.0, 'sample_every': 20,
+                      'warmup': 20, 'slices': 10},
+            'configs': ['nova-shared', 'required']})
         out = cache.run(scenario)
-        self.assertEqual('cluster', out['kind'])
-        self.assertEqual(80, out['arrivals'])
-        pol = out['policies']
-        self.assertEqual({'credit', 'nova', 'cacheaware'}, set(pol))
-        self.assertEqual(3, pol['credit']['samples'])
-        self.assertGreater(pol['cacheaware']['memory_geomean'],
-                           pol['credit']['memory_geomean'])
-        self.assertGreaterEqual(pol['cacheaware']['memory_all_share'],
-                                pol['credit']['memory_all_share'])
+        self.assertEqual('cloud', out['kind'])
+        self.assertEqual(60, out['arrivals'])
+        self.assertEqual({'nova-shared', 'required'}, set(out['configs']))
+        got = out['configs']
+        self.assertGreater(got['required']['memory_clean'],
+                           got['nova-shared']['memory_clean'])
+        for figures in got.values():
+            self.assertLessEqual(figures['memory_perf'],
+                                 out['upper_bound']['memory_perf'])
         # Same seed, same result.
         self.assertEqual(out, cache.run(scenario))
 
-    def test_trace_is_seeded(self):
-        cluster = cache.load_scenario({'cluster': {'arrivals': 30}})['cluster']
-        a = cache.make_trace(cluster, contention.new_rng(5))
-        b = cache.make_trace(cluster, contention.new_rng(5))
-        self.assertEqual(a, b)
-        self.assertEqual(30, len(a))
+    def test_cluster_and_cacheaware_are_retired(self):
+        e = self.assertRaises(exception.InvalidInput, cache.load_scenario,
+                              {'cluster': {}})
+        self.assertIn('retired', str(e))
+        self.assertRaises(exception.InvalidInput, cache.load_scenario,
+                          {'policies': ['cacheaware'],
+                           'vms': [{'vcpus': 1, 'workload': 'cpu'}]})
 
 
 class SimulateCommandTest(base.CLITestCase):
@@ -145,14 +147,14 @@ class SimulateCommandTest(base.CLITestCase):
         doc = self.cli_json(['simulate', 'cache', '--scenario', '-'],
                             stdin=json.dumps({
                                 'slices': 50, 'policies': ['credit',
-                                                           'cacheaware'],
+                                                           'agent'],
                                 'vms': [{'id': 'a', 'vcpus': 2,
                                          'workload': 'memory'}]}))
         self.assertEqual('host', doc['kind'])
-        self.assertEqual({'credit', 'cacheaware'}, set(doc['policies']))
+        self.assertEqual({'credit', 'agent'}, set(doc['policies']))
         self.assertEqual(
             {'workload': 'memory', 'performance': 1.0, 'all_share': 1.0},
-            doc['policies']['cacheaware']['vms']['a'])
+            doc['policies']['agent']['vms']['a'])
 
     def test_bad_scenarios(self):
         cases = [
@@ -166,9 +168,13 @@ class SimulateCommandTest(base.CLITestCase):
              '"workload": "cpu"}]}', '"model"'),
             ('{"model": {"bogus": 1}, "vms": [{"vcpus": 1, '
              '"workload": "cpu"}]}', '"model"'),
-            ('{"policies": ["optimum"], "cluster": {}}', '"policies"'),
-            ('{"cluster": {"mix": {"gpu": 1}}}', '"mix"'),
-            ('{"cluster": {"hosts": 0}}', '"hosts"'),
+            ('{"configs": ["optimum"], "cloud": {}}', '"configs"'),
+            ('{"cloud": {"mix": {"gpu": 1}}}', '"mix"'),
+            ('{"cloud": {"hosts": 0}}', '"hosts"'),
+            ('{"cloud": {"declared": 2}}', '"declared"'),
+            ('{"cloud": {"sigma": -1}}', '"sigma"'),
+            ('{"cloud": {"schedule": {"passes": 0}}}', '"schedule"'),
+            ('{"cluster": {}}', 'retired'),
         ]
         for text, fragment in cases:
             err = self.assertOneLineError(

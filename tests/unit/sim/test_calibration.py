@@ -144,3 +144,25 @@ class CalibrationCLITest(base.CLITestCase):
                                  '--calibration', probe,
                                  '--calibration-cell', 'x'],
                                 'cell must be KERNEL:FACTOR')
+
+
+class NoiseSigmaTest(testtools.TestCase):
+    """Per-sample CPI noise from the probe's alone samples."""
+
+    def test_log_sd_per_cell(self):
+        e = 2.718281828459045
+        doc = {'runs': [
+            {'placement': 'alone', 'kernel': 'chase', 'factor': 0.5,
+             'ns_per_line': [1.0, e]},
+            {'placement': 'alone', 'kernel': 'stream', 'factor': 0.5,
+             'ns_per_line': [2.0, 2.0, 2.0]},
+            {'placement': 'same', 'kernel': 'stream', 'factor': 0.5,
+             'ns_per_line': [1.0, 100.0]}]}
+        self.assertEqual({'median': 0.5, 'max': 0.5, 'cells': 2},
+                         calibration.noise_sigma(doc))
+
+    def test_no_samples(self):
+        self.assertRaises(exception.InvalidInput, calibration.noise_sigma,
+                          {'runs': []})
+        self.assertRaises(exception.InvalidInput, calibration.noise_sigma,
+                          [])

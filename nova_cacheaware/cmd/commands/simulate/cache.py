@@ -6,8 +6,9 @@ from nova_cacheaware.sim import cache
 from nova_cacheaware.sim import calibration
 
 NAME = 'cache'
-HELP = ('Simulate cache-domain scheduling policies (study 000 contention '
-        'model) on a host or a cluster.')
+HELP = ('Simulate cache-domain scheduling (study 000 contention model) on '
+        'a host, or on a cloud with operator flavors, arrivals and the '
+        'classifier.')
 
 
 def configure(parser):
