@@ -3,6 +3,8 @@
 The agent publishes with :func:`publish_host_state`; every nova-scheduler
 worker process runs one listener (:func:`start_host_state_listener`) that
 feeds its :class:`~nova_cacheaware.scheduler.state_cache.HostStateCache`.
+The payload itself is :mod:`nova_cacheaware.contracts.host_state`: this
+module imports nothing of the scheduler.
 
 Why one pool per process: oslo.messaging notification listeners that share
 a pool (or all use none) share one queue, and RabbitMQ hands each message to
@@ -17,8 +19,8 @@ import socket
 from oslo_log import log as logging
 import oslo_messaging
 
+from nova_cacheaware.contracts import host_state
 from nova_cacheaware import exception
-from nova_cacheaware.scheduler import host_state
 
 LOG = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ import threading
 import time
 
 from nova_cacheaware.policy import liveness
+from nova_cacheaware.scheduler import host_state
 
 
 class HostStateCache:
@@ -44,6 +45,7 @@ class HostStateCache:
         held = self._states.get(state.host)
         if held is not None and held[1].timestamp > state.timestamp:
             return False
+        state = host_state.for_scheduler(state)
         state.prepare(None if held is None else held[1])
         now = self._clock()
         with self._lock:

@@ -1,0 +1,48 @@
+"""The package keeps the shape of issue 18 (``tools/shape_metrics.py``)."""
+
+import ast
+import importlib.util
+import os
+
+import testtools
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))))
+PACKAGE = os.path.join(ROOT, 'nova_cacheaware')
+
+
+def _metrics():
+    spec = importlib.util.spec_from_file_location(
+        'shape_metrics', os.path.join(ROOT, 'tools', 'shape_metrics.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.measure(ROOT)
+
+
+class ShapeTest(testtools.TestCase):
+
+    def test_one_libvirt_importer_and_no_cycles(self):
+        figures = _metrics()
+        self.assertEqual(['nova_cacheaware.virt.binding'],
+                         figures['libvirt_modules'])
+        self.assertEqual([], figures['package_cycles'])
+        self.assertEqual([], figures['module_cycles'])
+
+    def test_no_raw_extra_spec_keys_outside_the_contracts(self):
+        found = []
+        for folder, _dirs, files in os.walk(PACKAGE):
+            if os.path.relpath(folder, PACKAGE).startswith('contracts'):
+                continue
+            for name in files:
+                if not name.endswith('.py'):
+                    continue
+                path = os.path.join(folder, name)
+                with open(path, encoding='utf-8') as f:
+                    tree = ast.parse(f.read())
+                found.extend(
+                    '%s:%d' % (os.path.relpath(path, ROOT), node.lineno)
+                    for node in ast.walk(tree)
+                    if isinstance(node, ast.Constant)
+                    and isinstance(node.value, str)
+                    and node.value.startswith('cacheaware:'))
+        self.assertEqual([], found)
