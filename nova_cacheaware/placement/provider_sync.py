@@ -34,13 +34,16 @@ MAX_ATTEMPTS = 5
 _NAME_MARK = ':cacheaware:'
 
 
-# Named here for this module's code and for the modules importing them.
-SyncCounters = provider_state.SyncCounters
-SyncResult = provider_state.SyncResult
+# Named here for this module's code (and for the modules importing them).
 floored_inventories = provider_state.floored_inventories
 retired_inventories = provider_state.retired_inventories
 _same_inventories = provider_state.same_inventories
-_validate = provider_state.validate
+_RENAMED = {'_validate': 'validate'}
+
+
+def __getattr__(name):
+    """provider_state's ``name``, for the modules importing it from here."""
+    return getattr(provider_state, _RENAMED.get(name, name))
 
 
 def domain_provider_uuid(compute_rp_uuid, domain_id):
@@ -229,19 +232,17 @@ DomainSet`.
     :raises ProviderNameTaken: a domain's name is used outside this tree.
     :raises PlacementError: any other failure of Placement.
     """
-    _validate(domain_set, cpu_allocation_ratio, membound_total,
-              membound_reserved, usable_cpus)
-    result = SyncResult(compute_rp_uuid=compute_rp_uuid)
+    provider_state.validate(domain_set, cpu_allocation_ratio,
+                            membound_total, membound_reserved, usable_cpus)
+    result = provider_state.SyncResult(compute_rp_uuid=compute_rp_uuid)
     syncer = _Syncer(client, result)
     root = client.get_provider(compute_rp_uuid)
     prefix = names.domain_provider_name(root['name'], '')
     wanted = _wanted(domain_set, usable_cpus, cpu_allocation_ratio,
                      membound_total, membound_reserved or {}, child_traits)
-    all_traits = {names.TRAIT_AGENT}
-    for _inv, traits in wanted.values():
-        all_traits |= traits
     syncer.ensure_names([names.RC_DOMAIN_VCPU, names.RC_DOMAIN_MEMBOUND],
-                        all_traits)
+                        {names.TRAIT_AGENT}.union(
+                            *(traits for _inv, traits in wanted.values())))
     if not agent_healthy:
         # Withdraw the promise first: the scheduler stops trusting this
         # host before its domains change.
@@ -257,14 +258,18 @@ DomainSet`.
     if agent_healthy:
         result.root_traits_changed = syncer.set_root_agent_trait(
             compute_rp_uuid, True)
+    _log_result(result)
+    return result
+
+
+def _log_result(result):
     # Run every pass: only a sync that changed something is news.
     LOG.log(logging.INFO if result.writes else logging.DEBUG,
             'cache domain providers of %s: %d created, %d updated, '
             '%d deleted, %d kept with allocations, %d writes',
-            compute_rp_uuid, len(result.created), len(result.updated),
-            len(result.deleted), len(result.kept_with_allocations),
-            result.writes)
-    return result
+            result.compute_rp_uuid, len(result.created),
+            len(result.updated), len(result.deleted),
+            len(result.kept_with_allocations), result.writes)
 
 
 def _wanted(domain_set, usable_cpus, cpu_allocation_ratio, membound_total,
@@ -330,7 +335,8 @@ def set_agent_trait(client, compute_rp_uuid, present):
     Only that trait is written; the root's other traits are kept. Returns
     True if it wrote.
     """
-    syncer = _Syncer(client, SyncResult(compute_rp_uuid=compute_rp_uuid))
+    syncer = _Syncer(client, provider_state.SyncResult(
+        compute_rp_uuid=compute_rp_uuid))
     if present:
         client.ensure_trait(names.TRAIT_AGENT)
     return syncer.set_root_agent_trait(compute_rp_uuid, present)

@@ -16,16 +16,14 @@ from nova_cacheaware.contracts import host_state as wire
 from nova_cacheaware import exception
 from nova_cacheaware.policy import pcpu_headroom
 
-EVENT_TYPE = wire.EVENT_TYPE
-PAYLOAD_NAME = wire.PAYLOAD_NAME
-VERSION = wire.VERSION
-MAJOR = wire.MAJOR
-DOMAIN_STATES = wire.DOMAIN_STATES
-VM_CLASSES = wire.VM_CLASSES
-domain_state = wire.domain_state
-DomainState = wire.DomainState
-VmState = wire.VmState
-to_payload = wire.to_payload
+
+def __getattr__(name):
+    """The wire module's ``name`` (``EVENT_TYPE``, ``DomainState``, ...).
+
+    The payload's names stay importable from here (PEP 562) for the
+    modules that import them from this one.
+    """
+    return getattr(wire, name)
 
 
 @dataclasses.dataclass(frozen=True)
