@@ -97,9 +97,10 @@ def quality(count, seed, slices=1000, planners=None):
             'host_shapes': hosts, 'planners': out}
 
 
-def planner_at(ratio_choice):
+def planner_at(ratio_choice, objective='contract'):
     """The agent's planner with ``max_vcpus_per_cpu`` 1.0 or the host's."""
     def run(domains, vms, over):
         ratio = 1.0 if ratio_choice == 'default' else float(over)
-        return cache.planner_pinning(domains, vms, max_vcpus_per_cpu=ratio)
+        return cache.planner_pinning(domains, vms, max_vcpus_per_cpu=ratio,
+                                     objective=objective)
     return run
