@@ -18,7 +18,8 @@ from nova_cacheaware.policy.allshare_state import single as _single
 from nova_cacheaware.policy.allshare_state import State
 
 
-def _greedy_place(state, vm):
+def greedy_place(state, vm):
+    """Place ``vm`` (step 2 of :func:`heuristic`) in ``state``."""
     inst = state.inst
     size = inst.sizes[vm]
     cur = inst.current[vm]
@@ -257,12 +258,12 @@ def run(inst, max_passes=20, kick_budget=4000):
     order = sorted(placed, key=lambda vm: (-inst.sizes[vm],
                                            inst.current[vm] is None, vm))
     for vm in order:
-        _greedy_place(state, vm)
+        greedy_place(state, vm)
     for _ in range(max_passes):
         if _improve_once(state, order):
             continue
         kicked, kick_budget = allshare_moves.kick(state, order, kick_budget)
         if not kicked:
             break
-    allshare_moves.exchange_unplaced(state, _greedy_place)
+    allshare_moves.exchange_unplaced(state, greedy_place)
     return state

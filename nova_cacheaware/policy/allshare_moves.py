@@ -76,7 +76,7 @@ def kick(state, placed, budget):
     return improved, budget
 
 
-def exchange_unplaced(state, place, budget=512):
+def exchange_unplaced(state, place, budget=512, only=None):
     """Let an unplaced VM take the room of a placed VM.
 
     ``place(state, vm)`` is the greedy step that places ``vm``. The count
@@ -85,12 +85,13 @@ def exchange_unplaced(state, place, budget=512):
     cache, so which VMs stay unplaced matters). Only exchanges whose lower
     bound on ``(excess, dirt, moves)`` is below the current one are tried
     (:func:`_may_gain`), at most ``budget`` of them: hosts with many
-    unplaced VMs are overloaded.
+    unplaced VMs are overloaded. ``only``: the unplaced VMs to try (all
+    when None).
     """
     inst = state.inst
     index = _Occupants(state)
     failed = set()
-    for u in range(len(inst.sizes)):
+    for u in range(len(inst.sizes)) if only is None else sorted(only):
         if state.placements[u] is not None:
             continue
         # VMs alike in size and current CPUs fare alike while nothing

@@ -84,16 +84,16 @@ class Instance:
         non-zero capacity (it can never be placed anyway).
         """
         caps = sorted(self.capacity, reverse=True)
-        result = []
-        for size in self.sizes:
+        by_size = {}
+        for size in set(self.sizes):
             total, need = 0, max(1, sum(1 for c in caps if c > 0))
             for k, cap in enumerate(caps, start=1):
                 total += cap
                 if total >= size:
                     need = k
                     break
-            result.append(need)
-        return tuple(result)
+            by_size[size] = need
+        return tuple(by_size[size] for size in self.sizes)
 
     def minspan(self, vm):
         """Fewest domains whose full capacities could hold ``vm``'s vCPUs."""
