@@ -73,5 +73,4 @@ def replan(plan_input, previous, unplaced=(), max_moves=MAX_MOVES):
                 inst, placements):
             return cachedomain.assemble(plan_input, movable,
                                         placements), True
-    placements = cachedomain.solve(inst)
-    return cachedomain.assemble(plan_input, movable, placements), False
+    return cachedomain.plan(plan_input), False
