@@ -51,29 +51,43 @@ def kick(state, placed, budget):
                     continue
                 if not wide and state.placements[w] == inst.current[w]:
                     continue  # would trade one move for another
-                for e in range(n):
-                    if budget <= 0:
-                        return improved, 0
-                    budget -= 1
-                    # Room for w in e once v has moved (cheap, no sets).
-                    if e == d or (state.free[e] + own[e] - target[e]
-                                  < inst.sizes[w]):
-                        continue
-                    before = state.key()
-                    old_v, old_w = state.placements[v], state.placements[w]
-                    state.set(w, None)
-                    state.set(v, target)
-                    if state.free[e] >= inst.sizes[w]:
-                        state.set(w, _single(inst, e, inst.sizes[w]))
-                        if state.key() < before:
-                            improved = True
-                            break
-                        state.set(w, None)
-                    state.set(v, old_v)
-                    state.set(w, old_w)
+                improved, budget = _relocate(state, v, w, target, d,
+                                             budget)
+                if budget <= 0:
+                    return improved, 0
                 if improved:
                     return improved, budget
     return improved, budget
+
+
+def _relocate(state, v, w, target, d, budget):
+    """``v`` takes ``target`` and blocker ``w`` (in ``d``) another domain.
+
+    Tries each domain ``e`` in order, one budget unit each, keeps the first
+    that lowers the key. Returns ``(improved, budget left)``.
+    """
+    inst = state.inst
+    own = state.placements[v]
+    for e in range(inst.n_domains):
+        if budget <= 0:
+            return False, 0
+        budget -= 1
+        # Room for w in e once v has moved (cheap, no sets).
+        if e == d or (state.free[e] + own[e] - target[e]
+                      < inst.sizes[w]):
+            continue
+        before = state.key()
+        old_v, old_w = state.placements[v], state.placements[w]
+        state.set(w, None)
+        state.set(v, target)
+        if state.free[e] >= inst.sizes[w]:
+            state.set(w, _single(inst, e, inst.sizes[w]))
+            if state.key() < before:
+                return True, budget
+            state.set(w, None)
+        state.set(v, old_v)
+        state.set(w, old_w)
+    return False, budget
 
 
 def exchange_unplaced(state, place, budget=512, only=None):
