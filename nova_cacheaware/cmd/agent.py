@@ -230,7 +230,8 @@ def main(argv=None, planner=None, hv=None):
         unplanned = None
         if planner is None:
             try:
-                planner = decide.default_planner()
+                planner = decide.default_planner(
+                    objective=conf.agent.plan_objective)
             except decide.PlannerUnavailable as e:
                 # A dump without decisions is still a replayable state.
                 if conf.once or not conf.dump_state:

@@ -66,6 +66,14 @@ Possible values:
                  help='Memory-bound vCPUs per CPU a cache domain may take '
                       '(capacity = floor(CPUs x this); on oversubscribed '
                       'hosts, the host\'s CPU allocation ratio).'),
+    cfg.StrOpt('plan_objective',
+               default='contract',
+               choices=('contract', 'throughput'),
+               help='The planner\'s objective (nova-cacheaware plan '
+                    '"objective"): contract (fewest split, then fewest '
+                    'Dirty domains) or throughput (on small oversubscribed '
+                    'hosts, the best estimated performance under CPU '
+                    'time-sharing; the contract elsewhere).'),
     cfg.BoolOpt('counters',
                 default=True,
                 help="""

@@ -224,6 +224,28 @@ class DefaultPlannerTest(testtools.TestCase):
                                   decide.default_planner)
             self.assertIn('nova_cacheaware.policy.cachedomain', str(e))
 
+    def test_one_arrival_replans_incrementally(self):
+        # Twelve 4-CPU domains, ten memory-bound VMs alone in d0..d9: an
+        # arrival goes to an empty domain and nobody else moves; the same
+        # document planned from scratch gives the same domains here.
+        from nova_cacheaware.policy import cachedomain
+        domains = [{'id': 'd%d' % d, 'cpus': list(range(4 * d, 4 * d + 4))}
+                   for d in range(12)]
+        vms = [{'id': 'v%d' % d, 'vcpus': 2, 'workload': 'memory',
+                'current': {'0': domains[d]['cpus'],
+                            '1': domains[d]['cpus']}} for d in range(10)]
+        planner = decide.default_planner()
+        first = planner({'domains': domains, 'vms': vms})
+        doc = {'domains': domains, 'vms': vms + [
+            {'id': 'new', 'vcpus': 2, 'workload': 'memory'}]}
+        second = planner(doc)
+        self.assertFalse(any(second['vms'][v['id']]['moved'] for v in vms))
+        self.assertEqual(['d10'], second['vms']['new']['domains'])
+        self.assertEqual(first['vms']['v0'], second['vms']['v0'])
+        full = cachedomain.plan_to_dict(cachedomain.plan(
+            cachedomain.input_from_dict(doc)))
+        self.assertEqual(full['domains'], second['domains'])
+
 
 class HeldDomainTest(testtools.TestCase):
     """Rule 5: an instance holding a domain in Placement is pinned there."""
