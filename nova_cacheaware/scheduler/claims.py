@@ -149,12 +149,17 @@ class ClaimLedger:
             handout = self._handouts.get(host)
         return None if handout is None else handout.resolved()
 
-    def claims(self, host, received=None, listed=frozenset()):
+    def claims(self, host, received=None, listed=frozenset(),
+               elsewhere=None):
         """This process's claims on ``host`` that the live state lacks.
 
         :param received: when the host's fresh live state was received
             (this ledger's clock), or None without one.
         :param listed: instance uuids that state lists on the host.
+        :param elsewhere: ``elsewhere(instance uuid)`` is True when another
+            host's live state lists the instance: the claim here was a
+            hand-out wrongly seen claimed (another instance made the host
+            grow), and is dropped.
         """
         now = self._clock()
         with self._lock:
@@ -164,7 +169,9 @@ class ClaimLedger:
             kept = [c for c in held
                     if now - c.at <= self._memory
                     and c.instance not in listed
-                    and (received is None or received - c.at < self._settle)]
+                    and (received is None or received - c.at < self._settle)
+                    and not (elsewhere is not None and c.instance
+                             and elsewhere(c.instance))]
             if kept:
                 self._claims[host] = kept
             else:
