@@ -94,12 +94,28 @@ def default_planner(objective='contract'):
         if last:
             result, _ = allshare_replan.replan(
                 plan_input, last['input'], last['plan'].unplaced)
+            last['previous'] = previous_section(last['input'],
+                                                last['plan'].unplaced)
         else:
             result = cachedomain.plan(plan_input)
+            last['previous'] = None
         last.update(input=plan_input, plan=result)
         return cachedomain.plan_to_dict(result)
 
+    def previous():
+        # The "previous" section the last plan was made against (None: it
+        # was a full plan), so that --dump-state replays it exactly.
+        return last.get('previous')
+
+    plan_document.previous = previous
     return plan_document
+
+
+def previous_section(plan_input, unplaced):
+    """The ``plan`` input's ``previous`` section: last input, its unplaced."""
+    from nova_cacheaware.policy import cachedomain
+    return {'input': cachedomain.input_to_dict(plan_input),
+            'unplaced': sorted(unplaced)}
 
 
 @dataclasses.dataclass(frozen=True)

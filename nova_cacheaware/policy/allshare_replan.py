@@ -11,6 +11,7 @@ placed count optimal, no VM split beyond its minimum span); otherwise, and
 on smaller hosts, the full :func:`~nova_cacheaware.policy.cachedomain.plan`.
 """
 
+from nova_cacheaware import exception
 from nova_cacheaware.policy import allshare_heuristic
 from nova_cacheaware.policy import allshare_incremental
 from nova_cacheaware.policy import cachedomain
@@ -74,3 +75,44 @@ def replan(plan_input, previous, unplaced=(), max_moves=MAX_MOVES):
             return cachedomain.assemble(plan_input, movable,
                                         placements), True
     return cachedomain.plan(plan_input), False
+
+
+def previous_from_dict(doc):
+    """The ``previous`` section of a ``plan`` input: ``(input, unplaced)``.
+
+    None when ``doc`` has no ``previous``. The section is what the agent's
+    ``--dump-state`` writes after an incremental replan: ``{"input": <plan
+    input>, "unplaced": [ids]}``. Raises
+    :class:`~nova_cacheaware.exception.InvalidInput` naming the problem.
+    """
+    section = doc.get('previous') if isinstance(doc, dict) else None
+    if section is None:
+        return None
+    if not isinstance(section, dict) or set(section) - {'input', 'unplaced'}:
+        raise exception.InvalidInput(
+            reason='"previous" must be an object with "input" and '
+                   '"unplaced" only')
+    unplaced = section.get('unplaced', [])
+    if (not isinstance(unplaced, list)
+            or not all(isinstance(v, str) for v in unplaced)):
+        raise exception.InvalidInput(
+            reason='"previous.unplaced" must be a list of VM ids')
+    inner = section.get('input')
+    if not isinstance(inner, dict) or 'previous' in inner:
+        raise exception.InvalidInput(
+            reason='"previous.input" must be a plan input without '
+                   '"previous"')
+    return cachedomain.input_from_dict(inner), frozenset(unplaced)
+
+
+def plan_from_dict(doc):
+    """Plan a JSON ``plan`` input as the agent did: replan or full plan.
+
+    With a ``previous`` section, :func:`replan` against it (what the agent
+    ran right after one arrival or departure); without, the full plan.
+    """
+    plan_input = cachedomain.input_from_dict(doc)
+    previous = previous_from_dict(doc)
+    if previous is None:
+        return cachedomain.plan(plan_input)
+    return replan(plan_input, previous[0], previous[1])[0]

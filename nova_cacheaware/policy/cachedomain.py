@@ -184,8 +184,10 @@ def input_from_dict(doc):
         raise _bad('the input must be a JSON object')
     # "agent": context the agent's --dump-state adds (names, classes,
     # counters); it does not change the plan, so a dump replays as is.
+    # "previous": the input an incremental replan started from, read by
+    # previous_from_dict (the plan command); it does not change this input.
     _check_keys(doc, ('domains', 'vms', 'max_vcpus_per_cpu', 'agent',
-                      'objective'), 'input')
+                      'objective', 'previous'), 'input')
     objective = doc.get('objective', 'contract')
     if objective not in OBJECTIVES:
         raise _bad('"objective" must be one of %s' % ', '.join(OBJECTIVES))

@@ -246,6 +246,29 @@ class DefaultPlannerTest(testtools.TestCase):
             cachedomain.input_from_dict(doc)))
         self.assertEqual(full['domains'], second['domains'])
 
+    def test_incremental_plan_replays_from_its_previous_section(self):
+        # The dump after an incremental replan carries "previous"; the
+        # plan command's path (plan_from_dict) then gives the agent's plan.
+        from nova_cacheaware.policy import allshare_replan
+        from nova_cacheaware.policy import cachedomain
+        domains = [{'id': 'd%d' % d, 'cpus': list(range(4 * d, 4 * d + 4))}
+                   for d in range(12)]
+        vms = [{'id': 'v%d' % d, 'vcpus': 2, 'workload': 'memory',
+                'current': {'0': domains[d]['cpus'],
+                            '1': domains[d]['cpus']}} for d in range(10)]
+        planner = decide.default_planner()
+        planner({'domains': domains, 'vms': vms})
+        self.assertIsNone(planner.previous())
+        doc = {'domains': domains, 'vms': vms + [
+            {'id': 'new', 'vcpus': 2, 'workload': 'memory'}]}
+        agent_plan = planner(doc)
+        previous = planner.previous()
+        self.assertEqual({'input', 'unplaced'}, set(previous))
+        self.assertEqual(10, len(previous['input']['vms']))
+        replayed = cachedomain.plan_to_dict(allshare_replan.plan_from_dict(
+            dict(doc, previous=previous)))
+        self.assertEqual(agent_plan, replayed)
+
 
 class HeldDomainTest(testtools.TestCase):
     """Rule 5: an instance holding a domain in Placement is pinned there."""

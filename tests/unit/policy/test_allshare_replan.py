@@ -8,6 +8,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
+from nova_cacheaware import exception
 from nova_cacheaware.policy import allshare_replan
 from nova_cacheaware.policy import allshare_search
 from nova_cacheaware.policy import cachedomain
@@ -173,3 +174,44 @@ class ReplanTableTest(testtools.TestCase):
                              allshare_replan.MAX_MOVES)
         self.assertEqual(1, cachedomain.score(
             host(10, ten + [arrival], ratio=2.0), result)[2])
+
+
+class ReplayInputTest(testtools.TestCase):
+    """The ``previous`` section of a plan input: replay and bad input."""
+
+    @settings(max_examples=25, deadline=None)
+    @given(changes())
+    def test_replay_equals_replan(self, change):
+        now, previous, after = change
+        doc = dict(cachedomain.input_to_dict(after), previous={
+            'input': cachedomain.input_to_dict(now),
+            'unplaced': sorted(previous.unplaced)})
+        expected, _ = allshare_replan.replan(after, now, previous.unplaced)
+        self.assertEqual(cachedomain.plan_to_dict(expected),
+                         cachedomain.plan_to_dict(
+                             allshare_replan.plan_from_dict(doc)))
+
+    def test_without_previous_the_full_plan(self):
+        plan_input = host(10, ReplanTableTest.NINE)
+        doc = cachedomain.input_to_dict(plan_input)
+        self.assertIsNone(allshare_replan.previous_from_dict(doc))
+        self.assertEqual(
+            cachedomain.plan_to_dict(cachedomain.plan(plan_input)),
+            cachedomain.plan_to_dict(allshare_replan.plan_from_dict(doc)))
+
+    def test_bad_previous(self):
+        good = cachedomain.input_to_dict(host(10, ReplanTableTest.NINE))
+        cases = [
+            ([], '"previous" must be an object'),
+            ({'input': good, 'extra': 1}, '"previous" must be an object'),
+            ({'input': good, 'unplaced': 'v1'}, '"previous.unplaced"'),
+            ({'input': good, 'unplaced': [1]}, '"previous.unplaced"'),
+            ({'unplaced': []}, '"previous.input"'),
+            ({'input': dict(good, previous={})}, '"previous.input"'),
+            ({'input': {'domains': 1, 'vms': []}}, '"domains" must be'),
+        ]
+        for section, message in cases:
+            e = self.assertRaises(
+                exception.InvalidInput, allshare_replan.plan_from_dict,
+                dict(good, previous=section))
+            self.assertIn(message, str(e), section)
