@@ -227,10 +227,18 @@ def decisions_doc(decisions):
     return out
 
 
+def _loops(agent, doc):
+    """Add the run-time loops' state to a ``--dump-state`` document."""
+    if agent.classifier is not None and hasattr(agent.classifier,
+                                                'to_dict'):
+        doc['agent']['classifier'] = agent.classifier.to_dict()
+    return doc
+
+
 def _dump_with_decisions(agent, unplanned=None):
     # Observe once and decide on that same snapshot; no actuation.
     snapshot = agent.observe()
-    doc = agent.dump_state(snapshot)
+    doc = _loops(agent, agent.dump_state(snapshot))
     if unplanned:
         doc['agent']['decisions_error'] = unplanned
         return doc
@@ -275,7 +283,8 @@ def main(argv=None, planner=None, hv=None):
         if conf.once:
             one = agent.reconcile()
             if conf.dump_state:
-                doc = agent.dump_state(one.snapshot, one.capabilities)
+                doc = _loops(agent, agent.dump_state(one.snapshot,
+                                                     one.capabilities))
                 doc['agent']['decisions'] = decisions_doc(one.decisions)
                 _write_state(conf.dump_state, doc)
             print(service.format_decisions(one.decisions, one.result))
