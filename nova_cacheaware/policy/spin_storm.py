@@ -48,8 +48,8 @@ STORM, QUIET, ABSTAIN = 'storm', 'quiet', 'abstain'
 class StormThresholds:
     """Thresholds and periods of the detector (documented defaults)."""
 
-    enter_delay: float = 0.30
-    leave_delay: float = 0.10
+    enter_delay: float = 0.50
+    leave_delay: float = 0.20
     enter_pause_exits: float = 1000.0
     leave_pause_exits: float = 100.0
     enter_periods: int = 2

@@ -10,7 +10,7 @@ from nova_cacheaware.policy import spin_storm as ss
 T = ss.StormThresholds()
 HOT = ss.StormSignal(run_delay=(0.6, 0.5))       # storm vote
 COLD = ss.StormSignal(run_delay=(0.02, 0.0))     # quiet vote
-MID = ss.StormSignal(run_delay=(0.2, 0.2))       # dead band: abstain
+MID = ss.StormSignal(run_delay=(0.35, 0.35))       # dead band: abstain
 NONE = ss.StormSignal()                          # nothing known
 
 
@@ -34,9 +34,9 @@ class VoteTableTest(testtools.TestCase):
         table = [
             # run delays, pause exits/s, steal -> vote
             ((0.6, 0.5), None, None, ss.STORM),
-            ((0.3,), None, None, ss.STORM),             # at enter
-            ((0.29,), None, None, ss.ABSTAIN),
-            ((0.1,), None, None, ss.QUIET),              # at leave
+            ((0.5,), None, None, ss.STORM),             # at enter
+            ((0.49,), None, None, ss.ABSTAIN),
+            ((0.2,), None, None, ss.QUIET),              # at leave
             ((), None, 0.5, ss.STORM),                   # steal stands in
             ((), None, None, ss.ABSTAIN),
             ((0.6,), (5000.0,), None, ss.STORM),         # spins too
