@@ -41,13 +41,20 @@ class StormWatch:
     def __init__(self, thresholds=None):
         self.thresholds = thresholds or policy.StormThresholds()
         self.states = {}          # uuid -> policy.StormState
+        self.inputs = {}          # uuid -> the last step's replay input
 
     def observe(self, uuid, entry, offlined=frozenset()):
-        """Step ``uuid``'s detector with this pass's entry; the decision."""
+        """Step ``uuid``'s detector with this pass's entry; the decision.
+
+        Its input is kept in ``self.inputs[uuid]`` (the replay document of
+        ``nova-cacheaware spin-storm``).
+        """
         signal = signal_of(entry, offlined)
-        decision = policy.step(self.states.get(uuid, policy.StormState()),
-                               signal, self.thresholds)
+        before = self.states.get(uuid, policy.StormState())
+        decision = policy.step(before, signal, self.thresholds)
         self.states[uuid] = decision.state
+        self.inputs[uuid] = {'state': policy.to_dict(before),
+                             'signals': [policy.to_dict(signal)]}
         if decision.changed:
             LOG.warning('vcpu_sizing: %s: spin storm %s (run delay %s, '
                         'pause exits/s %s)', uuid,
@@ -60,6 +67,12 @@ class StormWatch:
         """Drop the states of instances not in ``keep``."""
         for uuid in set(self.states) - set(keep):
             del self.states[uuid]
+            self.inputs.pop(uuid, None)
+
+    def replay_doc(self):
+        """``{"thresholds", "vms": {uuid: {"state", "signals"}}}``."""
+        return {'thresholds': policy.to_dict(self.thresholds),
+                'vms': dict(sorted(self.inputs.items()))}
 
 
 def report(decision):

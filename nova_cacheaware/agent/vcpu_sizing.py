@@ -157,6 +157,7 @@ class VcpuSizing(capability.Capability):
             'others': sorted(set(domains) - seen),
             'kvm_exit_tracepoint': self._tracepoint_state(),
             'vms': vms,
+            'spin_storm': self.storms.replay_doc(),
         }
 
     def _mode(self, extra_specs):

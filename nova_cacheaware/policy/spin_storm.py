@@ -193,14 +193,24 @@ def to_dict(obj):
     return doc
 
 
+def _from_dict(cls, doc, what):
+    if not isinstance(doc, dict):
+        raise ValueError('%s must be an object' % what)
+    unknown = set(doc) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:
+        raise ValueError('unknown %s fields: %s'
+                         % (what, ', '.join(sorted(unknown))))
+    return cls(**doc)
+
+
 def state_from_dict(doc):
     """A :class:`StormState` from :func:`to_dict` (replay)."""
-    fields = {f.name for f in dataclasses.fields(StormState)}
-    unknown = set(doc) - fields
-    if unknown:
-        raise ValueError('unknown storm state fields: %s'
-                         % ', '.join(sorted(unknown)))
-    return StormState(**doc)
+    return _from_dict(StormState, doc, 'storm state')
+
+
+def thresholds_from_dict(doc):
+    """:class:`StormThresholds` from :func:`to_dict` (replay)."""
+    return _from_dict(StormThresholds, doc, 'storm thresholds')
 
 
 def signal_from_dict(doc):
