@@ -22,7 +22,6 @@ from nova_cacheaware.cmd import agent as agent_cmd
 from nova_cacheaware import exception
 from nova_cacheaware.policy import balloon_round
 from tests.fixtures import nova_domains
-from tests.fixtures import planner_double
 from tests.functional.agent import base
 
 FOUR = base.domain_set((0, 1), (2, 3), (4, 5), (6, 7))
@@ -347,7 +346,7 @@ class BalloonTestDriverTest(base.AgentTestCase):
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             rc = agent_cmd.main(['--config-file', tmp.join('agent.conf'),
-                                 '--once'], planner=planner_double.plan,
+                                 '--once'],
                                 hv=self.hv)
         self.assertEqual(0, rc, err.getvalue())
         self.assertIn('balloon: %s silent 2048 -> 2560 MiB (target 4096, '
