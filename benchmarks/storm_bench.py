@@ -80,6 +80,7 @@ class Jobs(threading.Thread):
         self.stop = threading.Event()
 
     def run(self):
+        """Start jobs until :attr:`stop` is set."""
         while not self.stop.is_set():
             n = self.threads()
             argv = pcb._in_group(self.procs, self.cpus,
@@ -101,6 +102,7 @@ class DelayMeter:
         self.base = {}          # (pid, tid) -> (run, wait) at period start
 
     def poll(self):
+        """Read the running job's threads (between two periods)."""
         pid = self.jobs.pid
         if pid is not None:
             for tid, value in read_schedstat(pid).items():
