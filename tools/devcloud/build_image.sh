@@ -10,11 +10,12 @@
 # when the domain has one, carries nova-cacheaware's guest helpers in
 # /usr/sbin (and /mods/loop.ko, not loaded: tests insmod it for a block
 # device whose reads count as storage reads), prints a banner on the serial
-# console and stays up. It needs no root disk, so the guest boots in
-# seconds under TCG.
+# console, then a "cacheaware-guest:" line whenever the vCPU sizing file,
+# the online vCPUs or MemTotal change, and stays up. It needs no root disk,
+# so the guest boots in seconds under TCG.
 # Idempotent: does nothing when DIR/VERSION says this recipe built it.
 set -euo pipefail
-RECIPE=5
+RECIPE=6
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 guest_dir=$(cd "$here/../../agent/guest" && pwd)
@@ -101,7 +102,20 @@ else
     ga=off
 fi
 echo "devcloud guest up: $(nproc) vCPU, $(grep MemTotal /proc/meminfo), guest agent $ga"
-while true; do sleep 3600; done
+# What the host agent changes in this guest, on the console whenever it
+# changes (the tempest plugin reads it through Nova's console output): the
+# vCPU sizing file, the online vCPUs, MemTotal (the balloon).
+last=
+while true; do
+    f=$(tr '\n' ' ' 2>/dev/null < /run/cacheaware/pcpus)
+    now="pcpus_file=[${f% }] online=$(cat /sys/devices/system/cpu/online)"
+    now="$now memtotal_kib=$(awk '/^MemTotal/{print $2}' /proc/meminfo)"
+    if [ "$now" != "$last" ]; then
+        echo "cacheaware-guest: $now"
+        last=$now
+    fi
+    sleep 1
+done
 EOI
 chmod +x initrd/init
 (cd initrd && find . | ../bb/bin/busybox cpio -o -H newc 2>/dev/null \
