@@ -12,7 +12,10 @@ Usage::
    random oversubscribed small hosts, the planner against the simulator's
    exhaustive optimum (goal >= 0.98 mean, >= 0.95 worst).
 3. Quality on the objective: the heuristic against the exact optimum
-   (branch and bound) on random small and medium instances.
+   (branch and bound) on random small and medium instances, and on large
+   hosts against an ILP or its LP bound (:mod:`benchmarks.planner_ilp`).
+4. Replanning on one arrival or one departure: the incremental replan
+   (``allshare_replan.replan``) against the full plan, same run.
 
 Writes ``benchmarks/results/planner_bench.json`` (or ``--json FILE``)
 with the command, machine, load and date; the figures go to
@@ -20,6 +23,7 @@ doc/source/evaluation/planner.rst.
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -32,8 +36,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from benchmarks import common  # noqa: E402
+from benchmarks import planner_ilp  # noqa: E402
 from benchmarks import planner_quality  # noqa: E402
 from nova_cacheaware.policy import allshare_heuristic  # noqa: E402
+from nova_cacheaware.policy import allshare_replan  # noqa: E402
 from nova_cacheaware.policy import allshare_search  # noqa: E402
 from nova_cacheaware.policy import cachedomain  # noqa: E402
 
@@ -122,6 +128,81 @@ def speed_summary(rows):
     return out
 
 
+def applied(plan_input, result):
+    """``plan_input`` once the agent applied ``result``."""
+    return dataclasses.replace(plan_input, vms=tuple(
+        dataclasses.replace(vm, current=dict(result.vms[vm.id].pinning))
+        for vm in plan_input.vms))
+
+
+def _moved_before(now, previous, result):
+    return sum(1 for vm in now.vms
+               if vm.id in result.vms and vm.memory_bound and vm.movable
+               and vm.id not in previous.unplaced
+               and result.vms[vm.id].pinning != now.pinning_now(vm))
+
+
+def replan_rows(repeat, seeds):
+    """Arrival and departure: incremental replan vs full plan."""
+    rows = []
+    for n_domains, n_vms in ((32, 800), (64, 400)):
+        for fraction in (0.3, 1.0):
+            for seed in seeds:
+                plan_input = large_host(seed, fraction, n_domains=n_domains,
+                                        n_vms=n_vms)
+                previous = cachedomain.plan(plan_input)
+                now = applied(plan_input, previous)
+                rng = random.Random(seed)
+                memory = [vm for vm in now.vms
+                          if vm.memory_bound and vm.movable]
+                gone = memory[rng.randrange(len(memory))].id
+                arrival = cachedomain.VM(id='new', workload='memory',
+                                         vcpus=rng.choice([1, 2, 4]))
+                for kind, after in (
+                        ('arrival', dataclasses.replace(
+                            now, vms=now.vms + (arrival,))),
+                        ('departure', dataclasses.replace(
+                            now, vms=tuple(v for v in now.vms
+                                           if v.id != gone)))):
+                    rows.append(_replan_row(repeat, now, previous, after,
+                                            kind, (n_domains, n_vms,
+                                                   fraction, seed)))
+    return rows
+
+
+def _replan_row(repeat, now, previous, after, kind, where):
+    def incremental():
+        return allshare_replan.replan(after, now, previous.unplaced)
+    full = cachedomain.plan(after)
+    inc, used = incremental()
+    return {'domains': where[0], 'vms': where[1],
+            'memory_fraction': where[2], 'seed': where[3], 'change': kind,
+            'incremental_used': used,
+            'full': time_it(lambda: cachedomain.plan(after), repeat),
+            'incremental': time_it(incremental, repeat),
+            'full_objective': list(cachedomain.score(after, full)),
+            'incremental_objective': list(cachedomain.score(after, inc)),
+            'full_moved_before': _moved_before(after, previous, full),
+            'incremental_moved_before': _moved_before(after, previous, inc)}
+
+
+def ilp_rows(time_limit):
+    """Dirt of the plan against the ILP (32 domains) or LP bound (64)."""
+    rows = []
+    for n_domains, n_vms, relax in ((32, 200, False), (64, 400, True)):
+        for fraction in (0.5, 1.0):
+            plan_input = large_host(1, fraction, n_domains=n_domains,
+                                    n_vms=n_vms)
+            inst, _ = cachedomain.build_instance(plan_input)
+            got = planner_ilp.dirt_ilp(inst, time_limit, relax=relax)
+            rows.append(dict(got, domains=n_domains, vms=n_vms,
+                             memory_fraction=fraction, seed=1,
+                             method='LP relaxation' if relax else 'ILP',
+                             plan=list(cachedomain.score(
+                                 plan_input, cachedomain.plan(plan_input)))))
+    return rows
+
+
 def random_instance(rng, n_domains, n_vms, max_cpus=4, max_vcpus=4):
     caps = [rng.randint(1, max_cpus) for _ in range(n_domains)]
     fixed = [rng.choice([0, 0, 0, 1]) for _ in range(n_domains)]
@@ -208,12 +289,26 @@ def main(argv=None):
         'machine': common.machine(),
         'speed_summary': speed_summary(rows),
         'speed': rows,
+        'replan': replan_rows(repeat, seeds=[1, 2, 3]),
         'simulated': planner_quality.quality(
             hosts, seed=7, slices=600, planners={
                 'max_vcpus_per_cpu=1.0': planner_quality.planner_at(
                     'default'),
                 'max_vcpus_per_cpu=host ratio': planner_quality.planner_at(
-                    'host')}),
+                    'host'),
+                'throughput, host ratio': planner_quality.planner_at(
+                    'host', 'throughput'),
+                'throughput, no cap': planner_quality.planner_at(
+                    'none', 'throughput')}),
+        'simulated_seed_8': planner_quality.quality(
+            hosts, seed=8, slices=600, planners={
+                'max_vcpus_per_cpu=host ratio': planner_quality.planner_at(
+                    'host'),
+                'throughput, host ratio': planner_quality.planner_at(
+                    'host', 'throughput'),
+                'throughput, no cap': planner_quality.planner_at(
+                    'none', 'throughput')}),
+        'ilp': ilp_rows(30.0 if args.quick else 120.0),
         'objective': [
             quality('small (1-4 domains, 1-4 VMs)', count, (1, 4), (1, 4),
                     seed=11),
@@ -224,8 +319,10 @@ def main(argv=None):
     doc['loadavg_after'] = [round(x, 2) for x in os.getloadavg()]
     doc['wall_s'] = round(time.monotonic() - started, 1)
     common.write_json(args.json, doc)
-    print(json.dumps({k: doc[k] for k in ('speed_summary', 'simulated')},
+    print(json.dumps({k: doc[k] for k in ('speed_summary', 'ilp')},
                      indent=1))
+    for key in ('simulated', 'simulated_seed_8'):
+        print(key, json.dumps(doc[key]['planners']))
     return 0
 
 

@@ -13,7 +13,9 @@ the ratio of total work (raw throughput).
 The planner is run as the agent runs it (``sim.cache.planner_pinning``),
 with ``max_vcpus_per_cpu`` 1.0 (the agent's default) and with the host's
 oversubscription ratio rounded up (what an operator sets on an
-oversubscribed host: the CPU allocation ratio).
+oversubscribed host: the CPU allocation ratio), with the contract's
+objective and with ``throughput`` (which shares the simulator's
+contention model: see doc/source/evaluation/planner.rst).
 """
 
 import math
@@ -97,9 +99,15 @@ def quality(count, seed, slices=1000, planners=None):
             'host_shapes': hosts, 'planners': out}
 
 
-def planner_at(ratio_choice):
-    """The agent's planner with ``max_vcpus_per_cpu`` 1.0 or the host's."""
+def planner_at(ratio_choice, objective='contract'):
+    """The agent's planner with ``max_vcpus_per_cpu`` 1.0 or the host's.
+
+    ``ratio_choice``: ``default`` (1.0), ``host`` (vCPUs / CPUs rounded
+    up) or ``none`` (the host's vCPUs: no domain capacity limit).
+    """
     def run(domains, vms, over):
-        ratio = 1.0 if ratio_choice == 'default' else float(over)
-        return cache.planner_pinning(domains, vms, max_vcpus_per_cpu=ratio)
+        ratio = {'default': 1.0, 'host': float(over),
+                 'none': float(sum(vm.vcpus for vm in vms))}[ratio_choice]
+        return cache.planner_pinning(domains, vms, max_vcpus_per_cpu=ratio,
+                                     objective=objective)
     return run

@@ -103,19 +103,30 @@ def agent_hosts():
     return ['devcloud-' + h for h in HOSTS if '-plain' not in h]
 
 
-def devcloud(action, config, workers, agent_period=3.0):
+def runs_agents(config, nova_agents):
+    """Whether the fake computes run the agent code in ``config``.
+
+    ``nova_agents``: the peer carries the same agents (their CPU load on
+    the shared machine), so that latencies compare; they publish live
+    state no plugin reads and write providers no request asks for.
+    """
+    return config == 'ours-host' or (config == 'nova' and nova_agents)
+
+
+def devcloud(action, config, workers, agent_period=3.0, nova_agents=True):
     """``tools/devcloud.sh ACTION`` with this run's computes and plugins."""
+    agents = runs_agents(config, nova_agents)
     env = dict(os.environ, DEVCLOUD_LIBVIRT='0',
                DEVCLOUD_FAKE_COMPUTES=' '.join(HOSTS),
                DEVCLOUD_SCHEDULER_WORKERS=str(workers),
-               DEVCLOUD_FAKE_AGENTS='1' if config == 'ours-host' else '0',
+               DEVCLOUD_FAKE_AGENTS='1' if agents else '0',
                DEVCLOUD_AGENT_PERIOD=str(agent_period),
                # Each recorded claim with its domain: in the host model
                # the scheduler's prediction of the agent's choice.
                DEVCLOUD_DEBUG_LOGGERS='nova_cacheaware.scheduler.claims')
-    if config == 'ours-host':
-        # The agents follow Nova's ratio, and so does the scheduler's
-        # domain room: 1.0, as the per-domain providers of 'ours'.
+    if agents:
+        # The agents follow Nova's ratio: 1.0, as the per-domain providers
+        # of 'ours' (and the peer's hosts the same size as ours-host's).
         env['DEVCLOUD_CPU_ALLOCATION_RATIO'] = '1.0'
     if config == 'nova':
         # The region before nova-cacheaware: Nova's and Placement's
@@ -458,6 +469,19 @@ def _p95(values):
     return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
 
 
+def agents_cpu_s(dc):
+    """CPU seconds (user + system) of the fake agents' process, or None."""
+    try:
+        with open(os.path.join(dc, 'run', 'fake-agents.pid')) as f:
+            pid = int(f.read().strip())
+        with open('/proc/%d/stat' % pid) as f:
+            fields = f.read().rsplit(')', 1)[1].split()
+    except (OSError, ValueError):
+        return None
+    # utime and stime: fields 14 and 15 of stat, 12 and 13 after ')'.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
 def wait_deleted(cloud, ids, timeout=180):
     """Wait until Nova answers 404 for every server of ``ids``."""
     deadline = time.monotonic() + timeout
@@ -478,6 +502,11 @@ def main(argv=None):
     parser.add_argument('--configs', default='ours,ours-host,nova')
     parser.add_argument('--agent-period', type=float, default=3.0,
                         help="the emulated agents' period (ours-host)")
+    parser.add_argument('--no-nova-agents', dest='nova_agents',
+                        action='store_false',
+                        help='run the Nova peer without the emulated '
+                             'agents (default: with them, for a fair '
+                             'latency comparison on a shared machine)')
     parser.add_argument('--seed', type=int, default=12)
     parser.add_argument('--out', default=os.path.join(
         ROOT, 'benchmarks', 'results', 'traffic_e2e.json'))
@@ -492,7 +521,8 @@ def main(argv=None):
         log('%s: devcloud with %d computes, %d scheduler workers'
             % (config, len(HOSTS), args.workers))
         devcloud('down', config, args.workers)
-        devcloud('up', config, args.workers, args.agent_period)
+        devcloud('up', config, args.workers, args.agent_period,
+                 args.nova_agents)
         cloud = cloudlib.Cloud()
         if config == 'ours':
             cloudlib.sync_domains(cloud)
@@ -502,8 +532,13 @@ def main(argv=None):
         for c in [int(x) for x in args.concurrency.split(',')]:
             load.append(os.getloadavg()[0])
             t0 = time.monotonic()
+            cpu0 = agents_cpu_s(dc)
             result = run(cloud, config, c, plan, flavors, args.seed, dc)
             result['wall_s'] = round(time.monotonic() - t0, 1)
+            result['agents'] = runs_agents(config, args.nova_agents)
+            if cpu0 is not None and agents_cpu_s(dc) is not None:
+                # CPU seconds the emulated agents took during the run.
+                result['agents_cpu_s'] = round(agents_cpu_s(dc) - cpu0, 1)
             log(json.dumps(result))
             results.append(result)
         devcloud('down', config, args.workers)
@@ -523,6 +558,7 @@ def main(argv=None):
         'machine': common.machine(),
         'load_avg_at_start_of_runs': [round(x, 2) for x in load],
         'hosts': HOSTS, 'scheduler_workers': args.workers,
+        'nova_peer_with_agents': args.nova_agents,
         'agent_hosts': agent_hosts(), 'agent_period_s': args.agent_period,
         'plan': [[list(op) for op in wave] for wave in plan],
         'results': results,

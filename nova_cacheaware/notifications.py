@@ -83,14 +83,17 @@ class HostStateEndpoint:
 
 
 def start_host_state_listener(transport, cache, topic, pool,
-                              executor='threading'):
+                              executor='threading', endpoints=()):
     """Start (and return) a listener feeding ``cache`` from ``topic``.
 
-    The caller stops it with ``listener.stop(); listener.wait()``.
+    ``endpoints``: more endpoints on the same queue (the scheduler
+    workers' shared claims). The caller stops it with ``listener.stop();
+    listener.wait()``.
     """
     listener = oslo_messaging.get_notification_listener(
         transport, [oslo_messaging.Target(topic=topic)],
-        [HostStateEndpoint(cache)], executor=executor, pool=pool)
+        [HostStateEndpoint(cache)] + list(endpoints), executor=executor,
+        pool=pool)
     listener.start()
     LOG.info('Listening for %s on topic %s (queue %s)',
              host_state.EVENT_TYPE, topic, pool)

@@ -32,6 +32,30 @@ CacheAwareGroup = [
                default='CUSTOM_CACHE_DOMAIN_MEMBOUND',
                help='Resource class of a cache domain\'s memory-bound VM '
                     'slots.'),
+    cfg.DictOpt('numa_shapes', default={},
+                help='Full-NUMA tests: the NUMA shape of every compute host '
+                     'FullNUMAFilter may consider, as host:CPUs per node '
+                     'joined by "+" (devcloud-fake-zen:8+8,devcloud-libvirt:'
+                     '2), counting the CPUs guests may use on each node '
+                     'with memory ([compute] cpu_shared_set), as '
+                     '"nova-cacheaware flavor numa-full" does on that host. '
+                     'Empty: the full-NUMA tests skip.'),
+    cfg.StrOpt('guest_image_ref',
+               help='Agent capability tests: an image whose guest runs the '
+                    'QEMU guest agent (hw_qemu_guest_agent=yes) and prints '
+                    'a "cacheaware-guest:" line on its console whenever '
+                    'the vCPU sizing file, its online vCPUs or MemTotal '
+                    'change, as the devcloud guest does '
+                    '(tools/devcloud/build_image.sh). Empty: those tests '
+                    'skip.'),
+    cfg.ListOpt('agent_capabilities', default=[],
+                help='The capabilities ([agent] capabilities) the agents on '
+                     'agent_host run; a test of a capability not listed '
+                     'skips.'),
+    cfg.StrOpt('agent_host',
+               help='Compute host (libvirt) whose agent runs '
+                    'agent_capabilities; the capability tests boot there. '
+                    'Empty: the scheduler chooses.'),
     cfg.BoolOpt('networks_none', default=True,
                 help='Create test servers with "networks": "none" '
                      '(compute API 2.37+): for clouds without Neutron '

@@ -31,6 +31,16 @@ print(any(ep.value.startswith('nova_cacheaware') for ep in eps))
 PY
 )
 image=$("$VENV/bin/python" -c 'import sys; sys.path.insert(0, "tools/devcloud"); import image_stub; print(image_stub.DISK_ID)')
+# The full-NUMA tests' host shapes; the agent capability tests' host and
+# capabilities (none without the libvirt compute and its agent).
+numa_shapes=$("$VENV/bin/python" tools/devcloud/numa_shapes.py) || exit 1
+agent_conf=$DC/etc/nova-cacheaware/agent.conf
+agent_host=''
+capabilities=''
+if [ "${DEVCLOUD_LIBVIRT:-1}" = 1 ] && [ -f "$agent_conf" ]; then
+    agent_host=devcloud-libvirt
+    capabilities=$(sed -n 's/^capabilities *= *//p' "$agent_conf")
+fi
 
 # The workspace registry stays inside .devcloud: tempest's default one
 # (~/.tempest/workspace.yaml) is per user and refuses a second workspace of
@@ -65,7 +75,7 @@ build_timeout = 300
 min_microversion = 2.1
 max_microversion = latest
 [compute-feature-enabled]
-console_output = False
+console_output = True
 [service_available]
 nova = True
 glance = False
@@ -75,6 +85,10 @@ swift = False
 [cacheaware]
 image_ref = $image
 api_validators = $validators
+numa_shapes = $numa_shapes
+guest_image_ref = $image
+agent_host = $agent_host
+agent_capabilities = $capabilities
 networks_none = True
 EOC
 

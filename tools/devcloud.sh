@@ -35,7 +35,7 @@ DATABASES="keystone placement nova_api nova nova_cell0"
 RABBIT_VHOST=${DEVCLOUD_RABBIT_VHOST:-cacheaware_devcloud}
 # Our scheduler plugins; a path that does not import is left out (status says).
 AVAILABLE_FILTERS=${DEVCLOUD_AVAILABLE_FILTERS:-nova_cacheaware.scheduler.filters.all_filters}
-ENABLED_FILTERS=${DEVCLOUD_ENABLED_FILTERS:-CacheDomainFilter}
+ENABLED_FILTERS=${DEVCLOUD_ENABLED_FILTERS:-CacheDomainFilter,FullNUMAFilter}
 WEIGHERS=${DEVCLOUD_WEIGHERS:-nova_cacheaware.scheduler.weights.all_weighers}
 # DEVCLOUD_DEBUG=1 turns on debug logging in every service (at the next up).
 # DEVCLOUD_LIBVIRT=0 leaves out the libvirt compute (no root / no libvirtd).

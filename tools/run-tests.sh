@@ -6,9 +6,16 @@
 # machine. Exits non-zero on any failure and ends with one summary line
 # "N passed, N failed, N skipped" over every suite.
 #
-# NOVA_CACHEAWARE_SKIP_DEVCLOUD=1 leaves out the devcloud + tempest stage
-# (about 4-5 minutes cold, 2-3 warm on a 2-core machine) for a quick
-# local run.
+# Stages: unit and functional tests and flake8 against Nova 34 (.venv); the
+# unit and Nova functional tests against Nova 33, the SLURP release before
+# (.venv-nova33, built by tools/setup.sh --nova 33 under 2026.1's
+# upper-constraints, as tox -e functional-nova33); the tempest plugin on the
+# devcloud.
+#
+# For a quick local run, NOVA_CACHEAWARE_SKIP_NOVA33=1 leaves out the Nova 33
+# stage (about 5 minutes on a 2-core machine) and
+# NOVA_CACHEAWARE_SKIP_DEVCLOUD=1 the devcloud + tempest stage (about 4-5
+# minutes cold, 2-3 warm).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 bash tools/setup.sh || exit 1
@@ -49,6 +56,22 @@ for suite in unit functional; do
 done
 echo "=== flake8"
 bash tools/suite.sh pep8 || rc=1
+
+if [ "${NOVA_CACHEAWARE_SKIP_NOVA33:-0}" != 1 ]; then
+    # The suites of tox -e functional-nova33, in their own virtualenv.
+    echo "=== Nova 33 (2026.1): unit and nova-release tests"
+    if bash tools/setup.sh --nova 33 > .test-state/setup-nova33.log 2>&1; then
+        for suite in unit nova-release; do
+            PATH="$PWD/.venv-nova33/bin:$PATH" bash tools/suite.sh "$suite" || rc=1
+            PATH="$PWD/.venv-nova33/bin:$PATH" stestr last --subunit \
+                > ".test-state/nova33-$suite.subunit" 2>/dev/null || true
+        done
+    else
+        echo "run-tests: setting up .venv-nova33 failed:"
+        grep -v '^WARNING: Location' .test-state/setup-nova33.log | tail -n 30
+        rc=1
+    fi
+fi
 
 if [ "${NOVA_CACHEAWARE_SKIP_DEVCLOUD:-0}" != 1 ]; then
     echo "=== tempest scenario tests on the devcloud"

@@ -5,8 +5,32 @@
 # libvirt-python builds, the libvirt client library for the test:/// driver)
 # and a virtualenv in .venv with the package and its test requirements.
 # Idempotent: a second run only checks.
+#
+#   tools/setup.sh              .venv with Nova 34 (requirements/nova-34.txt)
+#   tools/setup.sh --nova 33    .venv-nova33 with Nova 33 under 2026.1's
+#                               upper-constraints (what tox -e
+#                               functional-nova33 installs); --nova 31 alike
+#                               under 2025.1's
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Nova releases other than the default one: their pins are in
+# requirements/nova-<major>.txt, their series' upper-constraints (copied from
+# openstack/requirements, see requirements/upper-constraints/README.rst) in
+# requirements/upper-constraints/<series>.txt, as tox.ini uses them.
+NOVA_RELEASE=34
+if [ "${1:-}" = "--nova" ]; then
+    NOVA_RELEASE=${2:?usage: tools/setup.sh [--nova 31|33|34]}
+fi
+CONSTRAINTS=()
+case "$NOVA_RELEASE" in
+34) DEFAULT_VENV=.venv ;;
+33) DEFAULT_VENV=.venv-nova33
+    CONSTRAINTS=(-c "${TOX_CONSTRAINTS_FILE_2026_1:-requirements/upper-constraints/2026.1.txt}") ;;
+31) DEFAULT_VENV=.venv-nova31
+    CONSTRAINTS=(-c "${TOX_CONSTRAINTS_FILE_2025_1:-requirements/upper-constraints/2025.1.txt}") ;;
+*) echo "setup: no pins for Nova $NOVA_RELEASE (31, 33 or 34)" >&2; exit 2 ;;
+esac
 
 # libvirt-dev/pkg-config/gcc build libvirt-python; libvirtd + QEMU (TCG) are
 # the real hypervisor the functional tests run against; busybox runs the
@@ -14,7 +38,11 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES="libvirt-dev libvirt0 libvirt-clients pkg-config gcc python3-dev
  libvirt-daemon libvirt-daemon-system libvirt-daemon-driver-qemu
  qemu-system-x86 qemu-utils util-linux shellcheck busybox"
-VENV=${NOVA_CACHEAWARE_VENV:-.venv}
+if [ "$NOVA_RELEASE" = 34 ]; then
+    VENV=${NOVA_CACHEAWARE_VENV:-$DEFAULT_VENV}
+else
+    VENV=$DEFAULT_VENV
+fi
 PYTHON=${PYTHON:-python3}
 
 missing=()
@@ -35,15 +63,15 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 stamp="$VENV/.requirements.sha"
-# Nova and Placement: the release the plugins are built for (other
-# releases have opt-in tox environments, see requirements/).
-NOVA_PINS=requirements/nova-34.txt
-want=$(cat requirements.txt test-requirements.txt "$NOVA_PINS" setup.cfg | sha256sum | cut -d' ' -f1)
+NOVA_PINS=requirements/nova-$NOVA_RELEASE.txt
+want=$(cat requirements.txt test-requirements.txt "$NOVA_PINS" setup.cfg \
+    ${CONSTRAINTS[@]:+"${CONSTRAINTS[1]}"} | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo "setup: installing Python requirements into $VENV"
     "$VENV/bin/pip" install -q --upgrade pip
-    "$VENV/bin/pip" install -q -r requirements.txt -r test-requirements.txt -r "$NOVA_PINS"
-    "$VENV/bin/pip" install -q -e .
+    "$VENV/bin/pip" install -q ${CONSTRAINTS[@]:+"${CONSTRAINTS[@]}"} \
+        -r requirements.txt -r test-requirements.txt -r "$NOVA_PINS"
+    "$VENV/bin/pip" install -q ${CONSTRAINTS[@]:+"${CONSTRAINTS[@]}"} -e .
     echo "$want" > "$stamp"
 fi
 echo "setup: ready ($VENV)"

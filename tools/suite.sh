@@ -2,7 +2,7 @@
 # The one definition of each test suite, shared by the tox environments and
 # tools/run-tests.sh (CI):
 #
-#   tools/suite.sh unit|functional|nova-numa|pep8 [ARGS...]
+#   tools/suite.sh unit|functional|nova-release|nova-numa|pep8 [ARGS...]
 #
 # ARGS go to stestr (a test-name regex, ...) or to flake8. The suite runs
 # with the stestr/flake8 first on PATH: tox puts its environment's bin/
@@ -27,12 +27,20 @@ functional)
     # a libvirtd runs, qemu:///system; Nova's functional base; Placement on
     # MariaDB; RabbitMQ.
     exec stestr --test-path ./tests/functional run "${concurrency[@]}" "$@" ;;
+nova-release)
+    # The functional tests that exercise Nova itself (its API, conductor,
+    # scheduler and in-process Placement; the flavor CLI through Nova's
+    # API), run against the other Nova releases (tox -e functional-nova33,
+    # functional-nova31; tools/run-tests.sh's Nova 33 stage) together with
+    # the unit suite. ARGS replace the default selection.
+    [ $# -gt 0 ] || set -- 'tests.functional.nova|tests.functional.test_flavor_cli'
+    exec stestr --test-path ./tests/functional run "${concurrency[@]}" "$@" ;;
 nova-numa)
     # Opt-in: Nova's own NUMA functional tests with our plugins enabled.
     exec stestr --test-path ./tests/nova_numa run "${concurrency[@]}" "$@" ;;
 pep8)
     exec flake8 "$@" ;;
 *)
-    echo "usage: tools/suite.sh unit|functional|nova-numa|pep8 [ARGS...]" >&2
+    echo "usage: tools/suite.sh unit|functional|nova-release|nova-numa|pep8 [ARGS...]" >&2
     exit 2 ;;
 esac

@@ -12,6 +12,12 @@ touched.  Every ``[balloon] interval_s`` (its own clock), for each of them:
 2. start the helper again (``helper_path sample_s``), without waiting;
 3. decide the round and apply it with ``setMemoryFlags(LIVE)``.
 
+With ``[balloon] report_interval_s`` (study 002's gamma) a VM's report is
+used only when its own next report time (``next_report_s`` of the round
+that used the last one) has come; until then it keeps its memory and its
+helper run stays in flight. Rounds still come every ``interval_s`` (delta),
+so a report time is rounded up to the next round.
+
 A guest whose agent does not answer is moved back towards its flavor RAM.
 When an instance opts out (a resize to another flavor) and when the agent
 stops, every managed instance gets its flavor RAM back.  The operator guide
@@ -49,6 +55,8 @@ class _Vm:
     target_mib: object = None
     #: The guest's last size claim that was not believed (logged once).
     doubted_mib: object = None
+    #: Clock time from which its next report is used (None: now).
+    due: object = None
 
 
 class BalloonCapability(capability.Capability):
@@ -93,7 +101,7 @@ class BalloonCapability(capability.Capability):
         self._next = now + self.interval_s
         inputs, memories = [], {}
         for uuid, request in sorted(opted.items()):
-            vm_input = self._observe(uuid, request, memories)
+            vm_input = self._observe(uuid, request, memories, now)
             if vm_input is not None:
                 inputs.append(vm_input)
         budget = self._budget(now)
@@ -106,6 +114,8 @@ class BalloonCapability(capability.Capability):
             outcome = result.vms[uuid]
             vm = self._vms[uuid]
             vm.state = outcome.state
+            if outcome.next_report_s is not None:
+                vm.due = now + outcome.next_report_s
             if outcome.memory_mib != vm_input.memory_mib:
                 if self._apply(uuid, outcome.memory_mib):
                     vm.target_mib = outcome.memory_mib
@@ -115,7 +125,9 @@ class BalloonCapability(capability.Capability):
                 vm.last, memory_mib=outcome.memory_mib,
                 was_mib=vm_input.memory_mib, target_mib=outcome.target_mib,
                 low_mib=outcome.low_mib, flavor_mib=vm_input.flavor_mib,
-                hit_ratio=None if stats is None else stats.hit_ratio)
+                hit_ratio=None if stats is None else stats.hit_ratio,
+                next_report_in_s=(None if vm.due is None or vm.due <= now
+                                  else round(vm.due - now, 1)))
         if moved:
             self._moves.append((now, moved))
         report['moved_mib'] = moved
@@ -150,7 +162,7 @@ class BalloonCapability(capability.Capability):
                 self._restore(uuid, vm.flavor_mib, vm.target_mib)
             self.memory.forget(uuid)
 
-    def _observe(self, uuid, request, memories):
+    def _observe(self, uuid, request, memories, now=None):
         """A :class:`~.balloon_round.VmInput` for ``uuid`` (None: gone)."""
         try:
             mem = self.memory.read(uuid)
@@ -161,6 +173,14 @@ class BalloonCapability(capability.Capability):
         vm.flavor_mib = mem.flavor_mib
         floor = request.memory_min_mb or self.floor_mib
         memory = self._trusted_memory(uuid, vm, mem, floor)
+        if vm.due is not None and now is not None and now < vm.due:
+            # Not its time yet (adaptive interval): it keeps its memory.
+            vm.last = {'status': balloon_round.PENDING}
+            return balloon_round.VmInput(
+                id=uuid, memory_mib=memory, flavor_mib=mem.flavor_mib,
+                floor_mib=min(floor, mem.flavor_mib),
+                used_mib=balloon_round.bounded_used(mem.used_mib, memory),
+                status=balloon_round.PENDING, state=vm.state)
         status, stats = self._collect(uuid, vm, mem)
         if vm.token is None:
             # Nothing in flight: measure over the coming interval.
@@ -298,10 +318,18 @@ def factory(conf, hypervisor):
         raise exception.InvalidInput(
             reason='[balloon] sample_s (%s) must be shorter than interval_s '
                    '(%s)' % (b.sample_s, b.interval_s))
+    if b.min_report_interval_s > b.max_report_interval_s:
+        raise exception.InvalidInput(
+            reason='[balloon] min_report_interval_s (%s) must not exceed '
+                   'max_report_interval_s (%s)' % (b.min_report_interval_s,
+                                                   b.max_report_interval_s))
     params = balloon_round.RoundParams(
         policy=b.policy, pool_mib=b.pool_mib, margin_mib=b.margin_mib,
         max_step_mib=b.max_step_mib, threshold=b.threshold, alpha=b.alpha,
-        beta=b.beta, interval_s=b.interval_s)
+        beta=b.beta, interval_s=b.interval_s,
+        report_interval_s=b.report_interval_s,
+        min_report_s=b.min_report_interval_s,
+        max_report_s=b.max_report_interval_s)
     guest = ga_mod.GuestAgent(hypervisor, timeout_s=b.guest_agent_timeout_s)
     return BalloonCapability(
         params, balloon_view.LibvirtMemory(hypervisor),

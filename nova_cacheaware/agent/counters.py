@@ -179,14 +179,20 @@ class PerfCounterSource(CounterSource):
         return not self.unsupported
 
     def sample(self, threads):
-        """Counts per key; ``{}`` once the host is known to lack the PMU."""
+        """Counts per key; ``{}`` once the host is known to lack the PMU.
+
+        An event the host cannot count (a PMU without a generic LLC-miss
+        event, say) is dropped for good with one warning, and the others
+        go on: the classifier then uses what is left (CPI, MPKI or both).
+        """
         if self.unsupported:
             return {}
         out = {}
         live = set()
+        dropped = {}
         for key, tid in threads.items():
             counts = {}
-            for name, (etype, config) in self.events.items():
+            for name, (etype, config) in list(self.events.items()):
                 live.add((tid, name))
                 try:
                     fd = self._fds.get((tid, name))
@@ -195,18 +201,29 @@ class PerfCounterSource(CounterSource):
                         self._fds[(tid, name)] = fd
                     counts[name] = self._read(fd)
                 except PerfUnsupported as e:
-                    self.unsupported = str(e)
-                    LOG.warning('hardware counters are not available on '
-                                'this host (%s: %s); classifying by declared '
-                                'workloads only', name, e)
-                    self.close()
-                    return {}
+                    del self.events[name]
+                    dropped[name] = str(e)
                 except OSError as e:
                     # ESRCH: the thread ended; EACCES: perf_event_paranoid.
                     LOG.debug('no %s for thread %s: %s', name, tid, e)
             if counts:
                 out[key] = counts
-        self._close_stale(live)
+        if dropped and not self.events:
+            self.unsupported = '; '.join('%s: %s' % i
+                                         for i in sorted(dropped.items()))
+            LOG.warning('hardware counters are not available on this host '
+                        '(%s); classifying by declared workloads only',
+                        self.unsupported)
+            self.close()
+            return {}
+        if dropped:
+            LOG.warning('%s not counted on this host (%s); the classifier '
+                        'goes on with %s', ', '.join(sorted(dropped)),
+                        '; '.join(sorted(dropped.values())),
+                        ', '.join(sorted(self.events)))
+            out = {k: {n: c for n, c in v.items() if n in self.events}
+                   for k, v in out.items()}
+        self._close_stale({(t, n) for t, n in live if n in self.events})
         return out
 
     def _close_stale(self, live):
@@ -216,6 +233,52 @@ class PerfCounterSource(CounterSource):
     def close(self):
         """Close every open counter."""
         close_all(self._fds)
+
+
+class TraceCounterSource(CounterSource):
+    """Replays a recorded counter trace, one recorded pass per sample.
+
+    ``trace`` is the JSON document ``{"passes": [{"<vm>/<vcpu>": DELTAS}]}``
+    where ``DELTAS`` is ``{event: count}`` over that pass, or, for a trace
+    recorded in both share modes, ``{"all": {...}, "partial": {...}}`` of
+    which ``mode_of(key)`` picks one. ``names`` maps the trace's ``<vm>``
+    to the instance uuids of the replay. ``events``, when given, keeps only
+    those events (a host that counts fewer). Counts come back cumulative,
+    as from :class:`PerfCounterSource`; after the last pass, nothing.
+    """
+
+    def __init__(self, trace, names=None, mode_of=None, events=None):
+        passes = trace.get('passes') if isinstance(trace, dict) else None
+        if not isinstance(passes, list):
+            raise ValueError('a counter trace is {"passes": [...]}')
+        self.passes = passes
+        self.names = dict(names or {})
+        self.mode_of = mode_of
+        self.events = None if events is None else frozenset(events)
+        self.totals = {}
+        self.done = 0
+
+    def sample(self, threads):
+        """The cumulative counts after the next recorded pass."""
+        if self.done >= len(self.passes):
+            return {}
+        recorded = self.passes[self.done]
+        self.done += 1
+        out = {}
+        for name, deltas in sorted(recorded.items()):
+            vm, _, vcpu = name.rpartition('/')
+            key = '%s/%s' % (self.names.get(vm, vm), vcpu)
+            if key not in threads:
+                continue
+            if 'all' in deltas or 'partial' in deltas:
+                deltas = deltas[self.mode_of(key)]
+            total = self.totals.setdefault(key, {})
+            for event, count in deltas.items():
+                if self.events is not None and event not in self.events:
+                    continue
+                total[event] = total.get(event, 0) + int(count)
+            out[key] = dict(total)
+        return out
 
 
 def close_all(fds):
@@ -229,12 +292,21 @@ def close_all(fds):
 
 
 def derived(before, after):
-    """CPI and LLC misses per kilo-instruction between two samples."""
+    """What the classifier uses, between two cumulative samples.
+
+    ``cpi`` (with cycles) and ``llc_mpki`` (LLC misses per kilo-instruction,
+    with LLC misses), plus the raw ``instructions`` and ``llc_misses``
+    deltas that windows of several samples add up
+    (:class:`~nova_cacheaware.agent.sampling.ShareSampler`). Nothing without
+    an instruction count that moved.
+    """
     d = {k: after[k] - before.get(k, 0) for k in after if k in before}
     out = {}
-    if d.get('instructions'):
+    if d.get('instructions', 0) > 0:
+        out['instructions'] = d['instructions']
         if 'cycles' in d:
             out['cpi'] = d['cycles'] / d['instructions']
         if 'llc_misses' in d:
+            out['llc_misses'] = d['llc_misses']
             out['llc_mpki'] = 1000.0 * d['llc_misses'] / d['instructions']
     return out

@@ -58,13 +58,18 @@ class PlannerError(exception.CacheAwareError):
     msg_fmt = 'planner output is not usable: %(reason)s'
 
 
-def default_planner():
+def default_planner(objective='contract'):
     """The real planner: ``nova_cacheaware.policy.cachedomain``.
+
+    ``objective``: the ``plan`` input's ``objective`` (``[agent]
+    plan_objective``), set on every document that does not name one.
 
     This is the single place where the agent is wired to the pure policy.
     It returns a callable taking the ``plan`` input document and returning
-    the ``plan`` output document, exactly what ``nova-cacheaware plan`` does
-    (``input_from_dict`` -> ``plan`` -> ``plan_to_dict``).
+    the ``plan`` output document, what ``nova-cacheaware plan`` does
+    (``input_from_dict`` -> ``plan`` -> ``plan_to_dict``), except right
+    after one memory-bound arrival or departure on a large host: then the
+    incremental replan (``allshare_replan.replan``).
     """
     try:
         from nova_cacheaware.policy import cachedomain
@@ -77,11 +82,40 @@ def default_planner():
             reason='nova_cacheaware.policy.cachedomain lacks %s'
                    % ', '.join(missing))
 
-    def plan_document(doc):
-        return cachedomain.plan_to_dict(
-            cachedomain.plan(cachedomain.input_from_dict(doc)))
+    from nova_cacheaware.policy import allshare_replan
+    last = {}
 
+    def plan_document(doc):
+        # After one memory-bound arrival or departure since the last plan,
+        # replan incrementally (allshare_replan; the full plan otherwise).
+        if 'objective' not in doc and objective != 'contract':
+            doc = dict(doc, objective=objective)
+        plan_input = cachedomain.input_from_dict(doc)
+        if last:
+            result, _ = allshare_replan.replan(
+                plan_input, last['input'], last['plan'].unplaced)
+            last['previous'] = previous_section(last['input'],
+                                                last['plan'].unplaced)
+        else:
+            result = cachedomain.plan(plan_input)
+            last['previous'] = None
+        last.update(input=plan_input, plan=result)
+        return cachedomain.plan_to_dict(result)
+
+    def previous():
+        # The "previous" section the last plan was made against (None: it
+        # was a full plan), so that --dump-state replays it exactly.
+        return last.get('previous')
+
+    plan_document.previous = previous
     return plan_document
+
+
+def previous_section(plan_input, unplaced):
+    """The ``plan`` input's ``previous`` section: last input, its unplaced."""
+    from nova_cacheaware.policy import cachedomain
+    return {'input': cachedomain.input_to_dict(plan_input),
+            'unplaced': sorted(unplaced)}
 
 
 @dataclasses.dataclass(frozen=True)

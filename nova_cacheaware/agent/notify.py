@@ -92,6 +92,8 @@ def to_host_cache_state(report, host, now=None):
             memory_bound_vms=vms, usable_cpus=int(usable.get(domain_id, 0)),
             provider_uuid=providers.get(domain_id), vcpus_used=vcpus,
             vcpus_capacity=capacity.get(domain_id), clean_holders=clean))
+    sizing = report.get('vcpu_sizing') or {}
+    sized = sizing.get('vms', {})
     vms = []
     for uuid, doc in sorted(report.get('vms', {}).items()):
         klass = doc.get('workload', 'unknown')
@@ -100,17 +102,30 @@ def to_host_cache_state(report, host, now=None):
             instance_uuid=uuid,
             workload_class=(klass if klass in host_state.VM_CLASSES
                             else 'unknown'),
-            domain_id=placed[0] if len(placed) == 1 else None))
-    affinity = (report.get('vcpu_sizing') or {}).get('vcpu_affinity')
+            domain_id=placed[0] if len(placed) == 1 else None,
+            **_sizing_fields(sized.get(uuid))))
+    affinity = sizing.get('vcpu_affinity')
+    pcpus = report.get('available_pcpus')
+    if pcpus is None and affinity is not None and affinity.get('pcpus'):
+        pcpus = float(len(affinity['pcpus']))
     return host_state.HostCacheState(
         host=host, timestamp=now or datetime.datetime.now(
             datetime.timezone.utc),
         agent_healthy=report.get('health', 'ok') == 'ok',
         domains=tuple(domains), vms=tuple(vms),
-        available_pcpus=report.get('available_pcpus'),
+        available_pcpus=pcpus,
         host_provider=report.get('host_provider'),
         vcpu_affinity=(None if affinity is None
                        else pcpu_est.EstimateRequest.from_dict(affinity)))
+
+
+def _sizing_fields(entry):
+    """``pcpu_estimate``/``spin_storm`` of a VM from ``vcpu_sizing``."""
+    if not entry:
+        return {}
+    storm = entry.get('storm')
+    return {'pcpu_estimate': entry.get('available_pcpus'),
+            'spin_storm': None if storm is None else bool(storm['storm'])}
 
 
 class NotificationStatePublisher(reporting.StatePublisher):

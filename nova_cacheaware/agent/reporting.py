@@ -107,13 +107,14 @@ class LoggingStatePublisher(StatePublisher):
 
 
 def host_state(plan_output, decisions, health='ok'):
-    """The ``cacheaware.host.state`` payload body (version 1.0 draft).
+    """The agent's report that becomes a ``cacheaware.host.state`` payload.
 
     Domains with their state and memory-bound VMs, the class of each VM,
-    and the agent's health; the scheduler side defines the versioned object.
+    and the agent's health. Not versioned itself: the payload's version is
+    :data:`nova_cacheaware.scheduler.host_state.VERSION`, set when
+    :func:`~nova_cacheaware.agent.notify.to_host_cache_state` builds it.
     """
     return {
-        'version': '1.0',
         'health': health,
         'domains': {d: {'state': v.get('state'),
                         'memory_vms': list(v.get('memory_vms', ()))}

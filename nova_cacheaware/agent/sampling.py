@@ -15,12 +15,18 @@ mode*: :class:`ShareSampler` runs sampling windows ("trials"):
   under the mode the VM's live pins were in; with ``min_samples`` on both
   sides one :func:`~nova_cacheaware.policy.memclass.classify` vote is
   taken (with its hysteresis) and the samples start again;
+* LLC misses and instructions (where the host counts LLC misses) are
+  added up per VM in either mode; every ``min_samples`` such samples a
+  vote is taken too, so the classifier's MPKI rule decides when the CPI
+  test abstains or has too few samples (and alone on a host that counts
+  LLC misses but not cycles: no trial is then needed);
 * rate limited: one trial at a time on the host, and a VM's next trial no
   sooner than ``interval_s`` after the end of its last one; VMs holding a
   domain in Placement, declared ones and unmovable ones are never tried.
 
 Without counters (no PMU, or ``[agent] counters = False``) nothing is
 sampled and no trial starts: the agent works on declared workloads.
+:meth:`ShareSampler.to_dict` is what ``--dump-state`` shows of it.
 """
 
 import collections
@@ -84,6 +90,8 @@ ClassifierConfig`.
         self.states = {}     # uuid -> memclass.ClassifierState
         self.last = {}       # uuid -> the last memclass.Decision
         self.samples = {}    # uuid -> {mode: deque of CPI}
+        self.misses = {}     # uuid -> [LLC misses, instructions, samples]
+        self.cpi_seen = set()  # uuids with CPI samples: trials help them
         self.trial = None    # the running Trial
         self.trial_ended = {}  # uuid -> clock at the end of its last trial
         self.history = []    # (uuid, mode, domain) of every trial started
@@ -128,36 +136,64 @@ ClassifierConfig`.
             if not self._auto(snapshot.specs.get(instance.uuid)):
                 self._forget(instance.uuid)
                 continue
-            cpis = [c['cpi'] for k, c in sorted(snapshot.counters.items())
-                    if k.split('/')[0] == instance.uuid and 'cpi' in c]
-            if not cpis:
+            rows = [c for k, c in sorted(snapshot.counters.items())
+                    if k.split('/')[0] == instance.uuid]
+            cpis = [c['cpi'] for c in rows if 'cpi' in c]
+            llc = [c for c in rows if 'llc_misses' in c]
+            if not cpis and not llc:
                 continue
             mode = share_mode(instance.live, domains)
             per = self.samples.setdefault(instance.uuid, {
                 ALL: collections.deque(maxlen=MAX_SAMPLES),
                 PARTIAL: collections.deque(maxlen=MAX_SAMPLES)})
             per[mode].extend(cpis)
-            if min(len(per[ALL]), len(per[PARTIAL])) >= \
-                    self.config.min_samples:
-                self._vote(instance.uuid, per)
+            if cpis:
+                self.cpi_seen.add(instance.uuid)
+            acc = self.misses.setdefault(instance.uuid, [0, 0, 0])
+            for c in llc:
+                acc[0] += c['llc_misses']
+                acc[1] += c['instructions']
+                acc[2] += 1
+            cpi_full = min(len(per[ALL]), len(per[PARTIAL])) >= \
+                self.config.min_samples
+            if cpi_full or acc[2] >= self.config.min_samples:
+                self._vote(instance.uuid, per, cpi_full)
 
-    def _vote(self, uuid, per):
+    def _vote(self, uuid, per, cpi_full):
         state = self.states.get(uuid, memclass.ClassifierState())
+        misses, instructions, n = self.misses.pop(uuid, (0, 0, 0))
         result = memclass.classify(memclass.AUTO, state, memclass.Window(
             all_share_cpi=tuple(per[ALL]),
-            partial_share_cpi=tuple(per[PARTIAL])), self.config)
+            partial_share_cpi=tuple(per[PARTIAL]),
+            llc_misses=misses if n else None,
+            instructions=instructions if n else None), self.config)
         if result.state.vm_class != state.vm_class:
-            LOG.info('instance %s classified %s (CPI test p=%s, effect=%s)',
-                     uuid, result.state.vm_class, result.p_value,
-                     result.effect)
+            LOG.info('instance %s classified %s (%s: CPI test p=%s, '
+                     'effect=%s, MPKI=%s)', uuid, result.state.vm_class,
+                     result.source, result.p_value, result.effect,
+                     result.mpki)
         self.states[uuid] = result.state
         self.last[uuid] = result
-        per[ALL].clear()
-        per[PARTIAL].clear()
+        if cpi_full:
+            per[ALL].clear()
+            per[PARTIAL].clear()
+
+    def to_dict(self):
+        """The classifier's state per VM, JSON-ready (``--dump-state``)."""
+        return {uuid: {
+            'class': state.vm_class,
+            'last': (memclass.to_dict(self.last[uuid])
+                     if uuid in self.last else None),
+            'cpi_samples': {m: len(q) for m, q in sorted(
+                self.samples.get(uuid, {}).items())},
+            'llc_samples': self.misses.get(uuid, (0, 0, 0))[2],
+        } for uuid, state in sorted(self.states.items())}
 
     def _forget(self, uuid):
         self.states.pop(uuid, None)
         self.samples.pop(uuid, None)
+        self.misses.pop(uuid, None)
+        self.cpi_seen.discard(uuid)
         self.last.pop(uuid, None)
         if self.trial is not None and self.trial.uuid == uuid:
             self.trial = None
@@ -189,6 +225,8 @@ ClassifierConfig`.
     def _candidates(self, snapshot, by_uuid):
         for uuid in sorted(self.samples):
             decision = by_uuid.get(uuid)
+            if uuid not in self.cpi_seen:
+                continue      # MPKI only: no trial helps it
             if (decision is None or not decision.movable
                     or decision.reason.startswith('holds ')
                     or not self._auto(snapshot.specs.get(uuid))):

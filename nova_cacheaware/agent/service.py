@@ -422,6 +422,10 @@ class Agent:
         }
         if reports is not None:
             doc['agent']['capabilities'] = reports
+        previous = getattr(self.planner, 'previous', None)
+        if previous is not None and previous() is not None:
+            # The last plan was incremental: replay it against its input.
+            doc['previous'] = previous()
         if self._choice_input is not None:
             # Replay: nova-cacheaware domain-choice --input <this file>.
             doc['agent']['domain_choice'] = self._choice_input

@@ -20,9 +20,15 @@ Every pass it
    estimate in the domain's metadata (namespace
    :data:`~.vcpu_sizing_view.METADATA_NS`) and writes the guest file
    (``[vcpu_sizing] guest_file``) through the QEMU guest agent;
-5. for ``apply``: onlines exactly the recommended number of vCPUs through
-   the guest agent, with hysteresis (:func:`~nova_cacheaware.policy.
-   vcpu_sizing.target_online`), never offlining vCPU 0. The vCPUs it
+5. detects spin storms (study 001, :mod:`~.spin_storm`): per instance,
+   from its online vCPUs' run delay and pause-loop exits, with hysteresis;
+   reported always, written into the guest file for ``recommend``;
+6. for ``apply``: with ``apply_when = storm`` (the default) offlines vCPUs
+   down to the recommended number while a storm lasts and onlines them all
+   after it (:func:`~nova_cacheaware.policy.spin_storm.online_target`);
+   with ``apply_when = always`` onlines exactly the recommended number at
+   every pass, with hysteresis (:func:`~nova_cacheaware.policy.
+   vcpu_sizing.target_online`). Never vCPU 0. The vCPUs it
    offlined are recorded in the metadata, so they are onlined again when
    the instance opts out, when the agent stops (:meth:`release`), after an
    agent restart, and - when the guest agent stopped answering - at the
@@ -44,18 +50,22 @@ import time
 from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import guest_agent as ga_mod
 from nova_cacheaware.agent import hypervisor as hv
+from nova_cacheaware.agent import spin_storm
 from nova_cacheaware.agent import vcpu_sizing_view as view_mod
 from nova_cacheaware.agent import vcpu_spin
 from nova_cacheaware.api import specs as specs_mod
 from nova_cacheaware.conf import vcpu_sizing as conf_mod
 from nova_cacheaware import exception
 from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.policy import spin_storm as storm_policy
 from nova_cacheaware.policy import vcpu_sizing as policy
 from nova_cacheaware.topology import cpulist
 
 LOG = logging.getLogger(__name__)
 
 OFF, RECOMMEND, APPLY = 'off', 'recommend', 'apply'
+#: ``[vcpu_sizing] apply_when``: size only in a storm, or always.
+STORM, ALWAYS = 'storm', 'always'
 
 
 class _VmState:
@@ -77,7 +87,12 @@ class VcpuSizing(capability.Capability):
     def __init__(self, hypervisor, guest_agent, exit_counter=None,
                  hysteresis=0.25, stable_passes=2,
                  guest_file='/run/cacheaware/pcpus', guest_refresh_s=300,
-                 clock=time.monotonic, view=None):
+                 clock=time.monotonic, view=None, apply_when=STORM,
+                 storm_thresholds=None):
+        if apply_when not in (STORM, ALWAYS):
+            raise exception.InvalidInput(
+                reason='apply_when must be storm or always, not %r'
+                       % (apply_when,))
         self.hypervisor = hypervisor
         self.guest_agent = guest_agent
         self.exit_counter = exit_counter
@@ -88,6 +103,8 @@ class VcpuSizing(capability.Capability):
         self.clock = clock
         self.view = view or view_mod.LibvirtView(hypervisor)
         self.spin = vcpu_spin.SpinMeter(self.view, exit_counter, hypervisor)
+        self.apply_when = apply_when
+        self.storms = spin_storm.StormWatch(storm_thresholds)
         self._vms = {}            # uuid -> _VmState
 
     # -- one pass -------------------------------------------------------------
@@ -123,19 +140,24 @@ class VcpuSizing(capability.Capability):
             if why:
                 entry['reason'] = why
             entry.update(spin.get(uuid, {}))
+            storm = self.storms.observe(uuid, entry,
+                                        self._state(uuid).offlined)
+            entry['storm'] = spin_storm.report(storm)
             try:
-                self._guest(uuid, mode, estimate, entry, now)
+                self._guest(uuid, mode, estimate, entry, now, storm.storm)
             except hv.DomainGone:
                 continue
             vms[uuid] = entry
         for gone in set(self._vms) - seen:
             del self._vms[gone]
+        self.storms.forget(seen)
         return {
             'pcpus': list(usable or ()),
             'affinity': request.to_dict(),
             'others': sorted(set(domains) - seen),
             'kvm_exit_tracepoint': self._tracepoint_state(),
             'vms': vms,
+            'spin_storm': self.storms.replay_doc(),
         }
 
     def _mode(self, extra_specs):
@@ -170,7 +192,7 @@ class VcpuSizing(capability.Capability):
             state.metadata = xml
         return state
 
-    def _guest(self, uuid, mode, estimate, entry, now):
+    def _guest(self, uuid, mode, estimate, entry, now, storm=False):
         state = self._state(uuid)
         restored = False
         if state.offlined and (mode != APPLY or state.guest_down):
@@ -189,10 +211,11 @@ class VcpuSizing(capability.Capability):
             return
         try:
             if mode == APPLY and not restored:
-                self._apply(uuid, state, estimate, entry)
+                self._apply(uuid, state, estimate, entry, storm)
             elif mode != APPLY:
                 state.pending = None
-            self._write_file(uuid, state, estimate, mode, entry, now)
+            self._write_file(uuid, state, estimate, mode, entry, now,
+                             storm)
             state.guest_down = False
             entry['guest_agent'] = 'ok'
         except ga_mod.GuestAgentUnavailable as e:
@@ -213,21 +236,31 @@ class VcpuSizing(capability.Capability):
             entry['offlined'] = cpulist.format_cpulist(sorted(state.offlined))
         self._record(uuid, state, mode, estimate)
 
-    def _apply(self, uuid, state, estimate, entry):
+    def _target(self, state, online, every, estimate, storm):
+        """``(vCPUs to have online, act?, why)`` by ``apply_when``."""
+        if self.apply_when == STORM:
+            want = storm_policy.online_target(
+                storm, estimate.recommended_vcpus, len(every))
+            why = ('spin storm: %d vCPUs (pCPU-Est)' % want if storm
+                   else 'no spin storm: every vCPU online')
+            return want, want != len(online), why
+        target, state.pending = policy.target_online(
+            len(online), estimate.available_pcpus, len(every),
+            self.hysteresis, state.pending, self.stable_passes)
+        return target.online, target.act, target.reason
+
+    def _apply(self, uuid, state, estimate, entry, storm=False):
         every, online, offlinable = self.guest_agent.vcpus(uuid)
         if not every or 0 not in online:
             raise ga_mod.GuestAgentError(
                 uuid=uuid, reason='vCPU report without vCPU 0 online')
-        target, state.pending = policy.target_online(
-            len(online), estimate.available_pcpus, len(every),
-            self.hysteresis, state.pending, self.stable_passes)
+        want, act, why = self._target(state, online, every, estimate, storm)
         entry['online'] = len(online)
-        entry['target'] = target.online
-        entry['action'] = target.reason
-        if not target.act:
+        entry['target'] = want
+        entry['action'] = why
+        if not act:
             return
-        to_on, to_off = policy.plan_online(every, online, offlinable,
-                                           target.online)
+        to_on, to_off = policy.plan_online(every, online, offlinable, want)
         if to_on:
             self.guest_agent.set_vcpus(uuid, to_on, online=True)
             state.offlined = state.offlined - to_on
@@ -264,8 +297,9 @@ class VcpuSizing(capability.Capability):
         entry['guest_agent'] = 'ok'
         return True
 
-    def _write_file(self, uuid, state, estimate, mode, entry, now):
-        text = policy.guest_file(estimate, mode)
+    def _write_file(self, uuid, state, estimate, mode, entry, now,
+                    storm=False):
+        text = policy.guest_file(estimate, mode, storm)
         if state.file is not None and state.file[0] == text and (
                 not self.guest_refresh_s
                 or now - state.file[1] < self.guest_refresh_s):
@@ -304,7 +338,7 @@ class VcpuSizing(capability.Capability):
                            if k in ('mode', 'vcpus', 'available_pcpus',
                                     'recommended_vcpus', 'online',
                                     'run_delay', 'kvm_stats_per_s',
-                                    'kvm_exits_per_s')}
+                                    'kvm_exits_per_s', 'storm')}
                     for uuid, entry in report['vms'].items()},
         }
 
@@ -313,10 +347,11 @@ class VcpuSizing(capability.Capability):
         lines = ['vcpu_sizing: %d pCPUs, kvm_exit tracepoint: %s'
                  % (len(report['pcpus']), report['kvm_exit_tracepoint'])]
         for uuid, e in sorted(report['vms'].items()):
-            lines.append('  %s %-9s %d vCPUs  %.2f pCPUs -> %d%s%s' % (
+            lines.append('  %s %-9s %d vCPUs  %.2f pCPUs -> %d%s%s%s' % (
                 uuid[:8], e['mode'], e['vcpus'], e['available_pcpus'],
                 e['recommended_vcpus'],
                 '  online %d' % e['online'] if 'online' in e else '',
+                '  SPIN STORM' if e.get('storm', {}).get('storm') else '',
                 '  (%s)' % e['reason'] if 'reason' in e else ''))
         return lines
 
@@ -353,4 +388,13 @@ def factory(conf, hypervisor):
         exit_counter=(vcpu_spin.KvmExitCounter() if opts.kvm_exit_tracepoint
                       else None),
         hysteresis=opts.hysteresis, stable_passes=opts.stable_passes,
-        guest_file=opts.guest_file, guest_refresh_s=opts.guest_refresh_s)
+        guest_file=opts.guest_file, guest_refresh_s=opts.guest_refresh_s,
+        apply_when=opts.apply_when,
+        storm_thresholds=storm_policy.StormThresholds(
+            enter_delay=opts.storm_enter_delay,
+            leave_delay=opts.storm_leave_delay,
+            enter_pause_exits=opts.storm_enter_pause_exits,
+            leave_pause_exits=opts.storm_leave_pause_exits,
+            enter_periods=opts.storm_enter_periods,
+            leave_periods=opts.storm_leave_periods,
+            max_leave_periods=opts.storm_max_leave_periods))

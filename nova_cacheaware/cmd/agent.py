@@ -76,18 +76,48 @@ def silent_configuration(conf):
     Every run-time capability acts only on instances whose flavor opts in,
     and the agent knows flavors only through ``[agent] spec_source``:
     without one, a capability (and every declared workload) silently does
-    nothing. One warning per capability, said once at start.
+    nothing. Likewise ``[agent] counters = false`` turns off the
+    classification of ``auto`` instances, and ``balloon`` with
+    ``[balloon] pool_mib = 0`` never shrinks an instance. One warning per
+    capability, said once at start.
     """
-    if conf.agent.spec_source != 'none':
-        return []
-    out = ['[agent] spec_source = none: declared workloads '
-           '(cacheaware:workload) are not read, every instance is "auto"; '
-           'set spec_source = nova on a Nova compute']
-    for name in conf.agent.capabilities:
-        out.append('[agent] capabilities lists %s, but with spec_source = '
-                   'none no flavor can opt in: it will act on no instance'
-                   % name)
+    out = []
+    if conf.agent.spec_source == 'none':
+        out.append('[agent] spec_source = none: declared workloads '
+                   '(cacheaware:workload) are not read, every instance is '
+                   '"auto"; set spec_source = nova on a Nova compute')
+        for name in conf.agent.capabilities:
+            out.append('[agent] capabilities lists %s, but with spec_source '
+                       '= none no flavor can opt in: it will act on no '
+                       'instance' % name)
+    if not conf.agent.counters:
+        out.append('[agent] counters = false: "auto" instances are never '
+                   'classified memory-bound (no CPI or LLC-miss samples); '
+                   'only declared workloads are kept All-share')
+    if ('balloon' in conf.agent.capabilities and 'balloon' in conf
+            and conf.balloon.pool_mib == 0):
+        out.append('[agent] capabilities lists balloon, but [balloon] '
+                   'pool_mib = 0: no instance is ever shrunk, so no memory '
+                   'moves between instances; set pool_mib to the MiB the '
+                   'balancer may take')
     return out
+
+
+def _nova_credentials(conf):
+    """Stop with a clear error: ``spec_source = nova`` without credentials.
+
+    Without ``[nova] auth_type`` every lookup would fail, every pass, for
+    every instance: an error at start says what to set instead.
+    """
+    if conf.agent.spec_source != 'nova':
+        return
+    if conf.nova.auth_type or conf.nova.auth_section:
+        return
+    raise exception.InvalidInput(
+        reason='[agent] spec_source = nova (the default) needs the [nova] '
+               'credentials the agent reads flavors with (auth_type, '
+               'auth_url, username, ...); set them, or spec_source = file '
+               '(with spec_file) or none')
 
 
 def build_agent(conf, planner=None, hv=None):
@@ -101,6 +131,7 @@ def build_agent(conf, planner=None, hv=None):
     act = actuator.Actuator(
         hv, actuator.RateLimiter(conf.agent.max_repins_per_period,
                                  conf.agent.period_s), dry_run=dry_run)
+    _nova_credentials(conf)
     spec_source = specs.NullSpecSource()
     if conf.agent.spec_source == 'nova':
         spec_source = specs.NovaSpecSource(specs.client_from_conf(conf))
@@ -182,10 +213,18 @@ def decisions_doc(decisions):
     return out
 
 
+def _loops(agent, doc):
+    """Add the run-time loops' state to a ``--dump-state`` document."""
+    if agent.classifier is not None and hasattr(agent.classifier,
+                                                'to_dict'):
+        doc['agent']['classifier'] = agent.classifier.to_dict()
+    return doc
+
+
 def _dump_with_decisions(agent, unplanned=None):
     # Observe once and decide on that same snapshot; no actuation.
     snapshot = agent.observe()
-    doc = agent.dump_state(snapshot)
+    doc = _loops(agent, agent.dump_state(snapshot))
     if unplanned:
         doc['agent']['decisions_error'] = unplanned
         return doc
@@ -216,7 +255,8 @@ def main(argv=None, planner=None, hv=None):
         unplanned = None
         if planner is None:
             try:
-                planner = decide.default_planner()
+                planner = decide.default_planner(
+                    objective=conf.agent.plan_objective)
             except decide.PlannerUnavailable as e:
                 # A dump without decisions is still a replayable state.
                 if conf.once or not conf.dump_state:
@@ -230,7 +270,8 @@ def main(argv=None, planner=None, hv=None):
         if conf.once:
             one = agent.reconcile()
             if conf.dump_state:
-                doc = agent.dump_state(one.snapshot, one.capabilities)
+                doc = _loops(agent, agent.dump_state(one.snapshot,
+                                                     one.capabilities))
                 doc['agent']['decisions'] = decisions_doc(one.decisions)
                 _write_state(conf.dump_state, doc)
             print(service.format_decisions(one.decisions, one.result))

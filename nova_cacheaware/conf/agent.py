@@ -68,6 +68,14 @@ Possible values:
                  help='Memory-bound vCPUs per CPU a cache domain may take '
                       '(capacity = floor(CPUs x this); on oversubscribed '
                       'hosts, the host\'s CPU allocation ratio).'),
+    cfg.StrOpt('plan_objective',
+               default='contract',
+               choices=('contract', 'throughput'),
+               help='The planner\'s objective (nova-cacheaware plan '
+                    '"objective"): contract (fewest split, then fewest '
+                    'Dirty domains) or throughput (on small oversubscribed '
+                    'hosts, the best estimated performance under CPU '
+                    'time-sharing; the contract elsewhere).'),
     cfg.BoolOpt('counters',
                 default=True,
                 help="""
@@ -79,13 +87,28 @@ declared workloads. Reading vCPU thread ids uses a QEMU monitor command,
 which libvirt records as a "custom-monitor" taint on the domain.
 """),
     cfg.StrOpt('spec_source',
-               default='none',
-               choices=[('none', 'no Nova API: every instance is "auto"'),
-                        ('nova', 'read flavor extra specs from the Nova API '
-                                 'with the [nova] credentials'),
-                        ('file', 'read them from spec_file')],
-               help='Where declared workloads (cacheaware:workload) and '
-                    'hw:cpu_policy come from.'),
+               default='nova',
+               choices=[('nova', 'read flavor extra specs from the Nova API '
+                                 'with the [nova] credentials (the '
+                                 'default: a Nova compute node)'),
+                        ('file', 'read them from spec_file'),
+                        ('none', 'no Nova API: every instance is "auto" and '
+                                 'no flavor opts in to a capability')],
+               help="""
+Where declared workloads (``cacheaware:workload``), ``hw:cpu_policy`` and
+every capability's opt-in extra spec come from.
+
+The default, ``nova``, needs the ``[nova]`` credentials (``auth_type`` and
+the options of its plugin); without them the agent stops at start with an
+error saying so. ``none`` keeps the agent to repinning by its own
+classification: it warns at start once per capability that can then act
+on no instance.
+
+Related options:
+
+* ``[nova]`` auth_type, auth_url, ...
+* spec_file
+"""),
     cfg.StrOpt('spec_file',
                help="""
 JSON file ``{"<instance uuid>": {"<extra spec>": "<value>"}}``, re-read when

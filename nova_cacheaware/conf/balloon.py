@@ -118,6 +118,28 @@ usable``: memory it cannot reclaim) when shrinking it.
                default=5,
                min=1,
                help='Seconds to wait for one guest-agent command.'),
+    cfg.FloatOpt('report_interval_s',
+                 default=0.0,
+                 min=0.0,
+                 help="""
+Study 002's adaptive reporting interval gamma, in seconds (0: off, every
+instance's report is used every round).
+
+When set, an instance's next report is used after gamma seconds while its
+hit ratio is under ``threshold``, 1.5 gamma while it is over it, and 0.5
+gamma once it has been over it three rounds in a row, kept within
+``[min_report_interval_s, max_report_interval_s]`` and rounded up to the
+next round (``interval_s``, the study's delta). ``--once --dump-state``
+shows each instance's ``next_report_in_s``.
+"""),
+    cfg.FloatOpt('min_report_interval_s',
+                 default=5.0,
+                 min=1.0,
+                 help='Shortest adaptive reporting interval (seconds).'),
+    cfg.FloatOpt('max_report_interval_s',
+                 default=60.0,
+                 min=1.0,
+                 help='Longest adaptive reporting interval (seconds).'),
 ]
 
 

@@ -135,6 +135,19 @@ scheduler worker process (on first use of the plugins).
 When False the plugins see no live state: the filter relies on Placement
 alone and the weigher is neutral.
 """),
+    cfg.BoolOpt('share_claims',
+                default=True,
+                help="""
+Let the scheduler worker processes tell each other their cache-domain
+claims.
+
+Each worker publishes every claim it records as a ``cacheaware.host.claim``
+notification on ``host_state_topic``, and its live-state listener counts
+the claims of the other workers like its own, so that concurrent requests
+handled by different workers (``[scheduler] workers`` > 1, or several
+scheduler hosts) see each other's claims at once instead of one agent
+period later. Needs ``listen_for_host_state``.
+"""),
     cfg.StrOpt('host_state_topic',
                default='cacheaware_host_state',
                help="""

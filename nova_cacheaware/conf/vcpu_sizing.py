@@ -68,6 +68,63 @@ kvm module; where either is missing the agent says so once and goes on
 without it. Reading vCPU thread ids is a QEMU monitor command, which libvirt
 marks as ``custom-monitor`` taint.
 """),
+    cfg.StrOpt('apply_when',
+               default='storm',
+               choices=[('storm', 'offline vCPUs down to the pCPU-Est '
+                                  'recommendation only while a spin storm '
+                                  'lasts, every vCPU online after it'),
+                        ('always', 'keep the recommended number online at '
+                                   'every pass (hysteresis, stable_passes)')],
+               help="""
+When ``cacheaware:vcpu_sizing=apply`` changes the number of online vCPUs.
+
+Related options:
+
+* ``storm_*``: the spin-storm detector
+* ``hysteresis``, ``stable_passes``: ``always`` only
+"""),
+    cfg.FloatOpt('storm_enter_delay',
+                 default=0.50, min=0.0, max=1.0,
+                 help="""
+Mean run delay (share of the period the instance's online vCPUs waited
+runnable for a pCPU) at and above which a period votes "spin storm".
+Calibrated with ``benchmarks/storm_bench.py`` (doc: admin/vcpu-sizing).
+
+Related options:
+
+* ``storm_leave_delay`` must be lower.
+"""),
+    cfg.FloatOpt('storm_leave_delay',
+                 default=0.20, min=0.0, max=1.0,
+                 help='Mean run delay at and below which a period votes '
+                      '"quiet".'),
+    cfg.FloatOpt('storm_enter_pause_exits',
+                 default=1000.0, min=0.0,
+                 help="""
+Where pause-loop exits are counted (``kvm_exit_tracepoint``): mean pause
+exits per second per online vCPU a storm vote needs as well (run delay
+without spinning is plain CPU contention).
+"""),
+    cfg.FloatOpt('storm_leave_pause_exits',
+                 default=100.0, min=0.0,
+                 help='Pause exits per second per vCPU at and below which '
+                      'a period votes "quiet".'),
+    cfg.IntOpt('storm_enter_periods',
+               default=2, min=1,
+               help='Storm votes in a row (agent periods) before a storm '
+                    'starts.'),
+    cfg.IntOpt('storm_leave_periods',
+               default=3, min=1,
+               help="""
+Quiet votes in a row before a storm ends. Doubled, up to
+``storm_max_leave_periods``, each time a storm comes back within twice
+that many periods of the last one's end (the reaction itself removes the
+run delay: a cap that stays must not make the instance flap).
+"""),
+    cfg.IntOpt('storm_max_leave_periods',
+               default=48, min=1,
+               help='Most quiet periods a storm may need to end (the '
+                    'back-off limit).'),
 ]
 
 

@@ -42,6 +42,15 @@ Minor versions:
   predicts the agent's choice with the second; absent or null (older
   agents), it falls back to the usable CPUs times Nova's
   ``cpu_allocation_ratio`` and to the memory-bound VMs.
+
+Optional fields that no minor above announces (a reader of any 1.x
+ignores them when unknown; absent or null means unknown): per VM
+``pcpu_estimate`` (its pCPU-Est available pCPUs) and ``spin_storm``
+(whether the agent's detector sees a lock-holder-preemption storm in it,
+:mod:`nova_cacheaware.policy.spin_storm`), and the host's
+``available_pcpus`` (pCPUs guests may use); all filled by the agent's
+``vcpu_sizing`` capability. ``PCPUAvailabilityWeigher`` gives a host with a
+storming VM its lowest weight.
 """
 
 import dataclasses
@@ -109,6 +118,8 @@ class VmState:
     workload_class: str = 'unknown'
     domain_id: ty.Optional[str] = None
     pcpu_estimate: ty.Optional[float] = None
+    #: In a spin storm (agent's vcpu_sizing); None: unknown.
+    spin_storm: ty.Optional[bool] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,6 +187,11 @@ class HostCacheState:
                  d.vcpus_used or 0, d.capacity(cpu_ratio))
                 for d in self.domains)
         return rows
+
+    @functools.cached_property
+    def storming_vms(self):
+        """How many of the host's VMs are in a spin storm now."""
+        return sum(1 for vm in self.vms if vm.spin_storm)
 
     @functools.cached_property
     def instance_uuids(self):
@@ -301,9 +317,12 @@ def _vm(raw):
     domain = doc.get('domain_id')
     if domain is not None and not isinstance(domain, str):
         raise exception.InvalidInput(reason='domain_id must be a string')
+    storm = doc.get('spin_storm')
+    if storm is not None and not isinstance(storm, bool):
+        raise exception.InvalidInput(reason='spin_storm must be a bool')
     return VmState(instance_uuid=_str(doc, 'instance_uuid'),
                    workload_class=klass, domain_id=domain,
-                   pcpu_estimate=estimate)
+                   pcpu_estimate=estimate, spin_storm=storm)
 
 
 def _mapping(value, what):

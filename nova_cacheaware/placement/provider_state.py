@@ -79,8 +79,12 @@ def floored_inventories(desired, usages):
     until the allocations go. A class whose ``desired`` capacity is below
     its usage keeps a total just large enough for the usage (its
     ``reserved`` is kept, so nothing new fits in the difference either);
-    ``max_unit`` is not changed. Returns ``(inventories, {rc: (wanted
-    total, kept total)})`` for the classes raised. Pure.
+    ``max_unit`` is not changed. When the total alone holds the usage and
+    only ``reserved`` is too high (claims made since the agent computed
+    it: the host model's MEMBOUND slots), ``reserved`` is lowered to what
+    the allocations leave instead, and the total is not reported raised.
+    Returns ``(inventories, {rc: (wanted total, kept total)})`` for the
+    classes raised. Pure.
     """
     out, raised = {}, {}
     for rc, inv in desired.items():
@@ -89,6 +93,10 @@ def floored_inventories(desired, usages):
         capacity = (inv['total'] - inv['reserved']) * ratio
         if used <= capacity + 1e-9:
             out[rc] = inv
+            continue
+        if used <= inv['total'] * ratio + 1e-9:
+            out[rc] = dict(inv, reserved=inv['total'] - int(
+                math.ceil(used / ratio - 1e-9)))
             continue
         need = inv['reserved'] + int(math.ceil(used / ratio - 1e-9))
         out[rc] = dict(inv, total=need)

@@ -9,109 +9,17 @@ incrementally, and the searches that grow with the number of VMs times the
 number of domains are budgeted.
 """
 
+from nova_cacheaware.policy import allshare_moves
 from nova_cacheaware.policy.allshare_search import placed_set
 from nova_cacheaware.policy.allshare_search import support
+from nova_cacheaware.policy.allshare_state import home as _home
+from nova_cacheaware.policy.allshare_state import inside
+from nova_cacheaware.policy.allshare_state import single as _single
+from nova_cacheaware.policy.allshare_state import State
 
 
-class _State:
-    """Mutable working state of the heuristic (private)."""
-
-    def __init__(self, inst, pending):
-        self.inst = inst
-        self.free = list(inst.free)
-        # VMs to be placed (``pending``) touch nothing yet; the others stay
-        # unplaced and are counted at their current CPUs.
-        self.pending = set(pending)
-        self.count = list(inst.fixed_touch)
-        for vm, touched in enumerate(inst.current_touch):
-            if vm not in self.pending:
-                for d in touched:
-                    self.count[d] += 1
-        self.placements = [None] * len(inst.sizes)
-        self.excess = 0
-        self.moves = 0
-        self.dirt = sum(n - 1 for n in self.count if n > 1)
-        self.cpus = inst.domain_cpus
-        self.load = list(inst.fixed_load)
-        self.crowd = sum(max(0, u - c) for u, c in zip(self.load, self.cpus))
-
-    def key(self):
-        """``(excess, dirt, moves, crowding)`` of the current placements."""
-        return (self.excess, self.dirt, self.moves, self.crowd)
-
-    def _touch(self, domains, step):
-        # Keep ``dirt`` = sum(max(0, count - 1)) up to date.
-        count = self.count
-        dirt = 0
-        if step > 0:
-            for d in domains:
-                dirt += count[d] >= 1
-                count[d] += 1
-        else:
-            for d in domains:
-                dirt -= count[d] >= 2
-                count[d] -= 1
-        self.dirt += dirt
-
-    def _load(self, placement, sign):
-        # Keep ``free``, ``load`` and ``crowd`` up to date.
-        free, load, cpus = self.free, self.load, self.cpus
-        crowd = 0
-        for d in support(placement):
-            n = placement[d]
-            before = load[d] - cpus[d]
-            load[d] += sign * n
-            free[d] -= sign * n
-            crowd += max(0, load[d] - cpus[d]) - max(0, before)
-        self.crowd += crowd
-
-    def crowd_delta(self, old, new):
-        """Change of crowding if ``old`` counts became ``new``."""
-        load, cpus = self.load, self.cpus
-        delta = 0
-        for d in support(old) | support(new):
-            step = (new[d] if new else 0) - (old[d] if old else 0)
-            if step:
-                delta += (max(0, load[d] + step - cpus[d])
-                          - max(0, load[d] - cpus[d]))
-        return delta
-
-    def dirt_delta(self, old, new):
-        delta = 0
-        for d in old - new:
-            delta -= 1 if self.count[d] >= 2 else 0
-        for d in new - old:
-            delta += 1 if self.count[d] >= 1 else 0
-        return delta
-
-    def set(self, vm, placement):
-        old = self.placements[vm]
-        if vm in self.pending:
-            self.pending.discard(vm)
-        elif old is not None:
-            self._load(old, -1)
-            self._touch(support(old), -1)
-            self.excess -= len(support(old)) - self.inst.minspan(vm)
-            self.moves -= old != self.inst.current[vm]
-        else:
-            self._touch(self.inst.current_touch[vm], -1)
-        self.placements[vm] = placement
-        if placement is not None:
-            self._load(placement, +1)
-            self._touch(support(placement), +1)
-            self.excess += len(support(placement)) - self.inst.minspan(vm)
-            self.moves += placement != self.inst.current[vm]
-        else:
-            self._touch(self.inst.current_touch[vm], +1)
-
-
-def _single(inst, d, size):
-    counts = [0] * inst.n_domains
-    counts[d] = size
-    return tuple(counts)
-
-
-def _greedy_place(state, vm):
+def greedy_place(state, vm):
+    """Place ``vm`` (step 2 of :func:`heuristic`) in ``state``."""
     inst = state.inst
     size = inst.sizes[vm]
     cur = inst.current[vm]
@@ -120,14 +28,7 @@ def _greedy_place(state, vm):
         # Keep Clean (no dirt) first, then stay put, then the emptiest
         # domain, then the fewest vCPUs taking turns on a CPU, then best
         # fit by CPUs so that large domains stay for large VMs.
-        cpus, load, count = state.cpus, state.load, state.count
-        home = _home(inst, vm)
-
-        def key(d):
-            room = cpus[d] - load[d] - size
-            return (count[d] > 0, d != home, count[d],
-                    max(0, -room) - max(0, -room - size), abs(room), d)
-        state.set(vm, _single(inst, min(fits, key=key), size))
+        state.set(vm, _single(inst, _best_fit(state, vm, fits), size))
         return
     chosen = _narrowest_split(state, size)
     if (cur is not None and len(support(cur)) <= len(chosen)
@@ -148,6 +49,30 @@ def _greedy_place(state, vm):
         counts[d] = take
         left -= take
     state.set(vm, tuple(counts))
+
+
+def _best_fit(state, vm, fits):
+    """The domain of ``fits`` (all with room) that ``vm`` goes to.
+
+    Keep Clean (no dirt) first, then stay put, then the emptiest domain,
+    then the fewest vCPUs taking turns on a CPU, then best fit by CPUs so
+    that large domains stay for large VMs.
+    """
+    cpus, load, count = state.cpus, state.load, state.count
+    home = _home(state.inst, vm)
+    size = state.inst.sizes[vm]
+    fewest = min(count[d] for d in fits)
+    if home >= 0 and home in fits and (fewest > 0 or count[home] == 0):
+        return home
+    best, best_key = -1, None
+    for d in fits:
+        if count[d] != fewest:
+            continue
+        room = cpus[d] - load[d] - size
+        key = (max(0, -room) - max(0, -room - size), abs(room), d)
+        if best_key is None or key < best_key:
+            best, best_key = d, key
+    return best
 
 
 def _narrowest_split(state, size):
@@ -192,15 +117,6 @@ def _fits_after_removal(state, vm, new):
         if new[d] > room:
             return False
     return True
-
-
-def _home(inst, vm):
-    """The one domain ``vm`` is wholly in now, or -1."""
-    cur = inst.current[vm]
-    if cur is None:
-        return -1
-    where = support(cur)
-    return next(iter(where)) if len(where) == 1 else -1
 
 
 def _settled(state, vm):
@@ -268,7 +184,14 @@ def _improve_once(state, placed):
         if best is not None:
             state.set(vm, best)
             improved = True
-    # Swaps that send a moved VM home: v wants domain a, held by w.
+    return _swap_home(state, placed) or improved
+
+
+def _swap_home(state, placed):
+    """Swaps that send a moved VM home: ``vm`` wants domain a, held by w."""
+    inst = state.inst
+    improved = False
+    whole = inside(state, placed)
     for vm in placed:
         cur = inst.current[vm]
         placement = state.placements[vm]
@@ -277,9 +200,8 @@ def _improve_once(state, placed):
             continue
         a = next(iter(support(cur)))
         b = next(iter(support(placement)))
-        for other in placed:
-            if other == vm or state.placements[other] != _single(
-                    inst, a, inst.sizes[other]):
+        for other in whole.get(a, ()):
+            if other == vm:
                 continue
             if not (state.free[b] + inst.sizes[vm] >= inst.sizes[other]
                     and state.free[a] + inst.sizes[other] >= inst.sizes[vm]):
@@ -293,73 +215,9 @@ def _improve_once(state, placed):
                 state.set(vm, cur)
                 state.set(other, _single(inst, b, inst.sizes[other]))
                 improved = True
+                whole = inside(state, placed)
                 break
     return improved
-
-
-def _kick(state, placed, budget):
-    """Two-step moves: VM ``v`` takes a target, one blocker moves away.
-
-    For each VM that spans more domains than it must or that moved, each
-    target (one whole domain, or its current placement) short of room in
-    exactly one domain ``d`` is tried after relocating one VM that sits in
-    ``d`` alone to another whole domain. Kept when ``(excess, dirt, moves)``
-    drops. Returns ``(improved, budget left)``.
-    """
-    inst = state.inst
-    n = inst.n_domains
-    improved = False
-    for v in placed:
-        placement = state.placements[v]
-        wide = len(support(placement)) > inst.minspan(v)
-        if not wide and placement == inst.current[v]:
-            continue
-        # Only a wide VM gains from a new whole domain; a moved one gains
-        # from going home.
-        targets = ([_single(inst, d, inst.sizes[v]) for d in range(n)]
-                   if wide else [])
-        if inst.current[v] is not None:
-            targets.append(inst.current[v])
-        for target in targets:
-            if target == state.placements[v]:
-                continue
-            own = state.placements[v]
-            short = [d for d in range(n)
-                     if target[d] > state.free[d] + own[d]]
-            if len(short) != 1:
-                continue
-            d = short[0]
-            for w in placed:
-                if w == v or state.placements[w] != _single(
-                        inst, d, inst.sizes[w]):
-                    continue
-                if target[d] > state.free[d] + own[d] + inst.sizes[w]:
-                    continue
-                if not wide and state.placements[w] == inst.current[w]:
-                    continue  # would trade one move for another
-                for e in range(n):
-                    if budget <= 0:
-                        return improved, 0
-                    budget -= 1
-                    # Room for w in e once v has moved (cheap, no sets).
-                    if e == d or (state.free[e] + own[e] - target[e]
-                                  < inst.sizes[w]):
-                        continue
-                    before = state.key()
-                    old_v, old_w = state.placements[v], state.placements[w]
-                    state.set(w, None)
-                    state.set(v, target)
-                    if state.free[e] >= inst.sizes[w]:
-                        state.set(w, _single(inst, e, inst.sizes[w]))
-                        if state.key() < before:
-                            improved = True
-                            break
-                        state.set(w, None)
-                    state.set(v, old_v)
-                    state.set(w, old_w)
-                if improved:
-                    return improved, budget
-    return improved, budget
 
 
 def heuristic(inst, max_passes=20, kick_budget=4000):
@@ -377,9 +235,9 @@ def heuristic(inst, max_passes=20, kick_budget=4000):
        crowding)`` lexicographically (at most ``max_passes`` passes):
        move one VM into one whole domain or back to its current placement;
        swap a moved VM with the occupant of its home domain; two-step moves
-       where one blocker leaves a domain (:func:`_kick`, budgeted); finally
-       an unplaced VM may take a placed VM's room
-       (:func:`_exchange_unplaced`).
+       where one blocker leaves a domain (``allshare_moves.kick``,
+       budgeted); finally an unplaced VM may take a placed VM's room
+       (``allshare_moves.exchange_unplaced``).
 
     Guarantee (proof in doc/source/user/plan.rst): the number of unplaced
     VMs is optimal; capacity is never exceeded; and if every VM is placed
@@ -396,49 +254,16 @@ def heuristic(inst, max_passes=20, kick_budget=4000):
 def run(inst, max_passes=20, kick_budget=4000):
     """:func:`heuristic`, returning its working state (for tests)."""
     placed = placed_set(inst)
-    state = _State(inst, placed)
+    state = State(inst, placed)
     order = sorted(placed, key=lambda vm: (-inst.sizes[vm],
                                            inst.current[vm] is None, vm))
     for vm in order:
-        _greedy_place(state, vm)
+        greedy_place(state, vm)
     for _ in range(max_passes):
         if _improve_once(state, order):
             continue
-        kicked, kick_budget = _kick(state, order, kick_budget)
+        kicked, kick_budget = allshare_moves.kick(state, order, kick_budget)
         if not kicked:
             break
-    _exchange_unplaced(state)
+    allshare_moves.exchange_unplaced(state, greedy_place)
     return state
-
-
-def _exchange_unplaced(state, budget=512):
-    """Let an unplaced VM take the room of a placed VM.
-
-    The count placed stays optimal; the exchange is kept when it lowers
-    ``(excess, dirt, moves)`` (an unplaced VM stays at its current CPUs, and
-    a floating one fills every cache, so which VMs stay unplaced matters).
-    At most ``budget`` trials: hosts with many unplaced VMs are overloaded.
-    """
-    inst = state.inst
-    for u in range(len(inst.sizes)):
-        if state.placements[u] is not None:
-            continue
-        for p in range(len(inst.sizes)):
-            old = state.placements[p]
-            if old is None or sum(state.free) + inst.sizes[p] < inst.sizes[u]:
-                continue
-            if (len(inst.current_touch[p]) >= len(inst.current_touch[u])
-                    and _home(inst, u) < 0):
-                # p left at its CPUs would fill as many caches as u does
-                # there, and u has no home to go back to: no gain to try.
-                continue
-            if budget <= 0:
-                return
-            budget -= 1
-            before = state.key()
-            state.set(p, None)
-            _greedy_place(state, u)
-            if state.key() < before:
-                break
-            state.set(u, None)
-            state.set(p, old)

@@ -35,6 +35,8 @@ import functools
 import itertools
 import typing as ty
 
+from nova_cacheaware.policy import allshare_flow
+
 Placement = ty.Optional[ty.Tuple[int, ...]]
 
 
@@ -84,16 +86,16 @@ class Instance:
         non-zero capacity (it can never be placed anyway).
         """
         caps = sorted(self.capacity, reverse=True)
-        result = []
-        for size in self.sizes:
+        by_size = {}
+        for size in set(self.sizes):
             total, need = 0, max(1, sum(1 for c in caps if c > 0))
             for k, cap in enumerate(caps, start=1):
                 total += cap
                 if total >= size:
                     need = k
                     break
-            result.append(need)
-        return tuple(result)
+            by_size[size] = need
+        return tuple(by_size[size] for size in self.sizes)
 
     def minspan(self, vm):
         """Fewest domains whose full capacities could hold ``vm``'s vCPUs."""
@@ -190,116 +192,6 @@ def max_placeable(inst):
 
 
 # --------------------------------------------------------------------------
-# Transport feasibility: a tiny max-flow (VMs -> domains).
-
-def _transport(demand, allowed, free):
-    """Distribute ``demand[i]`` units of each VM over ``allowed[i]`` domains.
-
-    Augmenting paths on the bipartite graph VM -> domain (capacity
-    ``free[d]``). Returns ``(shipped, flows)`` where ``flows[i]`` maps
-    domain -> units; the demand is met when ``shipped == sum(demand)``.
-    """
-    flows = [dict() for _ in demand]
-    left = list(free)
-    shipped = 0
-
-    def augment(vm, seen):
-        # Direct room first, then reroute another VM's unit (DFS).
-        for d in allowed[vm]:
-            if left[d] > 0:
-                left[d] -= 1
-                flows[vm][d] = flows[vm].get(d, 0) + 1
-                return True
-        for d in allowed[vm]:
-            if d in seen:
-                continue
-            seen.add(d)
-            for other, flow in enumerate(flows):
-                if other != vm and flow.get(d, 0) > 0 and augment_from(
-                        other, d, seen):
-                    flows[vm][d] = flows[vm].get(d, 0) + 1
-                    return True
-        return False
-
-    def augment_from(vm, giving_up, seen):
-        # Move one unit of ``vm`` off domain ``giving_up`` to elsewhere.
-        flows[vm][giving_up] -= 1
-        if augment(vm, seen):
-            return True
-        flows[vm][giving_up] += 1
-        return False
-
-    for vm, units in enumerate(demand):
-        # Bulk-fill direct room first; augment one unit at a time only for
-        # what is left (large VMs would otherwise cost one search per vCPU).
-        for d in allowed[vm]:
-            take = min(units, left[d])
-            if take:
-                left[d] -= take
-                flows[vm][d] = flows[vm].get(d, 0) + take
-                units -= take
-                shipped += take
-        for _ in range(units):
-            if not augment(vm, set()):
-                break
-            shipped += 1
-    return shipped, flows
-
-
-def _hall(demand, allowed, free):
-    """Hall's condition: every group of VMs fits in the domains it may use.
-
-    Necessary and sufficient for the transport to succeed; checking it
-    first is much cheaper than a failing max-flow on large VMs.
-    """
-    n = len(demand)
-    for mask in range(1, 1 << n):
-        need, reach = 0, set()
-        for i in range(n):
-            if mask >> i & 1:
-                need += demand[i]
-                reach.update(allowed[i])
-        if need > sum(free[d] for d in reach):
-            return False
-    return True
-
-
-def _realise(inst, supports, fixed):
-    """Counts for VMs with given supports (each domain >= 1 vCPU).
-
-    ``supports`` maps VM -> support; VMs in ``fixed`` take their current
-    counts. Returns ``(ok, placements_by_vm)``.
-    """
-    left = list(inst.free)
-    result = {}
-    for vm in fixed:
-        result[vm] = inst.current[vm]
-        for d, n in enumerate(inst.current[vm]):
-            left[d] -= n
-    free_vms = [vm for vm in supports if vm not in fixed]
-    for vm in free_vms:
-        for d in supports[vm]:
-            left[d] -= 1
-    if min(left, default=0) < 0:
-        return False, {}
-    demand = [inst.sizes[vm] - len(supports[vm]) for vm in free_vms]
-    if min(demand, default=0) < 0:
-        return False, {}
-    allowed = [sorted(supports[vm]) for vm in free_vms]
-    if len(free_vms) <= 10 and not _hall(demand, allowed, left):
-        return False, {}
-    shipped, flows = _transport(demand, allowed, left)
-    if shipped != sum(demand):
-        return False, {}
-    for vm, flow in zip(free_vms, flows):
-        counts = [0] * inst.n_domains
-        for d in supports[vm]:
-            counts[d] = 1 + flow.get(d, 0)
-        result[vm] = tuple(counts)
-    return True, result
-
-
-# --------------------------------------------------------------------------
 # Exact: branch and bound over supports.
 
 def _support_options(inst, vm):
@@ -332,82 +224,93 @@ def exact(inst, incumbent=None, budget=None):
     given); at a leaf, checks that counts exist (max-flow) and keeps as many
     VMs at their current counts as feasible (fewest moves). Exponential in
     the number of VMs: meant for small hosts (<= 4 domains, <= 4 VMs is
-    instant) and for measuring :func:`heuristic`.
+    instant) and for measuring the heuristic.
     """
-    n_vms = len(inst.sizes)
-    target_unplaced = n_vms - max_placeable(inst)
-    order = sorted(range(n_vms), key=lambda vm: (-inst.sizes[vm], vm))
-    options = {vm: _support_options(inst, vm) for vm in order}
     if budget is not None and incumbent is None:
         raise ValueError('a search budget needs an incumbent')
-    best = {'key': None, 'placements': None, 'nodes': 0}
+    search = _BranchAndBound(inst, budget)
     if incumbent is not None:
-        best['key'] = search_key(inst, incumbent)
-        best['placements'] = list(incumbent)
+        search.offer(list(incumbent))
+    search.visit(0, 0, 0, 0)
+    return search.placements
 
-    touch = list(inst.fixed_touch)
-    uses = [0] * inst.n_domains
-    chosen = {}
 
-    def dirt():
-        return sum(max(0, n - 1) for n in touch)
+class _BranchAndBound:
+    """State of :func:`exact` (private)."""
 
-    def visit(pos, unplaced, excess, moved_lb):
-        best['nodes'] += 1
-        if budget is not None and best['nodes'] > budget:
+    def __init__(self, inst, budget):
+        self.inst = inst
+        self.budget = budget
+        n_vms = len(inst.sizes)
+        self.target_unplaced = n_vms - max_placeable(inst)
+        self.order = sorted(range(n_vms),
+                            key=lambda vm: (-inst.sizes[vm], vm))
+        self.options = {vm: _support_options(inst, vm) for vm in self.order}
+        self.key = self.placements = None
+        self.nodes = 0
+        self.touch = list(inst.fixed_touch)
+        self.uses = [0] * inst.n_domains
+        self.chosen = {}
+
+    def offer(self, placements):
+        """Keep ``placements`` when better than the best so far."""
+        key = search_key(self.inst, placements)
+        if self.key is None or key < self.key:
+            self.key, self.placements = key, placements
+
+    def _spent(self):
+        self.nodes += 1
+        return self.budget is not None and self.nodes > self.budget
+
+    def visit(self, pos, unplaced, excess, moved_lb):
+        """Branch on the VM at ``pos`` of the order (or close a leaf)."""
+        if self._spent() or unplaced > self.target_unplaced:
             return
-        if unplaced > target_unplaced:
+        dirt = sum(max(0, n - 1) for n in self.touch)
+        bound = (self.target_unplaced, excess, dirt, moved_lb, 0)
+        if self.key is not None and bound >= self.key:
             return
-        bound = (target_unplaced, excess, dirt(), moved_lb, 0)
-        if best['key'] is not None and bound >= best['key']:
+        if pos == len(self.order):
+            self._leaf()
             return
-        if pos == len(order):
-            _leaf()
-            return
-        vm = order[pos]
-        cur_support = (support(inst.current[vm])
-                       if inst.current[vm] is not None else None)
-        for option in options[vm]:
-            if any(uses[d] + 1 > inst.free[d] for d in option):
+        inst, vm = self.inst, self.order[pos]
+        cur = inst.current[vm]
+        cur_support = support(cur) if cur is not None else None
+        for option in self.options[vm]:
+            if any(self.uses[d] + 1 > inst.free[d] for d in option):
                 continue
-            for d in option:
-                uses[d] += 1
-                touch[d] += 1
-            chosen[vm] = option
-            visit(pos + 1, unplaced,
-                  excess + len(option) - inst.minspan(vm),
-                  moved_lb + (option != cur_support))
-            del chosen[vm]
-            for d in option:
-                uses[d] -= 1
-                touch[d] -= 1
+            self._step(option, self.uses, 1)
+            self.chosen[vm] = option
+            self.visit(pos + 1, unplaced,
+                       excess + len(option) - inst.minspan(vm),
+                       moved_lb + (option != cur_support))
+            del self.chosen[vm]
+            self._step(option, self.uses, -1)
         # Unplaced: the VM stays at its current CPUs.
-        for d in inst.current_touch[vm]:
-            touch[d] += 1
-        visit(pos + 1, unplaced + 1, excess, moved_lb)
-        for d in inst.current_touch[vm]:
-            touch[d] -= 1
+        self._step(inst.current_touch[vm], None, 1)
+        self.visit(pos + 1, unplaced + 1, excess, moved_lb)
+        self._step(inst.current_touch[vm], None, -1)
 
-    def _leaf():
-        supports = dict(chosen)
+    def _step(self, domains, uses, sign):
+        for d in domains:
+            if uses is not None:
+                uses[d] += sign
+            self.touch[d] += sign
+
+    def _leaf(self):
+        inst = self.inst
+        supports = dict(self.chosen)
         candidates = [vm for vm, s in supports.items()
                       if inst.current[vm] is not None
                       and support(inst.current[vm]) == s]
         for keep in range(len(candidates), -1, -1):
             for fixed in itertools.combinations(candidates, keep):
                 # Each max-flow counts as a node: bounds the leaf work too.
-                best['nodes'] += 1
-                if budget is not None and best['nodes'] > budget:
+                if self._spent():
                     return
-                ok, counts = _realise(inst, supports, set(fixed))
-                if not ok:
-                    continue
-                placements = [counts.get(vm) for vm in range(n_vms)]
-                key = search_key(inst, placements)
-                if best['key'] is None or key < best['key']:
-                    best['key'] = key
-                    best['placements'] = placements
-                return
-
-    visit(0, 0, 0, 0)
-    return best['placements']
+                ok, counts = allshare_flow.realise(inst, supports,
+                                                   set(fixed))
+                if ok:
+                    self.offer([counts.get(vm)
+                                for vm in range(len(inst.sizes))])
+                    return

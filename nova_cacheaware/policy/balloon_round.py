@@ -26,6 +26,12 @@ decided here, where it can be tested exhaustively:
   most ``budget_mib`` (what is left of the period's allowance) per round;
   growth is served first, and shrinking only as far as it pays for growth
   or stays within the pool.
+* **when it reports next** (study 002's adaptive interval, with
+  ``report_interval_s`` gamma > 0): a VM whose report took part gets
+  ``next_report_s`` from :func:`next_report_s`: gamma below the threshold,
+  1.5 gamma over it, 0.5 gamma once over it three rounds in a row, within
+  the operator's ``[min_report_s, max_report_s]``. With gamma 0 (the
+  default) every VM reports every round.
 """
 
 import dataclasses
@@ -58,6 +64,10 @@ class RoundParams:
     alpha: float = 0.1
     beta: float = 0.1
     interval_s: float = 10.0
+    #: Study 002's gamma (0: every VM reports every round).
+    report_interval_s: float = 0.0
+    min_report_s: float = 5.0
+    max_report_s: float = 60.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +95,8 @@ class VmOutcome:
     target_mib: int
     low_mib: int
     state: dict
+    #: Seconds until this VM's next report is used (None: next round).
+    next_report_s: ty.Optional[float] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,6 +152,37 @@ def low_bound(vm, margin_mib):
     else:
         low = max(vm.floor_mib, math.ceil(vm.used_mib) + margin_mib)
     return min(vm.flavor_mib, low)
+
+
+def next_report_s(params, hit_ratio, streak):
+    """Study 002's reporting interval of a VM, in the operator's bounds.
+
+    ``streak`` counts the rounds in a row the VM's hit ratio was at or over
+    ``threshold``, this one included. None when ``report_interval_s`` is 0.
+    """
+    if params.report_interval_s <= 0:
+        return None
+    if not 0 < params.min_report_s <= params.max_report_s:
+        raise exception.InvalidInput(
+            reason='need 0 < min_report_s <= max_report_s')
+    gamma = study.BalloonParams(
+        threshold=params.threshold, alpha=params.alpha, beta=params.beta,
+        mode='A', interval_s=params.report_interval_s)
+    raw = study.next_interval(hit_ratio, streak, gamma)
+    return min(params.max_report_s, max(params.min_report_s, raw))
+
+
+def _report_times(params, players, states):
+    """``{id: next_report_s}``; the streak goes into ``states``."""
+    out = {}
+    for vm in players:
+        ratio = _hit_ratio(vm.stats)
+        streak = (int(vm.state.get('report_streak', 0)) + 1
+                  if ratio >= params.threshold else 0)
+        state = states.setdefault(vm.id, dict(vm.state))
+        state['report_streak'] = streak
+        out[vm.id] = next_report_s(params, ratio, streak)
+    return out
 
 
 def _hit_ratio(stats):
@@ -250,6 +293,8 @@ def decide_round(params, vms, budget_mib):
                if vm.status == OK and vm.stats is not None]
     free = max(0, held - params.pool_mib)
     wanted, states = _policy_targets(params, players, lows, free)
+    report_in = (_report_times(params, players, states)
+                 if params.report_interval_s > 0 else {})
     targets = {}
     for vm in vms:
         if vm.id in wanted:
@@ -266,7 +311,8 @@ def decide_round(params, vms, budget_mib):
         outcomes[vm.id] = VmOutcome(
             memory_mib=new[vm.id], target_mib=targets[vm.id],
             low_mib=lows[vm.id],
-            state=states.get(vm.id, dict(vm.state)))
+            state=states.get(vm.id, dict(vm.state)),
+            next_report_s=report_in.get(vm.id))
     return RoundResult(
         vms=outcomes,
         held_mib=sum(vm.flavor_mib - new[vm.id] for vm in vms),

@@ -31,10 +31,12 @@ import typing as ty
 from nova_cacheaware import exception
 from nova_cacheaware.policy import allshare_heuristic
 from nova_cacheaware.policy import allshare_search
+from nova_cacheaware.policy import allshare_throughput
 from nova_cacheaware.policy import limits
 
 WORKLOADS = ('memory', 'cpu', 'io', 'unknown')
 EMPTY, CLEAN, DIRTY = 'empty', 'clean', 'dirty'
+OBJECTIVES = ('contract', 'throughput')
 SHARE_ALL, SHARE_PARTIAL = 'all', 'partial'
 
 # Hosts up to this size are solved exactly (the contract's "small hosts").
@@ -91,6 +93,7 @@ class PlanInput:
     domains: ty.Tuple[Domain, ...]
     vms: ty.Tuple[VM, ...]
     max_vcpus_per_cpu: float = 1.0
+    objective: str = 'contract'
 
     def capacity(self, domain):
         """Memory-bound vCPUs ``domain`` may hold."""
@@ -181,8 +184,13 @@ def input_from_dict(doc):
         raise _bad('the input must be a JSON object')
     # "agent": context the agent's --dump-state adds (names, classes,
     # counters); it does not change the plan, so a dump replays as is.
-    _check_keys(doc, ('domains', 'vms', 'max_vcpus_per_cpu', 'agent'),
-                'input')
+    # "previous": the input an incremental replan started from, read by
+    # previous_from_dict (the plan command); it does not change this input.
+    _check_keys(doc, ('domains', 'vms', 'max_vcpus_per_cpu', 'agent',
+                      'objective', 'previous'), 'input')
+    objective = doc.get('objective', 'contract')
+    if objective not in OBJECTIVES:
+        raise _bad('"objective" must be one of %s' % ', '.join(OBJECTIVES))
     if not isinstance(doc.get('agent', {}), dict):
         raise _bad('"agent" must be an object')
     for key in ('domains', 'vms'):
@@ -217,7 +225,7 @@ def input_from_dict(doc):
         if sum(1 for x in vms if x.id == vms[-1].id) > 1:
             raise _bad('duplicate VM id %r' % vms[-1].id)
     return PlanInput(domains=tuple(domains), vms=tuple(vms),
-                     max_vcpus_per_cpu=float(ratio))
+                     max_vcpus_per_cpu=float(ratio), objective=objective)
 
 
 def _vm_from_dict(v, where, owner):
@@ -272,10 +280,13 @@ def input_to_dict(plan_input):
             doc['current'] = {str(i): list(c)
                               for i, c in sorted(vm.current.items())}
         vms.append(doc)
-    return {'domains': [{'id': d.id, 'cpus': list(d.cpus)}
-                        for d in plan_input.domains],
-            'max_vcpus_per_cpu': plan_input.max_vcpus_per_cpu,
-            'vms': vms}
+    doc = {'domains': [{'id': d.id, 'cpus': list(d.cpus)}
+                       for d in plan_input.domains],
+           'max_vcpus_per_cpu': plan_input.max_vcpus_per_cpu,
+           'vms': vms}
+    if plan_input.objective != 'contract':
+        doc['objective'] = plan_input.objective
+    return doc
 
 
 def plan_to_dict(result):
@@ -445,9 +456,17 @@ def plan(plan_input, method='auto'):
     """Plan All-share pinning for ``plan_input`` (a :class:`PlanInput`).
 
     Pure and deterministic: the same input gives the same :class:`Plan`.
+    With ``objective`` ``throughput``, small hosts it models are planned
+    by :mod:`~nova_cacheaware.policy.allshare_throughput`; the others (and
+    every host with ``contract``) by :func:`solve`.
     """
     inst, movable = build_instance(plan_input)
-    placements = solve(inst, method)
+    placements = None
+    if plan_input.objective == 'throughput':
+        placements = allshare_throughput.placements(plan_input, inst,
+                                                    movable)
+    if placements is None:
+        placements = solve(inst, method)
     return assemble(plan_input, movable, placements)
 
 

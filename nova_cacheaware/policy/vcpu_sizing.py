@@ -164,11 +164,13 @@ def rate(before, after, seconds, scale=1.0):
     return (after - before) * scale / seconds
 
 
-def guest_file(estimate, mode):
+def guest_file(estimate, mode, storm=False):
     """The ``/run/cacheaware/pcpus`` text: the count alone on line one.
 
     Applications read the first line (``$(head -n1 ...)``); the rest is for
-    people: the estimate and the mode.
+    people and scripts: the estimate, the mode and, while the agent sees a
+    spin storm in the instance, a last line ``spin_storm yes``.
     """
-    return '%d\navailable_pcpus %.3f\nmode %s\n' % (
-        estimate.recommended_vcpus, estimate.available_pcpus, mode)
+    return '%d\navailable_pcpus %.3f\nmode %s\n%s' % (
+        estimate.recommended_vcpus, estimate.available_pcpus, mode,
+        'spin_storm yes\n' if storm else '')

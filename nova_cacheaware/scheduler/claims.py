@@ -22,11 +22,14 @@ most ``memory`` seconds (hosts without an agent). The ledger only reorders
 candidates, never removes one: a wrong guess costs a less good domain, not
 a placement.
 
-Limits (documented in ``doc/source/admin/scheduler.rst``): claims made by
-other scheduler workers are unknown here until the live state shows them
-(the hash tie-break spreads those), and a host state refreshed from the
+Claims made by other scheduler workers reach this ledger through the bus
+(:mod:`nova_cacheaware.scheduler.claim_share`: each recorded claim is
+handed to ``on_claim``, and the others' arrive through :meth:`ClaimLedger.
+add`); without it they are unknown here until the live state shows them
+(the hash tie-break spreads those). A host state refreshed from the
 database between two visits may attribute another worker's instance to this
-process's last hand-out (a conservative error).
+process's last hand-out (a conservative error; documented in
+``doc/source/admin/scheduler.rst``).
 """
 
 import dataclasses
@@ -76,13 +79,16 @@ class _HandOut:
 class ClaimLedger:
     """Per-host domain claims of this process; thread-safe."""
 
-    def __init__(self, memory, settle, clock=time.monotonic):
+    def __init__(self, memory, settle, clock=time.monotonic, on_claim=None):
         self._memory = float(memory)
         self._settle = float(settle)
         self._clock = clock
         self._lock = threading.Lock()
         self._claims = {}
         self._handouts = {}
+        #: Called as ``on_claim(host, claim)`` for each claim this process
+        #: records (sharing it with the other workers); None: nobody.
+        self.on_claim = on_claim
 
     def now(self):
         """The ledger's clock (monotonic seconds)."""
@@ -107,6 +113,21 @@ class ClaimLedger:
         LOG.debug('claim recorded on host %s: instance %s, domain %s, '
                   '%d vCPUs%s', host, claim.instance, claim.provider,
                   claim.vcpus, ', memory-bound' if claim.memory_bound else '')
+        if self.on_claim is not None:
+            self.on_claim(host, claim)
+
+    def add(self, host, claim):
+        """Count ``claim`` on ``host``, made by another scheduler worker.
+
+        It counts like this process's own claims (``claim.at`` on this
+        ledger's clock); a claim of the same instance on the host is
+        replaced, so a claim heard twice counts once.
+        """
+        with self._lock:
+            claims = [c for c in self._claims.get(host, ())
+                      if c.instance is None or c.instance != claim.instance]
+            claims.append(claim)
+            self._claims[host] = claims[-MAX_CLAIMS_PER_HOST:]
 
     def hand_out(self, host, num_instances, claim, resolve=None):
         """Remember that ``claim``'s domain is first for ``host`` now.
@@ -128,12 +149,17 @@ class ClaimLedger:
             handout = self._handouts.get(host)
         return None if handout is None else handout.resolved()
 
-    def claims(self, host, received=None, listed=frozenset()):
+    def claims(self, host, received=None, listed=frozenset(),
+               elsewhere=None):
         """This process's claims on ``host`` that the live state lacks.
 
         :param received: when the host's fresh live state was received
             (this ledger's clock), or None without one.
         :param listed: instance uuids that state lists on the host.
+        :param elsewhere: ``elsewhere(instance uuid)`` is True when another
+            host's live state lists the instance: the claim here was a
+            hand-out wrongly seen claimed (another instance made the host
+            grow), and is dropped.
         """
         now = self._clock()
         with self._lock:
@@ -143,7 +169,9 @@ class ClaimLedger:
             kept = [c for c in held
                     if now - c.at <= self._memory
                     and c.instance not in listed
-                    and (received is None or received - c.at < self._settle)]
+                    and (received is None or received - c.at < self._settle)
+                    and not (elsewhere is not None and c.instance
+                             and elsewhere(c.instance))]
             if kept:
                 self._claims[host] = kept
             else:
@@ -157,7 +185,7 @@ class ClaimLedger:
             self._handouts.clear()
 
 
-_ledger = {'ledger': None}
+_ledger = {'ledger': None, 'on_claim': None}
 _ledger_lock = threading.Lock()
 
 
@@ -167,9 +195,18 @@ def get_ledger(memory, settle):
     if ledger is None:
         with _ledger_lock:
             if _ledger['ledger'] is None:
-                _ledger['ledger'] = ClaimLedger(memory, settle)
+                _ledger['ledger'] = ClaimLedger(
+                    memory, settle, on_claim=_ledger['on_claim'])
             ledger = _ledger['ledger']
     return ledger
+
+
+def share_with(on_claim):
+    """Hand every claim this process records to ``on_claim`` (or None)."""
+    with _ledger_lock:
+        _ledger['on_claim'] = on_claim
+        if _ledger['ledger'] is not None:
+            _ledger['ledger'].on_claim = on_claim
 
 
 def reset():
@@ -183,7 +220,7 @@ def _forget_in_child():
     # fresh lock: the parent's may have been held at fork time).
     global _ledger_lock
     _ledger_lock = threading.Lock()
-    _ledger['ledger'] = None
+    _ledger.update(ledger=None, on_claim=None)
 
 
 # No getpid() per host: the filter asks for the ledger on every host.

@@ -78,7 +78,8 @@ def domain_loads(providers, live, cpu_ratio, own_claims, request=None):
 
 
 def order_candidates(host_state, candidates, vcpus, memory_bound,
-                     instance, live, received, ledger, request=None):
+                     instance, live, received, ledger, request=None,
+                     elsewhere=None):
     """Return ``candidates`` reordered; record the first as handed out.
 
     :param host_state: Nova's ``HostState`` (``uuid``, ``num_instances``,
@@ -90,6 +91,7 @@ def order_candidates(host_state, candidates, vcpus, memory_bound,
     :param received: when ``live`` was received (ledger clock), or None.
     :param ledger: this process's :class:`~.claims.ClaimLedger`.
     :param request: a token shared by the instances of one request.
+    :param elsewhere: as for :meth:`~.claims.ClaimLedger.claims`.
     """
     host = host_state.uuid
     ledger.observe(host, host_state.num_instances)
@@ -101,7 +103,7 @@ def order_candidates(host_state, candidates, vcpus, memory_bound,
     if not providers:
         return candidates
     listed = live.instance_uuids if live is not None else frozenset()
-    own = ledger.claims(host, received, listed)
+    own = ledger.claims(host, received, listed, elsewhere)
     loads = domain_loads(providers, live,
                          host_state.cpu_allocation_ratio or 1.0, own, request)
     order = domain_choice.order_domains(
@@ -153,7 +155,7 @@ def is_host_provider(provider, host_uuid, live):
     return host_uuid is not None and provider == host_child_uuid(host_uuid)
 
 
-def host_domain_rows(host_state, live, received, ledger):
+def host_domain_rows(host_state, live, received, ledger, elsewhere=None):
     """Host model: ``(rows, own claims)`` of a host with live state.
 
     ``rows`` are the state's :meth:`~nova_cacheaware.scheduler.host_state.
@@ -168,11 +170,12 @@ def host_domain_rows(host_state, live, received, ledger):
     :param live: the host's fresh, healthy ``HostCacheState``.
     :param received: when ``live`` was received (ledger clock).
     :param ledger: this process's :class:`~.claims.ClaimLedger`.
+    :param elsewhere: as for :meth:`~.claims.ClaimLedger.claims`.
     """
     host = host_state.uuid
     ledger.observe(host, host_state.num_instances)
     rows = live.domain_rows(host_state.cpu_allocation_ratio or 1.0)
-    own = ledger.claims(host, received, live.instance_uuids)
+    own = ledger.claims(host, received, live.instance_uuids, elsewhere)
     if not own:
         return rows, own
     memory, used = {}, {}

@@ -140,7 +140,7 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             claims.get_ledger(opts.claim_memory_seconds,
                               opts.claim_settle_seconds),
             # The instances of a multi-create share one RequestSpec object.
-            request=id(spec_obj))
+            request=id(spec_obj), elsewhere=_elsewhere(cache, host_state))
         return True
 
     def _host_model_passes(self, host_state, spec_obj, request, live,
@@ -158,7 +158,8 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
                                    opts.claim_settle_seconds)
         vcpus = spec_obj.flavor.vcpus
         rows, own = domain_order.host_domain_rows(
-            host_state, live, cache.received(host_state.host), ledger)
+            host_state, live, cache.received(host_state.host), ledger,
+            _elsewhere(cache, host_state))
         why = domain_order.room_reason(rows, vcpus, request.clean_required,
                                        len(own))
         if why is not None:
@@ -175,6 +176,16 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
     def _reject(host_state, reason):
         LOG.info('CacheDomainFilter rejects host %s (node %s): %s',
                  host_state.host, host_state.nodename, reason)
+
+
+def _elsewhere(cache, host_state):
+    """True for an instance another host's live state lists."""
+    host = host_state.host
+
+    def elsewhere(uuid):
+        where = cache.located(uuid)
+        return where is not None and where != host
+    return elsewhere
 
 
 def _instance_uuid(spec_obj):

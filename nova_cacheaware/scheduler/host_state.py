@@ -63,8 +63,8 @@ class HostCacheState(wire.HostCacheState):
                 and previous.vcpu_affinity == self.vcpu_affinity):
             self.__dict__['pcpu_headroom'] = previous.pcpu_headroom
             self.__dict__['pcpu_scores'] = previous.pcpu_scores
-        for name in ('empty_domains', 'memory_bound_vms', 'busy_providers',
-                     'domain_providers', 'pcpu_headroom'):
+        for name in ('empty_domains', 'memory_bound_vms', 'storming_vms',
+                     'busy_providers', 'domain_providers', 'pcpu_headroom'):
             getattr(self, name)
         return self
 

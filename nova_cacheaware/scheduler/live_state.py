@@ -20,6 +20,8 @@ import oslo_messaging
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import notifications
 from nova_cacheaware.policy import liveness
+from nova_cacheaware.scheduler import claim_share
+from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import state_cache
 
 LOG = logging.getLogger(__name__)
@@ -71,8 +73,18 @@ def _start_listener(cache, opts):
     pool = notifications.process_pool_name(opts.host_state_pool_prefix)
     try:
         transport = oslo_messaging.get_notification_transport(CONF)
+        endpoints = []
+        if opts.share_claims:
+            # Other workers' claims arrive on the same queue; ours go out
+            # as the ledger records them (claim_share).
+            endpoints.append(claim_share.HostClaimEndpoint(
+                lambda: claims.get_ledger(opts.claim_memory_seconds,
+                                          opts.claim_settle_seconds), pool))
+            claims.share_with(claim_share.ClaimPublisher(
+                transport, opts.host_state_topic, pool))
         return notifications.start_host_state_listener(
-            transport, cache, opts.host_state_topic, pool)
+            transport, cache, opts.host_state_topic, pool,
+            endpoints=endpoints)
     except (oslo_messaging.MessagingException, cfg.Error, OSError) as e:
         LOG.error('No live cache state in this scheduler process: cannot '
                   'listen on topic %s: %s', opts.host_state_topic, e)
@@ -84,6 +96,7 @@ def reset():
     with _lock:
         listener = _process['listener']
         _process.update(cache=None, listener=None)
+    claims.share_with(None)
     if listener is not None:
         listener.stop()
         listener.wait()

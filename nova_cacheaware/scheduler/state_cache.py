@@ -30,6 +30,7 @@ class HostStateCache:
         self._states = {}
         self._last_heard = None    # when any state was last received
         self._heard_since = None   # first reception after a silence
+        self._where = {}           # instance uuid -> host listing it
 
     @property
     def ttl(self):
@@ -57,7 +58,17 @@ class HostStateCache:
             if held is not None and held[1].timestamp > state.timestamp:
                 return False
             self._states[state.host] = (now, state)
+            if held is not None:
+                for uuid in held[1].instance_uuids - state.instance_uuids:
+                    if self._where.get(uuid) == state.host:
+                        del self._where[uuid]
+            for uuid in state.instance_uuids:
+                self._where[uuid] = state.host
             return True
+
+    def located(self, uuid):
+        """The host whose latest state lists instance ``uuid``, or None."""
+        return self._where.get(uuid)
 
     def get(self, host):
         """The host's fresh state, or None when missing or older than TTL."""
@@ -85,6 +96,7 @@ class HostStateCache:
         """Drop every state and what was heard: as new."""
         with self._lock:
             self._states.clear()
+            self._where.clear()
             self._last_heard = self._heard_since = None
 
     def prune(self):

@@ -28,7 +28,10 @@ estimate for the new instance (its vCPUs floating over the pCPUs guests may
 use, capped by the flavor's ``quota:cpu_quota`` / ``quota:cpu_period``)
 next to the host's current VMs, as the agent's ``vcpu_sizing`` capability
 publishes them (payload 1.1 ``vcpu_affinity``). A host without that state
-is neutral (0, as if the instance got half its vCPUs). Multiplier:
+is neutral (0, as if the instance got half its vCPUs). A host where the
+agent sees a VM in a spin storm (payload ``spin_storm``, study 001) gets
+-1, the lowest weight: a new instance would add runnable vCPUs where a VM
+already gets fewer pCPUs than it runs. Multiplier:
 ``pcpu_availability_weight_multiplier``.
 
 Cost: the host's part of the estimate (pCPU-Est of its current VMs,
@@ -150,6 +153,8 @@ def availability_score(state, vcpus, cap=None):
     """
     if state is None or not state.agent_healthy or vcpus < 1:
         return NEUTRAL
+    if state.storming_vms:
+        return -1.0
     scores = state.pcpu_scores
     key = (vcpus, cap)
     value = scores.get(key)

@@ -81,7 +81,7 @@ def partial_share(domains, vms):
 
 
 def planner_pinning(domains, vms, fixed=None, current=None,
-                    max_vcpus_per_cpu=1.0):
+                    max_vcpus_per_cpu=1.0, objective='contract'):
     """Our agent: the planner over the host's VMs.
 
     ``fixed``: {vm id: domain index} for VMs holding a Placement domain
@@ -89,6 +89,7 @@ def planner_pinning(domains, vms, fixed=None, current=None,
     previous plan, so the planner sees where VMs are now.
     ``max_vcpus_per_cpu``: the agent's option of that name (on an
     oversubscribed host, the host's CPU allocation ratio).
+    ``objective``: the planner's ``objective`` input.
     """
     fixed = fixed or {}
     current = current or {}
@@ -107,7 +108,7 @@ def planner_pinning(domains, vms, fixed=None, current=None,
         plan_vms.append(doc)
     result = cachedomain.plan(cachedomain.input_from_dict(
         {'domains': plan_domains, 'vms': plan_vms,
-         'max_vcpus_per_cpu': max_vcpus_per_cpu}))
+         'max_vcpus_per_cpu': max_vcpus_per_cpu, 'objective': objective}))
     return {vm.id: [tuple(result.vms[vm.id].pinning[i])
                     for i in range(vm.vcpus)] for vm in vms}
 

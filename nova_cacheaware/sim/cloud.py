@@ -187,10 +187,12 @@ class Host:
         if req.membound and self.membound_free() < 1:
             return False
         vcpus, memory = self.loads()
-        rows = [('d%03d' % d, memory[d], vcpus[d], len(cpus))
+        # The filter's rows: (domain, memory-bound, Clean holders, vCPUs
+        # used, capacity at ratio 1.0).
+        rows = [('d%03d' % d, memory[d], memory[d], vcpus[d], len(cpus))
                 for d, cpus in enumerate(self.domains)]
         return domain_order.room_reason(
-            rows, 1.0, req.vcpus, req.cacheaware.clean_required) is None
+            rows, req.vcpus, req.cacheaware.clean_required) is None
 
     def contention(self):
         """Raw contention weight from the agent's live state."""

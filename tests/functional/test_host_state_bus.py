@@ -18,6 +18,8 @@ import testtools
 
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import notifications
+from nova_cacheaware.scheduler import claim_share
+from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import host_state
 from nova_cacheaware.scheduler import live_state
 from nova_cacheaware.scheduler import state_cache
@@ -106,11 +108,11 @@ class HostStateBusTest(testtools.TestCase):
         # Queues are named after the pool; both come from self.prefix.
         return getattr(self, 'queues', [])
 
-    def _listen(self, pool):
+    def _listen(self, pool, endpoints=()):
         cache = state_cache.HostStateCache(ttl=60)
         self.queues = self._queues() + [pool]
         listener = notifications.start_host_state_listener(
-            self.transport, cache, self.topic, pool)
+            self.transport, cache, self.topic, pool, endpoints=endpoints)
         self.addCleanup(listener.wait)
         self.addCleanup(listener.stop)
         return cache
@@ -129,6 +131,38 @@ class HostStateBusTest(testtools.TestCase):
                 lambda c=cache: all(c.get(h) for h in sent)))
             for host, s in sent.items():
                 self.assertEqual(s, cache.get(host))
+
+    def test_workers_share_claims_with_each_other_not_themselves(self):
+        # Two scheduler workers, each with its ledger and its queue; the
+        # host state and the claims share the topic.
+        ledgers, publishers, caches = {}, {}, {}
+        for name in ('a', 'b'):
+            pool = notifications.process_pool_name(self.prefix, name, 1)
+            ledger = claims.ClaimLedger(memory=120, settle=60)
+            ledgers[name] = ledger
+            caches[name] = self._listen(pool, [claim_share.HostClaimEndpoint(
+                lambda ledger=ledger: ledger, pool)])
+            publishers[name] = claim_share.ClaimPublisher(
+                self.transport, self.topic, pool)
+            ledger.on_claim = publishers[name]
+        # Worker a sees its hand-out on cn-1 claimed (Nova consumed it).
+        ledgers['a'].hand_out('cn-1', 0, claims.Claim(
+            None, 'vm-1', 2, True, ledgers['a'].now()),
+            resolve=lambda: 'L3-2')
+        ledgers['a'].observe('cn-1', 1)
+        self.assertEqual((1, 0), (publishers['a'].sent,
+                                  publishers['a'].failed))
+        self.assertTrue(wait_for(lambda: ledgers['b'].claims('cn-1')))
+        (got,) = ledgers['b'].claims('cn-1')
+        self.assertEqual(('L3-2', 'vm-1', 2, True),
+                         (got.provider, got.instance, got.vcpus,
+                          got.memory_bound))
+        # a counts its claim once; the host state still reaches both.
+        notifications.publish_host_state(self.notifier,
+                                         state('c0', [['vm0']]))
+        for cache in caches.values():
+            self.assertTrue(wait_for(lambda c=cache: c.get('c0')))
+        self.assertEqual(1, len(ledgers['a'].claims('cn-1')))
 
     def test_bad_payload_dropped_and_listener_keeps_going(self):
         cache = self._listen(notifications.process_pool_name(

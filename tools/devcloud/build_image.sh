@@ -10,11 +10,12 @@
 # when the domain has one, carries nova-cacheaware's guest helpers in
 # /usr/sbin (and /mods/loop.ko, not loaded: tests insmod it for a block
 # device whose reads count as storage reads), prints a banner on the serial
-# console and stays up. It needs no root disk, so the guest boots in
-# seconds under TCG.
+# console, then a "cacheaware-guest:" line whenever the vCPU sizing file,
+# the online vCPUs or MemTotal change, and stays up. It needs no root disk,
+# so the guest boots in seconds under TCG.
 # Idempotent: does nothing when DIR/VERSION says this recipe built it.
 set -euo pipefail
-RECIPE=5
+RECIPE=7
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 guest_dir=$(cd "$here/../../agent/guest" && pwd)
@@ -101,7 +102,30 @@ else
     ga=off
 fi
 echo "devcloud guest up: $(nproc) vCPU, $(grep MemTotal /proc/meminfo), guest agent $ga"
-while true; do sleep 3600; done
+# What the host agent changes in this guest, on the console whenever it
+# changes (the tempest plugin reads it through Nova's console output): the
+# vCPU sizing file, the online vCPUs, MemTotal (the balloon). Shell builtins
+# only, and a read with a timeout on a FIFO as the 1 s sleep: no process is
+# started per round, so the loop takes next to no guest CPU.
+mkfifo /run/tick
+exec 3<> /run/tick
+last=
+while true; do
+    f=
+    if [ -r /run/cacheaware/pcpus ]; then
+        while read -r x; do f="$f${f:+ }$x"; done < /run/cacheaware/pcpus
+    fi
+    read -r online < /sys/devices/system/cpu/online
+    while read -r k v _; do
+        [ "$k" = MemTotal: ] && { mem=$v; break; }
+    done < /proc/meminfo
+    now="pcpus_file=[$f] online=$online memtotal_kib=$mem"
+    if [ "$now" != "$last" ]; then
+        echo "cacheaware-guest: $now"
+        last=$now
+    fi
+    read -r -t 1 _ <&3
+done
 EOI
 chmod +x initrd/init
 (cd initrd && find . | ../bb/bin/busybox cpio -o -H newc 2>/dev/null \

@@ -1,6 +1,7 @@
 """``nova-cacheaware plan``: replay the All-share planner on a JSON input."""
 
 from nova_cacheaware.cmd import common
+from nova_cacheaware.policy import allshare_replan
 from nova_cacheaware.policy import cachedomain
 
 NAME = 'plan'
@@ -15,8 +16,12 @@ def configure(parser):
 
 
 def run(args):
-    """Read, check, plan, print the plan as JSON."""
-    plan_input = cachedomain.input_from_dict(
-        common.load_json_input(args.input))
-    common.dump_json(cachedomain.plan_to_dict(cachedomain.plan(plan_input)))
+    """Read, check, plan, print the plan as JSON.
+
+    An input with a ``previous`` section (the agent's ``--dump-state`` after
+    an incremental replan) is replanned against it, as the agent did.
+    """
+    doc = common.load_json_input(args.input)
+    common.dump_json(cachedomain.plan_to_dict(
+        allshare_replan.plan_from_dict(doc)))
     return 0

@@ -15,12 +15,12 @@ import sys  # noqa: E402
 import uuid as uuid_mod  # noqa: E402
 
 from nova_cacheaware.agent import actuator  # noqa: E402
+from nova_cacheaware.agent import decide  # noqa: E402
 from nova_cacheaware.agent import hypervisor  # noqa: E402
 from nova_cacheaware.agent import service  # noqa: E402
 from nova_cacheaware.agent import specs  # noqa: E402
 from nova_cacheaware.agent import threads  # noqa: E402
 from tests.fixtures import nova_domains  # noqa: E402
-from tests.fixtures import planner_double  # noqa: E402
 from tests.functional.agent import base  # noqa: E402
 
 FOUR = base.domain_set((0, 1), (2, 3), (4, 5), (6, 7))
@@ -55,7 +55,7 @@ def main():
     hv = hypervisor.LibvirtHypervisor('test:///default',
                                       domain_filter=mine.__contains__)
     act = actuator.Actuator(hv, actuator.RateLimiter(None, 60.0))
-    agent = CountingAgent(hv, FOUR, planner_double.plan, act,
+    agent = CountingAgent(hv, FOUR, decide.default_planner(), act,
                           spec_source=specs.StaticSpecSource(spec))
     ticks = [0]
 

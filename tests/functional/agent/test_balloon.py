@@ -22,7 +22,6 @@ from nova_cacheaware.cmd import agent as agent_cmd
 from nova_cacheaware import exception
 from nova_cacheaware.policy import balloon_round
 from tests.fixtures import nova_domains
-from tests.fixtures import planner_double
 from tests.functional.agent import base
 
 FOUR = base.domain_set((0, 1), (2, 3), (4, 5), (6, 7))
@@ -131,10 +130,11 @@ class BalloonTestDriverTest(base.AgentTestCase):
         return self.dom(uuid).info()[2] // 1024
 
     def capability(self, policy='default', pool_mib=1024, step=512,
-                   budget=100000, floor=256, margin=64):
+                   budget=100000, floor=256, margin=64, gamma=0.0):
         params = balloon_round.RoundParams(
             policy=policy, pool_mib=pool_mib, margin_mib=margin,
-            max_step_mib=step)
+            max_step_mib=step, report_interval_s=gamma, min_report_s=5.0,
+            max_report_s=60.0)
         return balloon.BalloonCapability(
             params, self.mem, self.helper,
             floor_mib=floor, interval_s=5.0,
@@ -184,6 +184,31 @@ class BalloonTestDriverTest(base.AgentTestCase):
                          cap.host_state(third))
         agent.release_capabilities()
         self.assertEqual((4096, 4096), (self.memory(low), self.memory(full)))
+
+    def test_adaptive_reporting_interval(self):
+        # Study 002's gamma = 10 s, rounds (delta) every 5 s: a VM under
+        # the threshold reports every 10 s, one over it every 15 s, then
+        # every 5 s from its third report over it in a row.
+        low = self.define_mem(4096, current_mib=3072)
+        full = self.define_mem(4096)
+        self.helper.scripts[low] = honest(0.5)
+        self.helper.scripts[full] = honest(1.0)
+        agent = self.agent(FOUR)
+        agent.capabilities = (self.capability(gamma=10.0),)
+        reports = self.rounds(agent, 12)
+
+        def used(uuid):
+            return ''.join('R' if r['vms'][uuid]['status'] == 'ok' else '.'
+                           for r in reports)
+
+        self.assertEqual('.R.R.R.R.R.R', used(low))
+        self.assertEqual('.R..R..RRRRR', used(full))
+        self.assertEqual([None, 10.0, 5.0, 10.0],
+                         [r['vms'][low]['next_report_in_s']
+                          for r in reports[:4]])
+        self.assertEqual([None, 15.0, 10.0, 5.0],
+                         [r['vms'][full]['next_report_in_s']
+                          for r in reports[:4]])
 
     def test_opting_out_restores_and_silence_restores(self):
         quiet = self.define_mem(4096, current_mib=2048)
@@ -321,7 +346,7 @@ class BalloonTestDriverTest(base.AgentTestCase):
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             rc = agent_cmd.main(['--config-file', tmp.join('agent.conf'),
-                                 '--once'], planner=planner_double.plan,
+                                 '--once'],
                                 hv=self.hv)
         self.assertEqual(0, rc, err.getvalue())
         self.assertIn('balloon: %s silent 2048 -> 2560 MiB (target 4096, '

@@ -10,7 +10,6 @@ import fixtures
 
 from nova_cacheaware.cmd import agent as agent_cmd
 from nova_cacheaware.cmd import cli
-from tests.fixtures import planner_double
 from tests.functional.agent import base
 
 CONF = """[agent]
@@ -39,7 +38,7 @@ class AgentCliTest(base.AgentTestCase):
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             rc = agent_cmd.main(['--config-file', self.conf] + list(args),
-                                planner=planner_double.plan, hv=self.hv)
+                                hv=self.hv)
         return rc, out.getvalue(), err.getvalue()
 
     def test_once_prints_the_decisions(self):

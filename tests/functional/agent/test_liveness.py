@@ -124,6 +124,7 @@ class AgentLivenessTest(base.FunctionalTestCase):
         with open(conf, 'w') as f:
             f.write('[DEFAULT]\ntransport_url = %s\ncontrol_exchange = %s\n'
                     '[agent]\nlibvirt_uri = test:///default\n'
+                    'spec_source = none\n'
                     'period_s = %s\nreport_placement = true\n'
                     'hypervisor_hostname = %s\nnotifications = true\n'
                     'host = %s\n'

@@ -23,7 +23,6 @@ from nova_cacheaware import names
 from nova_cacheaware import notifications
 from nova_cacheaware.scheduler import host_state
 from nova_cacheaware.scheduler import state_cache
-from tests.fixtures import planner_double
 from tests.functional.agent import base
 from tests.functional import test_host_state_bus as bus
 from tests import placement_fixtures
@@ -251,7 +250,7 @@ class PlacementReportingTest(PlacementService, base.AgentTestCase):
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             rc = agent_cmd.main(['--config-file', conf, '--once'],
-                                planner=planner_double.plan, hv=self.hv)
+                                hv=self.hv)
         self.assertEqual(0, rc, err.getvalue())
         kids = [p for p in self.client.providers_in_tree(root)
                 if p['uuid'] != root]

@@ -6,6 +6,9 @@ cycles at study 000's CPI for the mode the VM is in (a memory-bound VM:
 0.5 All-share, 3.2 Partial-share; a CPU-bound one: 1.0 in both).
 """
 
+import json
+import os
+
 from nova_cacheaware.agent import counters
 from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor
@@ -137,3 +140,101 @@ class SamplingTest(base.AgentTestCase):
             one = agent.reconcile()
         self.assertEqual([], sampler.history)
         self.assertEqual(0, one.result.repins)
+
+
+TRACE = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures',
+                     'counter_traces', 'study000_two_vms.json')
+
+
+class RecordedTraceTest(base.AgentTestCase):
+    """A recorded counter trace replayed through the agent's own path.
+
+    :class:`~nova_cacheaware.agent.counters.TraceCounterSource` answers
+    the agent's ``counter_source``; ``Agent._sample_counters``,
+    ``counters.derived`` and the sampler run as in production, with the
+    host counting CPI only, LLC misses only, or both.
+    """
+
+    def make_hypervisor(self):
+        h = ThreadsHypervisor(self.uri, domain_filter=self.mine.__contains__)
+        self.addCleanup(h.stop)
+        return h
+
+    def replay(self, events, passes=20):
+        mem = self.define(2, cpuset='0-7')
+        cpu = self.define(2, cpuset='0-7')
+        domains = [{'id': d.id, 'cpus': d.cpus} for d in FOUR.domains]
+
+        def mode_of(key):
+            live = {i.uuid: i.live for i in self.hv.list_instances()}
+            return sampling.share_mode(live[key.split('/')[0]], domains)
+
+        with open(TRACE) as f:
+            trace = json.load(f)
+        clock = [0.0]
+        sampler = sampling.ShareSampler(
+            FOUR, memclass.ClassifierConfig(dwell=1), window_passes=4,
+            interval_s=3600.0, clock=lambda: clock[0])
+        agent = self.agent(FOUR)
+        agent.counter_source = counters.TraceCounterSource(
+            trace, names={'mem': mem, 'cpu': cpu}, mode_of=mode_of,
+            events=events)
+        agent.classifier = sampler
+        sources = {mem: [], cpu: []}
+        for _ in range(passes):
+            one = agent.reconcile()
+            clock[0] += 10.0
+            for uuid in sources:
+                last = sampler.last.get(uuid)
+                if last is not None and (not sources[uuid]
+                                         or sources[uuid][-1] is not last):
+                    sources[uuid].append(last)
+        return mem, cpu, sampler, one, sources
+
+    def test_cpi_only(self):
+        mem, cpu, sampler, one, sources = self.replay(
+            ('cycles', 'instructions'))
+        self.assertEqual({mem}, sampler.memory_bound())
+        self.assertEqual(memclass.OTHER, sampler.states[cpu].vm_class)
+        # Every vote is the CPI test's; both VMs had a sampling trial.
+        self.assertEqual({'cpi-test'}, {d.source for v in sources.values()
+                                        for d in v})
+        self.assertEqual(
+            {(mem, 'all', 'L2-0'), (cpu, 'all', 'L2-0')},
+            set(sampler.history))
+        self.assertEqual(('memory-bound: All-share', 'memory'),
+                         {d.uuid: (d.reason, d.workload)
+                          for d in one.decisions}[mem])
+
+    def test_mpki_only(self):
+        mem, cpu, sampler, one, sources = self.replay(
+            ('instructions', 'llc_misses'))
+        self.assertEqual({mem}, sampler.memory_bound())
+        self.assertEqual(memclass.OTHER, sampler.states[cpu].vm_class)
+        self.assertEqual({'mpki'}, {d.source for v in sources.values()
+                                    for d in v})
+        # MPKI needs no Partial/All-share phase: no trial ever started,
+        # and the VM classified memory-bound is then pinned All-share.
+        self.assertEqual([], sampler.history)
+        self.assertGreater(min(d.mpki for d in sources[mem]), 10.0)
+        self.assertLess(max(d.mpki for d in sources[cpu]), 3.0)
+        self.assertEqual({0: (0, 1), 1: (0, 1)}, self.live_pins(mem))
+
+    def test_both(self):
+        mem, cpu, sampler, one, sources = self.replay(
+            ('cycles', 'instructions', 'llc_misses'))
+        self.assertEqual({mem}, sampler.memory_bound())
+        self.assertEqual(memclass.OTHER, sampler.states[cpu].vm_class)
+        # MPKI votes while the CPI test lacks samples (every 8 vCPU
+        # samples), the CPI test once both share modes of a VM were
+        # sampled (which VM's depends on the trial order: uuids); every
+        # vote agrees.
+        for uuid, vote in ((mem, memclass.MEMORY), (cpu, memclass.OTHER)):
+            self.assertEqual('mpki', sources[uuid][0].source)
+            self.assertEqual({vote}, {d.vote for d in sources[uuid]})
+        self.assertIn('cpi-test', {d.source for d in sources[mem]
+                                   + sources[cpu]})
+        self.assertEqual(2, len(sampler.history))
+        dump = sampler.to_dict()
+        self.assertEqual('memory', dump[mem]['class'])
+        self.assertEqual('other', dump[cpu]['class'])

@@ -51,6 +51,7 @@ class SizingMixin:
         ga = guest_agent.GuestAgent(self.hv, timeout_s=2)
         kw.setdefault('stable_passes', 1)
         kw.setdefault('hysteresis', 0.0)
+        kw.setdefault('apply_when', vcpu_sizing.ALWAYS)
         return vcpu_sizing.VcpuSizing(self.hv, ga, **kw)
 
     def sizing_metadata(self, uuid):

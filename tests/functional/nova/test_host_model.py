@@ -17,6 +17,7 @@ import datetime
 
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import names
+from nova_cacheaware.scheduler import claim_share
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import host_state
 from nova_cacheaware.scheduler import live_state
@@ -198,3 +199,31 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
             networks='none')
         self.assertEqual({'L3-3': 1},
                          self._predicted('compute1', [server, big]))
+
+    def test_another_workers_claims_count_at_once(self):
+        # Another scheduler worker claimed L3-1 and L3-2 of compute1 for
+        # memory-bound instances a moment ago: its claims arrive on the
+        # bus (the listener's endpoint) before any agent state shows them.
+        self._start()
+        self._live('compute1')
+        self._live('compute2')
+        uuid = self.compute_rp_uuids['compute1']
+        opts = ca_conf.CONF.cacheaware_scheduler
+        endpoint = claim_share.HostClaimEndpoint(
+            lambda: claims.get_ledger(opts.claim_memory_seconds,
+                                      opts.claim_settle_seconds),
+            'this-worker')
+        for domain, instance in (('L3-1', 'other-1'), ('L3-2', 'other-2')):
+            endpoint.info({}, 'nova-cacheaware-scheduler.other',
+                          claim_share.EVENT_TYPE, claim_share.to_payload(
+                              uuid, claims.Claim(domain, instance, 2, True,
+                                                 0.0), 'other-worker'), {})
+        # Four Clean slots on compute1 in Placement, two in the live
+        # state plus those claims: two land there, in the free domains,
+        # and two spill to compute2.
+        servers = self._multi_create(
+            self._flavor(2, clean='required'), 4)
+        self.assertEqual({'compute1': 2, 'compute2': 2},
+                         self._hosts(servers))
+        self.assertEqual({'L3-0': 1, 'L3-3': 1, 'L3-1': 1, 'L3-2': 1},
+                         self._predicted('compute1', servers))

@@ -73,17 +73,34 @@ class PerfCounterSourceTest(testtools.TestCase):
             source = counters.PerfCounterSource(opener=opener)
             self.assertEqual({}, source.sample({'vm/0': 123}))
             self.assertEqual({}, source.sample({'vm/0': 123}))
-            self.assertEqual(1, opener.calls)
+            self.assertEqual(3, opener.calls)  # each event once
             self.assertTrue(source.unsupported)
         self.assertEqual(3, self.log.output.count(
             'hardware counters are not available on this host'))
+
+    def test_an_event_the_host_cannot_count_is_dropped_alone(self):
+        def opener(attr, tid):
+            if attr.config == counters.PERF_COUNT_HW_CACHE_MISSES:
+                raise counters.PerfUnsupported(errno.ENOENT, 'x')
+            return FakeOpener()(attr, tid)
+
+        source = counters.PerfCounterSource(opener=opener,
+                                            reader=lambda fd: 7)
+        self.addCleanup(source.close)
+        self.assertEqual({'vm/0': {'cycles': 7, 'instructions': 7}},
+                         source.sample({'vm/0': 1}))
+        self.assertEqual({'vm/0': {'cycles': 7, 'instructions': 7}},
+                         source.sample({'vm/0': 1}))
+        self.assertIsNone(source.unsupported)
+        self.assertEqual(1, self.log.output.count(
+            'llc_misses not counted on this host'))
 
     def test_available_probes_once(self):
         opener = FakeOpener(counters.PerfUnsupported(errno.ENOENT, 'x'))
         source = counters.PerfCounterSource(opener=opener)
         self.assertFalse(source.available())
         self.assertFalse(source.available())
-        self.assertEqual(1, opener.calls)
+        self.assertEqual(3, opener.calls)
         ok = counters.PerfCounterSource(opener=FakeOpener(),
                                         reader=lambda fd: 0)
         self.assertTrue(ok.available())
@@ -114,12 +131,50 @@ class PerfCounterSourceTest(testtools.TestCase):
 
     def test_derived(self):
         self.assertEqual(
-            {'cpi': 2.0, 'llc_mpki': 5.0},
+            {'cpi': 2.0, 'llc_mpki': 5.0, 'instructions': 1000,
+             'llc_misses': 5},
             counters.derived({'cycles': 0, 'instructions': 0,
                               'llc_misses': 0},
                              {'cycles': 2000, 'instructions': 1000,
                               'llc_misses': 5}))
         self.assertEqual({}, counters.derived({}, {'cycles': 1}))
+
+
+class TraceCounterSourceTest(testtools.TestCase):
+
+    TRACE = {'passes': [
+        {'a/0': {'instructions': 1000, 'llc_misses': 4},
+         'b/0': {'all': {'instructions': 10},
+                 'partial': {'instructions': 20}}},
+        {'a/0': {'instructions': 1000, 'llc_misses': 6},
+         'b/0': {'all': {'instructions': 10},
+                 'partial': {'instructions': 20}}},
+    ]}
+
+    def test_replays_cumulative_counts_then_nothing(self):
+        source = counters.TraceCounterSource(
+            self.TRACE, names={'a': 'uuid-a', 'b': 'uuid-b'},
+            mode_of=lambda key: 'partial', events=('instructions',
+                                                   'llc_misses'))
+        threads = {'uuid-a/0': 1, 'uuid-b/0': 2}
+        self.assertEqual({'uuid-a/0': {'instructions': 1000,
+                                       'llc_misses': 4},
+                          'uuid-b/0': {'instructions': 20}},
+                         source.sample(threads))
+        self.assertEqual({'uuid-a/0': {'instructions': 2000,
+                                       'llc_misses': 10},
+                          'uuid-b/0': {'instructions': 40}},
+                         source.sample(threads))
+        self.assertEqual({}, source.sample(threads))
+
+    def test_events_filter_and_unknown_threads(self):
+        source = counters.TraceCounterSource(self.TRACE,
+                                             events=('instructions',))
+        self.assertEqual({'a/0': {'instructions': 1000}},
+                         source.sample({'a/0': 1}))
+
+    def test_bad_trace(self):
+        self.assertRaises(ValueError, counters.TraceCounterSource, [])
 
 
 class RealSyscallTest(testtools.TestCase):

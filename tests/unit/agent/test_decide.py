@@ -8,7 +8,6 @@ from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.topology import domains
-from tests.fixtures import planner_double
 
 ALL = tuple(range(8))
 # Two L2 clusters of four CPUs, like a small E-core part.
@@ -32,6 +31,8 @@ def instance(uuid, vcpus, allowed=ALL, live=None, per_vcpu=None,
 
 MEM = {decide.WORKLOAD_SPEC: 'memory'}
 CPU = {decide.WORKLOAD_SPEC: 'cpu'}
+#: The real planner (nova_cacheaware.policy.cachedomain).
+PLAN = decide.default_planner()
 
 
 class WorkloadAndMovabilityTest(testtools.TestCase):
@@ -129,7 +130,7 @@ class BuildPlanInputTest(testtools.TestCase):
                                            '1': [0, 1, 2, 3, 4, 5]}}],
             doc['vms'])
         self.assertEqual(False, why['ded'][0])
-        result = planner_double.plan(doc)
+        result = PLAN(doc)
         got = {d.uuid: d for d in decide.decisions_from_plan(
             doc, result, insts, why)}
         self.assertEqual(decide.AUDIT, got['ded'].action)
@@ -143,7 +144,7 @@ class DecisionsTest(testtools.TestCase):
 
     def decide_all(self, insts, specs):
         doc, why = decide.build_plan_input(DOMAINS, ALL, insts, specs)
-        result = planner_double.plan(doc)
+        result = PLAN(doc)
         return {d.uuid: d for d in decide.decisions_from_plan(
             doc, result, insts, why)}
 
@@ -159,14 +160,14 @@ class DecisionsTest(testtools.TestCase):
         specs['cpu'] = {decide.WORKLOAD_SPEC: 'cpu'}
         got = self.decide_all(insts, specs)
         self.assertEqual(decide.REPIN, got['m1'].action)
-        # 'nar' (unmovable, memory-bound, inside L2-0) holds one slot of
-        # L2-0, so the double sends m1 to the empty L2-1 first.
-        self.assertEqual({0: (4, 5, 6, 7), 1: (4, 5, 6, 7)},
-                         got['m1'].desired)
-        self.assertEqual(('L2-1',), got['m1'].domains)
-        self.assertEqual('all', got['m1'].share)
-        self.assertEqual({0: (0, 1, 2, 3), 1: (0, 1, 2, 3)},
-                         got['m2'].desired)
+        # 'nar' (unmovable, memory-bound, inside L2-0) and 'cpu' (pinned
+        # there) take L2-0's room: the real planner puts m1 and m2 (2 + 2
+        # vCPUs) in L2-1; m3 and m4 (4 each) fit nowhere.
+        for uuid in ('m1', 'm2'):
+            self.assertEqual({0: (4, 5, 6, 7), 1: (4, 5, 6, 7)},
+                             got[uuid].desired)
+            self.assertEqual(('L2-1',), got[uuid].domains)
+            self.assertEqual('all', got[uuid].share)
         self.assertEqual(decide.KEEP, got['m3'].action)
         self.assertEqual('memory-bound, no domain has room',
                          got['m3'].reason)
@@ -224,6 +225,51 @@ class DefaultPlannerTest(testtools.TestCase):
                                   decide.default_planner)
             self.assertIn('nova_cacheaware.policy.cachedomain', str(e))
 
+    def test_one_arrival_replans_incrementally(self):
+        # Twelve 4-CPU domains, ten memory-bound VMs alone in d0..d9: an
+        # arrival goes to an empty domain and nobody else moves; the same
+        # document planned from scratch gives the same domains here.
+        from nova_cacheaware.policy import cachedomain
+        domains = [{'id': 'd%d' % d, 'cpus': list(range(4 * d, 4 * d + 4))}
+                   for d in range(12)]
+        vms = [{'id': 'v%d' % d, 'vcpus': 2, 'workload': 'memory',
+                'current': {'0': domains[d]['cpus'],
+                            '1': domains[d]['cpus']}} for d in range(10)]
+        planner = decide.default_planner()
+        first = planner({'domains': domains, 'vms': vms})
+        doc = {'domains': domains, 'vms': vms + [
+            {'id': 'new', 'vcpus': 2, 'workload': 'memory'}]}
+        second = planner(doc)
+        self.assertFalse(any(second['vms'][v['id']]['moved'] for v in vms))
+        self.assertEqual(['d10'], second['vms']['new']['domains'])
+        self.assertEqual(first['vms']['v0'], second['vms']['v0'])
+        full = cachedomain.plan_to_dict(cachedomain.plan(
+            cachedomain.input_from_dict(doc)))
+        self.assertEqual(full['domains'], second['domains'])
+
+    def test_incremental_plan_replays_from_its_previous_section(self):
+        # The dump after an incremental replan carries "previous"; the
+        # plan command's path (plan_from_dict) then gives the agent's plan.
+        from nova_cacheaware.policy import allshare_replan
+        from nova_cacheaware.policy import cachedomain
+        domains = [{'id': 'd%d' % d, 'cpus': list(range(4 * d, 4 * d + 4))}
+                   for d in range(12)]
+        vms = [{'id': 'v%d' % d, 'vcpus': 2, 'workload': 'memory',
+                'current': {'0': domains[d]['cpus'],
+                            '1': domains[d]['cpus']}} for d in range(10)]
+        planner = decide.default_planner()
+        planner({'domains': domains, 'vms': vms})
+        self.assertIsNone(planner.previous())
+        doc = {'domains': domains, 'vms': vms + [
+            {'id': 'new', 'vcpus': 2, 'workload': 'memory'}]}
+        agent_plan = planner(doc)
+        previous = planner.previous()
+        self.assertEqual({'input', 'unplaced'}, set(previous))
+        self.assertEqual(10, len(previous['input']['vms']))
+        replayed = cachedomain.plan_to_dict(allshare_replan.plan_from_dict(
+            dict(doc, previous=previous)))
+        self.assertEqual(agent_plan, replayed)
+
 
 class HeldDomainTest(testtools.TestCase):
     """Rule 5: an instance holding a domain in Placement is pinned there."""
@@ -231,7 +277,7 @@ class HeldDomainTest(testtools.TestCase):
     def plan(self, insts, specs, held):
         doc, why = decide.build_plan_input(DOMAINS, ALL, insts, specs,
                                            held=held)
-        result = planner_double.plan(doc)
+        result = PLAN(doc)
         return doc, {d.uuid: d for d in decide.decisions_from_plan(
             doc, result, insts, why, held=held)}
 

@@ -17,7 +17,7 @@ class HostCacheStateTest(testtools.TestCase):
 
     def test_report_to_scheduler_state(self):
         report = {
-            'version': '1.0', 'health': 'ok',
+            'health': 'ok',
             'domains': {'L2-0': {'state': 'clean', 'memory_vms': ['a']},
                         'L2-1': {'state': 'empty', 'memory_vms': []}},
             'vms': {'a': {'workload': 'memory', 'movable': True,
@@ -92,6 +92,26 @@ class HostCacheStateTest(testtools.TestCase):
         self.assertEqual(state.vcpu_affinity, back.vcpu_affinity)
         self.assertIsNone(notify.to_host_cache_state(
             {'health': 'ok'}, 'cn1', NOW).vcpu_affinity)
+
+    def test_vcpu_sizing_fills_estimates_and_storms(self):
+        affinity = {'pcpus': [0, 1, 2, 3], 'vms': {}}
+        report = {
+            'health': 'ok',
+            'vms': {'a': {'workload': 'unknown', 'domains': []},
+                    'b': {'workload': 'unknown', 'domains': []},
+                    'c': {'workload': 'unknown', 'domains': []}},
+            'vcpu_sizing': {'vcpu_affinity': affinity, 'vms': {
+                'a': {'available_pcpus': 1.5, 'storm': {'storm': True}},
+                'b': {'available_pcpus': 4.0}}}}
+        state = notify.to_host_cache_state(report, 'cn1', NOW)
+        self.assertEqual(
+            [('a', 1.5, True), ('b', 4.0, None), ('c', None, None)],
+            [(v.instance_uuid, v.pcpu_estimate, v.spin_storm)
+             for v in state.vms])
+        self.assertEqual((4.0, 1), (state.available_pcpus,
+                                    state.storming_vms))
+        back = host_state.from_payload(host_state.to_payload(state))
+        self.assertEqual(state.vms, back.vms)
 
     def test_unhealthy(self):
         state = notify.to_host_cache_state({'health': 'degraded'}, 'h', NOW)

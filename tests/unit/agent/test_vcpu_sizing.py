@@ -14,6 +14,7 @@ from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import vcpu_sizing as vs
 from nova_cacheaware.agent import vcpu_sizing_view as view_mod
+from nova_cacheaware import exception
 from nova_cacheaware.policy import pcpu_est
 
 
@@ -123,6 +124,7 @@ class VcpuSizingTest(testtools.TestCase):
 
     def cap(self, **kw):
         kw.setdefault('stable_passes', 1)
+        kw.setdefault('apply_when', vs.ALWAYS)
         return vs.VcpuSizing(None, Guests(vm=self.guest), view=self.view,
                              clock=self.clock, **kw)
 
@@ -310,3 +312,101 @@ class VcpuSizingTest(testtools.TestCase):
         cap.reconcile(snapshot([self.vm], {}))
         cap.reconcile(snapshot([self.vm], {}))
         self.assertEqual(1, logs.output.count('no KVM exit counters'))
+
+
+RECOMMEND = {'cacheaware:vcpu_sizing': 'recommend'}
+
+
+class SpinStormTest(testtools.TestCase):
+    """Study 001's reaction: size down while a storm lasts, back after."""
+
+    def setUp(self):
+        super().setUp()
+        self.view = View()
+        self.guest = Guest(4)
+        self.clock = Clock()
+        self.vm = instance('vm', {v: (0, 1, 2, 3) for v in range(4)})
+        self.view.others['other'] = pcpu_est.VMAffinity(
+            vcpus={v: (0, 1, 2, 3) for v in range(4)})   # 2.0 pCPUs
+        self.delay = {v: 0 for v in range(4)}
+        self.cap = vs.VcpuSizing(None, Guests(vm=self.guest), view=self.view,
+                                 clock=self.clock)
+
+    def period(self, waited, specs=APPLY):
+        """One 10 s pass where each online vCPU waited ``waited`` of it."""
+        self.clock.now += 10.0
+        for v in self.guest.online:
+            self.delay[v] += int(waited * 10 * 1e9)
+        report = self.cap.reconcile(snapshot([self.vm], {'vm': specs},
+                                             {'vm': dict(self.delay)}))
+        return report['vms']['vm']
+
+    def test_apply_sizes_down_in_a_storm_and_back_after(self):
+        log = self.useFixture(fixtures.FakeLogger(level='INFO'))
+        self.assertEqual(vs.STORM, self.cap.apply_when)
+        entry = self.period(0.0)               # baseline: nothing known
+        self.assertEqual((4, 'abstain'), (entry['online'],
+                                          entry['storm']['vote']))
+        steps = [self.period(0.6) for _ in range(3)]
+        # Detected at the second storm period: 2 vCPUs (pCPU-Est) online.
+        self.assertEqual([False, True, True],
+                         [e['storm']['storm'] for e in steps])
+        self.assertEqual([4, 2, 2], [e['online'] for e in steps])
+        self.assertEqual({0, 1}, self.guest.online)
+        self.assertEqual('spin storm: 2 vCPUs (pCPU-Est)',
+                         steps[1]['action'])
+        self.assertEqual(('apply', frozenset({2, 3})),
+                         view_mod.parse_metadata(self.view.meta['vm']))
+        # The signal ends: three quiet periods, then every vCPU is back.
+        quiet = [self.period(0.0) for _ in range(3)]
+        self.assertEqual([True, True, False],
+                         [e['storm']['storm'] for e in quiet])
+        self.assertEqual({0, 1, 2, 3}, self.guest.online)
+        self.assertEqual('no spin storm: every vCPU online',
+                         quiet[-1]['action'])
+        self.assertEqual(1, log.output.count('spin storm started'))
+        self.assertEqual(1, log.output.count('spin storm ended'))
+        self.assertEqual(
+            {'storm': False, 'vote': 'quiet', 'run_delay': 0.0,
+             'pause_exits_per_s': None, 'storms': 1, 'hold_periods': 3},
+            quiet[-1]['storm'])
+        published = self.cap.host_state(
+            self.cap.reconcile(snapshot([self.vm], {'vm': APPLY},
+                                        {'vm': dict(self.delay)})))
+        self.assertIn('storm', published['vms']['vm'])
+
+    def test_offlined_vcpus_are_left_out_of_the_signal(self):
+        for _ in range(3):
+            self.period(0.6)
+        self.assertEqual({0, 1}, self.guest.online)
+        # Only the online vCPUs' delay counts: 0.6 on average, a storm
+        # vote, although vCPUs 2 and 3 wait 0 (they do not run).
+        entry = self.period(0.6)
+        self.assertEqual((0.6, 'storm'), (entry['storm']['run_delay'],
+                                          entry['storm']['vote']))
+        self.assertTrue(entry['storm']['storm'])
+
+    def test_recommend_tells_the_guest_and_changes_nothing(self):
+        self.period(0.0, RECOMMEND)
+        for _ in range(2):
+            entry = self.period(0.7, RECOMMEND)
+        self.assertTrue(entry['storm']['storm'])
+        self.assertEqual({0, 1, 2, 3}, self.guest.online)
+        self.assertEqual('2\navailable_pcpus 2.000\nmode recommend\n'
+                         'spin_storm yes\n',
+                         self.guest.files['/run/cacheaware/pcpus'])
+        for _ in range(3):
+            self.period(0.0, RECOMMEND)
+        self.assertEqual('2\navailable_pcpus 2.000\nmode recommend\n',
+                         self.guest.files['/run/cacheaware/pcpus'])
+
+    def test_off_still_reports_the_storm(self):
+        for _ in range(3):
+            entry = self.period(0.9, {})
+        self.assertEqual(('off', True), (entry['mode'],
+                                         entry['storm']['storm']))
+        self.assertEqual([], self.guest.calls)
+
+    def test_bad_apply_when(self):
+        self.assertRaises(exception.InvalidInput, vs.VcpuSizing, None, None,
+                          view=self.view, apply_when='sometimes')

@@ -48,9 +48,11 @@ class PayloadTest(testtools.TestCase):
                  'vcpus_capacity': None, 'clean_holders': None}],
             'vms': [
                 {'instance_uuid': 'vm-a', 'workload_class': 'memory',
-                 'domain_id': 'L3-1', 'pcpu_estimate': 3.0},
+                 'domain_id': 'L3-1', 'pcpu_estimate': 3.0,
+                 'spin_storm': None},
                 {'instance_uuid': 'vm-d', 'workload_class': 'cpu',
-                 'domain_id': 'L3-0', 'pcpu_estimate': None}],
+                 'domain_id': 'L3-0', 'pcpu_estimate': None,
+                 'spin_storm': None}],
             'vcpu_affinity': None,
             'host_provider': None,
         }, hs.to_payload(sample()))
@@ -108,6 +110,12 @@ class PayloadTest(testtools.TestCase):
         # null is the same as absent.
         self.assertIsNone(hs.from_payload(
             dict(old, host_provider=None)).host_provider)
+
+    def test_bad_spin_storm_refused(self):
+        doc = hs.to_payload(sample())
+        doc['vms'][0]['spin_storm'] = 'yes'
+        e = self.assertRaises(exception.InvalidInput, hs.from_payload, doc)
+        self.assertIn('spin_storm must be a bool', str(e))
 
     def test_bad_host_provider_refused(self):
         for bad in ('', 7, True, ['rp'], {'uuid': 'rp'}):

@@ -152,13 +152,35 @@ class TestFlooredInventories(testtools.TestCase):
             self.assertEqual(total, out[ps.names.RC_DOMAIN_VCPU]['total'])
             self.assertEqual(2, out[ps.names.RC_DOMAIN_VCPU]['max_unit'])
             self.assertEqual(raised, got)
-        # A retired-style MEMBOUND (reserved = total) with a slot in use.
+        # A retired-style MEMBOUND (reserved = total) with a slot in use:
+        # the total holds it, the reserved gives way (nothing new fits).
         dirty = pstate.desired_inventories(2, 1.0, 1, 1)
         out, got = ps.floored_inventories(
             dirty, {ps.names.RC_DOMAIN_MEMBOUND: 1})
-        self.assertEqual({'total': 2, 'reserved': 1},
+        self.assertEqual({}, got)
+        self.assertEqual({'total': 1, 'reserved': 0},
                          {k: out[ps.names.RC_DOMAIN_MEMBOUND][k]
                           for k in ('total', 'reserved')})
+
+    def test_reserved_lowered_not_total_raised_when_the_total_holds(self):
+        # The host model's MEMBOUND: 4 slots, 2 reserved by the agent from
+        # a count of 1 slot used; 3 are used by now (two claims since).
+        host = {ps.names.RC_DOMAIN_MEMBOUND: {
+            'total': 4, 'reserved': 2, 'min_unit': 1, 'max_unit': 1,
+            'step_size': 1, 'allocation_ratio': 1.0}}
+        table = [
+            # (used, (total, reserved) written, raised)
+            (2, (4, 2), {}),
+            (3, (4, 1), {}),
+            (4, (4, 0), {}),
+            (5, (7, 2), {ps.names.RC_DOMAIN_MEMBOUND: (4, 7)}),
+        ]
+        for used, written, raised in table:
+            out, got = ps.floored_inventories(
+                host, {ps.names.RC_DOMAIN_MEMBOUND: used})
+            inv = out[ps.names.RC_DOMAIN_MEMBOUND]
+            self.assertEqual(written, (inv['total'], inv['reserved']), used)
+            self.assertEqual(raised, got, used)
 
     @hypothesis.settings(
         deadline=None,

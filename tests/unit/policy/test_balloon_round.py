@@ -237,3 +237,50 @@ class TestProperties(testtools.TestCase):
         self.assertEqual(moved, out.moved_mib)
         self.assertLessEqual(moved, max(0, budget))
         self.assertLessEqual(out.held_mib, max(pool, held_before))
+
+
+class TestReportInterval(testtools.TestCase):
+    """Study 002's adaptive reporting interval (gamma), in the bounds."""
+
+    def test_table(self):
+        params = br.RoundParams(report_interval_s=10.0, min_report_s=6.0,
+                                max_report_s=12.0)
+        for ratio, streak, want in [
+                (0.5, 0, 10.0),         # under the threshold: gamma
+                (0.995, 1, 12.0),       # over: 1.5 gamma, capped at max
+                (0.995, 2, 12.0),
+                (0.995, 3, 6.0),        # three in a row: 0.5 gamma -> min
+                (1.0, 7, 6.0)]:
+            self.assertEqual(want, br.next_report_s(params, ratio, streak),
+                             (ratio, streak))
+        self.assertIsNone(br.next_report_s(br.RoundParams(), 1.0, 3))
+        self.assertRaises(exception.InvalidInput, br.next_report_s,
+                          br.RoundParams(report_interval_s=10.0,
+                                         min_report_s=9.0, max_report_s=8.0),
+                          0.5, 0)
+
+    def test_the_round_sets_the_time_and_keeps_the_streak(self):
+        params = br.RoundParams(pool_mib=256, report_interval_s=10.0)
+        vms = [vm('a', 768, s=stats(0.5)),
+               vm('b', 1024, s=stats(1.0), state={'report_streak': 2}),
+               vm('c', 1024, status=br.PENDING)]
+        out = br.decide_round(params, vms, 4096)
+        self.assertEqual((10.0, 0), (out.vms['a'].next_report_s,
+                                     out.vms['a'].state['report_streak']))
+        self.assertEqual((5.0, 3), (out.vms['b'].next_report_s,
+                                    out.vms['b'].state['report_streak']))
+        self.assertIsNone(out.vms['c'].next_report_s)
+        # Off (gamma 0): no time, no streak kept.
+        off = br.decide_round(br.RoundParams(pool_mib=256), vms[:1], 4096)
+        self.assertIsNone(off.vms['a'].next_report_s)
+        self.assertNotIn('report_streak', off.vms['a'].state)
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.floats(0, 1), st.integers(0, 50),
+           st.floats(1, 100), st.floats(1, 30), st.floats(0, 100))
+    def test_always_within_the_bounds(self, ratio, streak, gamma, low,
+                                      extra):
+        params = br.RoundParams(report_interval_s=gamma, min_report_s=low,
+                                max_report_s=low + extra)
+        got = br.next_report_s(params, ratio, streak)
+        self.assertTrue(low <= got <= low + extra)

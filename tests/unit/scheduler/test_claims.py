@@ -60,6 +60,19 @@ class ClaimLedgerTest(testtools.TestCase):
         self.clock.now = 700.1
         self.assertEqual([], self.ledger.claims('h'))
 
+    def test_claim_ends_when_another_hosts_state_lists_the_instance(self):
+        # The hand-outs of one request on two hosts, both seen grown (the
+        # second by another instance): the one whose instance another
+        # host's state lists is dropped there.
+        for host in ('h1', 'h2'):
+            self.ledger.hand_out(host, 0, claim('a', instance='vm-1'))
+            self.ledger.observe(host, 1)
+        where = {'vm-1': 'h2'}
+        self.assertEqual([], self.ledger.claims(
+            'h1', elsewhere=lambda u: where.get(u, 'h1') != 'h1'))
+        self.assertEqual([claim('a', instance='vm-1')], self.ledger.claims(
+            'h2', elsewhere=lambda u: where.get(u, 'h2') != 'h2'))
+
     def test_claims_per_host_are_bounded(self):
         for n in range(claims.MAX_CLAIMS_PER_HOST + 10):
             self.ledger.hand_out('h', n, claim('a', instance=str(n)))

@@ -280,11 +280,12 @@ class CacheContentionWeigherTest(PluginTestCase):
                          weights.all_weighers())
 
 
-def with_vms(name, vms, pcpus=(0, 1, 2, 3), healthy=True):
+def with_vms(name, vms, pcpus=(0, 1, 2, 3), healthy=True, storm=None):
     """A fresh state whose vcpu_affinity holds ``vms`` (pcpu-est input)."""
     return hs.HostCacheState(
         host=name, timestamp=datetime.datetime.now(datetime.timezone.utc),
         agent_healthy=healthy,
+        vms=(hs.VmState('s', spin_storm=storm),) if storm else (),
         vcpu_affinity=pcpu_est.EstimateRequest.from_dict(
             {'pcpus': list(pcpus), 'vms': vms}))
 
@@ -318,6 +319,8 @@ class PCPUAvailabilityWeigherTest(PluginTestCase):
             (with_vms('h', {'p': floating(4, (0, 1))}), 4, None, 0.0),
             (with_vms('h', busy, healthy=False), 2, None, 0.0),
             (with_vms('h', {}, pcpus=()), 2, None, 0.0),
+            # A VM of the host in a spin storm: the lowest weight.
+            (with_vms('h', {}, storm=True), 2, None, -1.0),
         ]
         for state, vcpus, cap, expected in table:
             self.assertAlmostEqual(

@@ -30,6 +30,30 @@ class HostStateCacheTest(testtools.TestCase):
         self.clock = Clock()
         self.cache = state_cache.HostStateCache(ttl=60, clock=self.clock)
 
+    def test_located_follows_the_latest_state_of_each_host(self):
+        def listing(host, second, *uuids):
+            return hs.HostCacheState(
+                host=host, agent_healthy=True,
+                timestamp=datetime.datetime(2026, 1, 1, 0, 0, second,
+                                            tzinfo=datetime.timezone.utc),
+                vms=tuple(hs.VmState(u) for u in uuids))
+        table = [
+            # (state, {uuid: host} afterwards)
+            (listing('h1', 1, 'a', 'b'), {'a': 'h1', 'b': 'h1', 'c': None}),
+            (listing('h2', 1, 'c'), {'a': 'h1', 'b': 'h1', 'c': 'h2'}),
+            # 'b' left h1 (deleted or moved) and shows up on h2.
+            (listing('h1', 2, 'a'), {'a': 'h1', 'b': None, 'c': 'h2'}),
+            (listing('h2', 2, 'b', 'c'), {'a': 'h1', 'b': 'h2', 'c': 'h2'}),
+            # An older state of h1 changes nothing.
+            (listing('h1', 0, 'b'), {'a': 'h1', 'b': 'h2', 'c': 'h2'}),
+        ]
+        for state, where in table:
+            self.cache.update(state)
+            self.assertEqual(where, {u: self.cache.located(u)
+                                     for u in where}, state)
+        self.cache.clear()
+        self.assertIsNone(self.cache.located('a'))
+
     def test_fresh_until_ttl_then_missing(self):
         self.assertIsNone(self.cache.get('h1'))
         self.assertTrue(self.cache.update(at('h1', 0)))

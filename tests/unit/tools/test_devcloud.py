@@ -181,6 +181,11 @@ class AgentConfTest(testtools.TestCase):
         self.assertEqual((True, True, 'devcloud-libvirt'),
                          (conf.agent.report_placement,
                           conf.agent.notifications, conf.agent.host))
+        # vCPU sizing for the tempest plugin, without the kvm_exit
+        # tracepoint (TCG guests, no vCPU thread ids).
+        self.assertEqual((['vcpu_sizing'], False),
+                         (conf.agent.capabilities,
+                          conf.vcpu_sizing.kvm_exit_tracepoint))
         self.assertIn('\n[placement]\nauth_type = password\n', text)
         self.assertIn('[oslo_messaging_notifications]\ndriver = messagingv2',
                       text)
@@ -335,3 +340,19 @@ class LogLevelsTest(testtools.TestCase):
         levels = line.split(' = ', 1)[1].strip().split(',')
         self.assertEqual(list(_options.DEFAULT_LOG_LEVELS)
                          + ['a.b=DEBUG', 'c=DEBUG'], levels)
+
+
+class NumaShapesTest(testtools.TestCase):
+    """The full-NUMA tempest tests' host shapes from the topology files."""
+
+    def test_fake_computes(self):
+        self.useFixture(fixtures.MonkeyPatch('sys.path',
+                                             [TOOLS] + sys.path))
+        shapes = _load('numa_shapes')
+        self.assertEqual(
+            ['8+8', '8+8', '8', None],
+            [shapes.shape(t) if t else None for t in map(
+                shapes.topology_of, ['devcloud-fake-zen',
+                                     'devcloud-fake-zen-plain-02',
+                                     'devcloud-fake-ecluster',
+                                     'devcloud-no-such-topology'])])

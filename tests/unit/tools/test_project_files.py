@@ -65,6 +65,39 @@ class ProjectFilesTest(testtools.TestCase):
         self.assertIn('\nbash tools/run-tests.sh\n', read('.ci/run'))
         self.assertIn('bash tools/run-tests.sh', read('README.rst'))
 
+    def test_ci_runs_the_nova33_env_suites(self):
+        """CI's Nova 33 stage runs what tox -e functional-nova33 runs."""
+        for env in ('testenv:functional-nova33', 'testenv:functional-nova31'):
+            self.assertEqual(
+                [['bash', '{toxinidir}/tools/suite.sh', 'unit'],
+                 ['bash', '{toxinidir}/tools/suite.sh', 'nova-release',
+                  '{posargs}']],
+                [shlex.split(line) for line in
+                 tox()[env]['commands'].strip().splitlines()], env)
+        run_tests = read('tools/run-tests.sh')
+        self.assertIn('bash tools/setup.sh --nova 33 ', run_tests)
+        self.assertIn('for suite in unit nova-release; do', run_tests)
+        self.assertIn('PATH="$PWD/.venv-nova33/bin:$PATH" bash tools/suite.sh '
+                      '"$suite"', run_tests)
+
+    def test_release_envs_use_the_carried_constraints(self):
+        """tox and setup.sh --nova N read the same series' constraints."""
+        setup = read('tools/setup.sh')
+        for env, series, major in (('functional-nova33', '2026.1', '33'),
+                                   ('functional-nova31', '2025.1', '31')):
+            var = 'TOX_CONSTRAINTS_FILE_' + series.replace('.', '_')
+            path = 'requirements/upper-constraints/%s.txt' % series
+            self.assertEqual(
+                ['-c{env:%s:{toxinidir}/%s}' % (var, path),
+                 '-r{toxinidir}/requirements/nova-%s.txt' % major],
+                [line for line in
+                 tox()['testenv:' + env]['deps'].strip().splitlines()
+                 if 'nova-' in line or line.startswith('-c')])
+            self.assertIn('(-c "${%s:-%s}")' % (var, path), setup)
+            pins = read(path)
+            self.assertIn('\noslo.policy===', pins)
+            self.assertNotIn('\nnova===', pins)
+
     def test_tox_installs_under_upper_constraints(self):
         conf = tox()
         for env in ('testenv', 'testenv:docs', 'testenv:releasenotes'):

@@ -1,0 +1,118 @@
+"""Replan after one arrival or departure: incremental, or the full plan.
+
+:func:`replan` is what the agent calls when the memory-bound VMs of a host
+changed by exactly one since its last plan. On hosts that the full plan
+solves by the heuristic (more than ``cachedomain.REFINE_MAX_VMS`` movable
+memory-bound VMs) it runs
+:func:`~nova_cacheaware.policy.allshare_incremental.incremental` (moves at
+most ``MAX_MOVES`` VMs placed before) and keeps it when it meets the
+threshold (:func:`~nova_cacheaware.policy.allshare_incremental.acceptable`:
+placed count optimal, no VM split beyond its minimum span); otherwise, and
+on smaller hosts, the full :func:`~nova_cacheaware.policy.cachedomain.plan`.
+"""
+
+from nova_cacheaware import exception
+from nova_cacheaware.policy import allshare_heuristic
+from nova_cacheaware.policy import allshare_incremental
+from nova_cacheaware.policy import cachedomain
+
+MAX_MOVES = allshare_incremental.MAX_MOVES
+
+
+def change(previous, plan_input):
+    """Domains touched by one memory-bound arrival or departure, or None.
+
+    None unless ``previous`` and ``plan_input`` (both
+    :class:`~nova_cacheaware.policy.cachedomain.PlanInput`) have the same
+    domains, ratio and objective (``contract``) and their movable
+    memory-bound VMs differ by exactly one VM (the others may have moved:
+    the agent applied the last plan). A departure touches the domains the
+    departed VM's CPUs touched; an arrival none yet.
+    """
+    if previous is None or plan_input.objective != 'contract':
+        return None
+    if (previous.domains != plan_input.domains
+            or previous.max_vcpus_per_cpu != plan_input.max_vcpus_per_cpu
+            or previous.objective != plan_input.objective):
+        return None
+
+    def memory(doc):
+        return {vm.id: vm for vm in doc.vms if vm.memory_bound}
+
+    before, after = memory(previous), memory(plan_input)
+    gone = set(before) - set(after)
+    new = set(after) - set(before)
+    if len(gone) + len(new) != 1:
+        return None
+    if any(before[v].movable != after[v].movable
+           or before[v].vcpus != after[v].vcpus for v in set(before) & set(
+               after)):
+        return None
+    if new:
+        return frozenset()
+    vm = before[gone.pop()]
+    index = previous.domain_index
+    return frozenset(index[c] for cpus in previous.pinning_now(vm).values()
+                     for c in cpus)
+
+
+def replan(plan_input, previous, unplaced=(), max_moves=MAX_MOVES):
+    """The plan for ``plan_input`` after one change since ``previous``.
+
+    ``previous``: the last plan's input; ``unplaced``: the ids it left
+    unplaced. Returns ``(plan, incremental)``: ``incremental`` is True
+    when the incremental plan was used, False when the full plan ran.
+    """
+    touched = change(previous, plan_input)
+    inst, movable = cachedomain.build_instance(plan_input)
+    if touched is not None and len(movable) > cachedomain.REFINE_MAX_VMS:
+        unplaced = frozenset(unplaced)
+        skip = {n for n, vm in enumerate(movable) if vm.id in unplaced}
+        placements = allshare_incremental.incremental(
+            inst, touched, allshare_heuristic.greedy_place, skip, max_moves)
+        if placements is not None and allshare_incremental.acceptable(
+                inst, placements):
+            return cachedomain.assemble(plan_input, movable,
+                                        placements), True
+    return cachedomain.plan(plan_input), False
+
+
+def previous_from_dict(doc):
+    """The ``previous`` section of a ``plan`` input: ``(input, unplaced)``.
+
+    None when ``doc`` has no ``previous``. The section is what the agent's
+    ``--dump-state`` writes after an incremental replan: ``{"input": <plan
+    input>, "unplaced": [ids]}``. Raises
+    :class:`~nova_cacheaware.exception.InvalidInput` naming the problem.
+    """
+    section = doc.get('previous') if isinstance(doc, dict) else None
+    if section is None:
+        return None
+    if not isinstance(section, dict) or set(section) - {'input', 'unplaced'}:
+        raise exception.InvalidInput(
+            reason='"previous" must be an object with "input" and '
+                   '"unplaced" only')
+    unplaced = section.get('unplaced', [])
+    if (not isinstance(unplaced, list)
+            or not all(isinstance(v, str) for v in unplaced)):
+        raise exception.InvalidInput(
+            reason='"previous.unplaced" must be a list of VM ids')
+    inner = section.get('input')
+    if not isinstance(inner, dict) or 'previous' in inner:
+        raise exception.InvalidInput(
+            reason='"previous.input" must be a plan input without '
+                   '"previous"')
+    return cachedomain.input_from_dict(inner), frozenset(unplaced)
+
+
+def plan_from_dict(doc):
+    """Plan a JSON ``plan`` input as the agent did: replan or full plan.
+
+    With a ``previous`` section, :func:`replan` against it (what the agent
+    ran right after one arrival or departure); without, the full plan.
+    """
+    plan_input = cachedomain.input_from_dict(doc)
+    previous = previous_from_dict(doc)
+    if previous is None:
+        return cachedomain.plan(plan_input)
+    return replan(plan_input, previous[0], previous[1])[0]
