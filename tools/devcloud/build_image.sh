@@ -18,7 +18,7 @@ set -euo pipefail
 RECIPE=7
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
-guest_dir=$(cd "$here/../../agent/guest" && pwd)
+guest_dir=$(cd "$here/../../deploy/guest-tools" && pwd)
 if [ -s "$out/vmlinuz" ] && [ -s "$out/initrd.gz" ] \
         && [ "$(cat "$out/VERSION" 2>/dev/null)" = "$RECIPE" ]; then
     exit 0
