@@ -1,7 +1,7 @@
 """Flavor extra specs per instance: where declared workloads come from.
 
 :class:`SpecSource` is the narrow interface; :class:`NovaSpecSource` asks the
-Nova API (python-novaclient, microversion 2.47+, where a server embeds its
+Nova API (keystoneauth, microversion 2.47+, where a server embeds its
 flavor with ``extra_specs``) and caches the answer per instance uuid until
 :meth:`forget` is called (the agent forgets an instance when it stops, so a
 resize is seen after the restart). :class:`NullSpecSource` (no Nova API
@@ -111,8 +111,9 @@ def specs_from_server(server):
 class NovaSpecSource(SpecSource):
     """Ask Nova's API for each instance once; cache per instance uuid.
 
-    ``client_factory()`` returns a python-novaclient ``Client``; it is called
-    on first use (no I/O in the constructor). See :func:`client_from_conf`.
+    ``client_factory()`` returns an object whose ``get(uuid)`` returns the
+    server body (a dict) at microversion 2.47; it is called on first use
+    (no I/O in the constructor). See :func:`client_from_conf`.
     """
 
     def __init__(self, client_factory):
@@ -129,11 +130,10 @@ class NovaSpecSource(SpecSource):
         try:
             if self._client is None:
                 self._client = self._factory()
-            server = self._client.servers.get(uuid)
-            body = server.to_dict() if hasattr(server, 'to_dict') else server
+            body = self._client.get(uuid)
         except SpecLookupFailed:
             raise
-        except Exception as e:  # keystoneauth / novaclient / network errors
+        except Exception as e:  # keystoneauth / HTTP / network errors
             raise SpecLookupFailed(uuid=uuid, reason=str(e)) from None
         specs = specs_from_server(body)
         with self._lock:
@@ -146,16 +146,40 @@ class NovaSpecSource(SpecSource):
             self._cache.pop(uuid, None)
 
 
+class NovaServers:
+    """``GET /servers/<uuid>`` at microversion 2.47, nothing else.
+
+    A keystoneauth ``Adapter`` for the compute service: the agent needs one
+    call of Nova's API, and python-novaclient would add about 9 MiB to the
+    agent's resident memory for it.
+    """
+
+    def __init__(self, adapter):
+        self.adapter = adapter
+
+    def get(self, uuid):
+        """The server body of ``uuid``; keystoneauth raises on HTTP errors."""
+        response = self.adapter.get('/servers/%s' % uuid,
+                                    microversion=MICROVERSION)
+        body = response.json()
+        if not isinstance(body, dict) or not isinstance(
+                body.get('server'), dict):
+            raise SpecLookupFailed(uuid=uuid,
+                                   reason='the answer has no "server" object')
+        return body['server']
+
+
 def client_from_conf(conf, group='nova'):
-    """A factory for a novaclient ``Client`` from keystoneauth options."""
+    """A factory for a :class:`NovaServers` from keystoneauth options."""
     def factory():
+        from keystoneauth1 import adapter
         from keystoneauth1 import loading as ks_loading
-        from novaclient import client as nova_client
         auth = ks_loading.load_auth_from_conf_options(conf, group)
         session = ks_loading.load_session_from_conf_options(conf, group,
                                                             auth=auth)
         opts = conf[group]
-        return nova_client.Client(MICROVERSION, session=session,
-                                  region_name=opts.region_name,
-                                  endpoint_type=opts.interface)
+        return NovaServers(adapter.Adapter(
+            session, service_type='compute', interface=opts.interface,
+            region_name=opts.region_name,
+            default_microversion=MICROVERSION))
     return factory

@@ -3,7 +3,6 @@
 import os
 
 import fixtures
-from novaclient.v2 import servers
 from oslo_config import cfg
 import testtools
 
@@ -22,10 +21,7 @@ SERVER_247 = {
 
 
 class StubServers:
-    """Stands in for the HTTP call only.
-
-    Returns novaclient's own ``Server`` resource built from a 2.47 body.
-    """
+    """Stands in for the HTTP call only: returns a 2.47 server body."""
 
     def __init__(self, body):
         self.body = body
@@ -35,12 +31,27 @@ class StubServers:
         self.calls += 1
         if isinstance(self.body, Exception):
             raise self.body
-        return servers.Server(None, dict(self.body, id=uuid), loaded=True)
+        return dict(self.body, id=uuid)
 
 
-class StubClient:
+class StubResponse:
     def __init__(self, body):
-        self.servers = StubServers(body)
+        self.body = body
+
+    def json(self):
+        return self.body
+
+
+class StubAdapter:
+    """Records the path and microversion keystoneauth would be asked for."""
+
+    def __init__(self, body):
+        self.body = body
+        self.asked = []
+
+    def get(self, path, microversion=None):
+        self.asked.append((path, microversion))
+        return StubResponse(self.body)
 
 
 class SpecsFromServerTest(testtools.TestCase):
@@ -64,23 +75,23 @@ class SpecsFromServerTest(testtools.TestCase):
 class NovaSpecSourceTest(testtools.TestCase):
 
     def test_cached_per_instance_until_forgotten(self):
-        client = StubClient(SERVER_247)
+        client = StubServers(SERVER_247)
         source = specs.NovaSpecSource(lambda: client)
         self.assertEqual('memory',
                          source.extra_specs(UUID)['cacheaware:workload'])
         source.extra_specs(UUID)
-        self.assertEqual(1, client.servers.calls)
+        self.assertEqual(1, client.calls)
         source.forget(UUID)
         source.extra_specs(UUID)
-        self.assertEqual(2, client.servers.calls)
+        self.assertEqual(2, client.calls)
 
     def test_api_errors_are_typed_and_not_cached(self):
-        client = StubClient(RuntimeError('503 Service Unavailable'))
+        client = StubServers(RuntimeError('503 Service Unavailable'))
         source = specs.NovaSpecSource(lambda: client)
         e = self.assertRaises(specs.SpecLookupFailed, source.extra_specs,
                               UUID)
         self.assertIn('503', str(e))
-        client.servers.body = SERVER_247
+        client.body = SERVER_247
         self.assertEqual('shared', source.extra_specs(UUID)['hw:cpu_policy'])
 
     def test_no_io_until_first_use(self):
@@ -88,7 +99,19 @@ class NovaSpecSourceTest(testtools.TestCase):
         specs.NovaSpecSource(lambda: made.append(1))
         self.assertEqual([], made)
 
-    def test_client_from_conf_builds_a_247_novaclient(self):
+    def test_servers_get_asks_for_247_and_unwraps_the_body(self):
+        adapter = StubAdapter({'server': SERVER_247})
+        self.assertEqual(SERVER_247, specs.NovaServers(adapter).get(UUID))
+        self.assertEqual([('/servers/%s' % UUID, '2.47')], adapter.asked)
+
+    def test_servers_get_refuses_a_body_without_server(self):
+        for body in ({}, [], {'server': 'x'}):
+            e = self.assertRaises(specs.SpecLookupFailed,
+                                  specs.NovaServers(StubAdapter(body)).get,
+                                  UUID)
+            self.assertIn('no "server" object', str(e))
+
+    def test_client_from_conf_builds_a_247_compute_adapter(self):
         path = self.useFixture(fixtures.TempDir()).join('agent.conf')
         with open(path, 'w') as f:
             f.write('[nova]\nauth_type = password\n'
@@ -101,10 +124,11 @@ class NovaSpecSourceTest(testtools.TestCase):
         conf = cfg.ConfigOpts()
         nova_conf.register_opts(conf)
         conf(['--config-file', path], default_config_files=[])
-        client = specs.client_from_conf(conf)()
-        self.assertEqual('2.47', client.api_version.get_string())
-        self.assertEqual('RegionTwo', client.client.region_name)
-        self.assertEqual('internal', client.client.interface)
+        adapter = specs.client_from_conf(conf)().adapter
+        self.assertEqual('compute', adapter.service_type)
+        self.assertEqual('2.47', adapter.default_microversion)
+        self.assertEqual('RegionTwo', adapter.region_name)
+        self.assertEqual('internal', adapter.interface)
 
 
 class FileSpecSourceTest(testtools.TestCase):
