@@ -11,8 +11,7 @@ between waves. It runs three times, in the same invocation:
   (``provider_model = domain``) on the hosts that opted in, written once by
   ``cloud.py sync-domains``, no agent: the scheduler works without live
   state, from Placement and its own claims; cache-aware flavors written by
-  ``compute_specs`` (what ``nova-cacheaware flavor set`` writes), Placement
-  with the project's ``allocation_conflict_retry_count = 1``;
+  ``compute_specs`` (what ``nova-cacheaware flavor set`` writes);
 * **ours-host**: the same, in the per-host provider model (the default):
   every fake compute that opted in runs the real agent code
   (``tools/devcloud/fake_agents.py``, ``DEVCLOUD_FAKE_AGENTS=1``), which
@@ -20,8 +19,15 @@ between waves. It runs three times, in the same invocation:
   instance's domain and keeps ``max_unit``/``reserved`` current; a
   server's domain is the one its agent chose;
 * **nova**: the peer - Nova with its default filters and weighers, no
-  domain providers, the same flavors without ``cacheaware:`` keys,
-  Placement's defaults.
+  domain providers, the same flavors without ``cacheaware:`` keys.
+
+Every configuration runs the same Placement: ``allocation_conflict_retry_count
+= 1`` unless ``--placement-conflict-retries`` says otherwise. The setting is
+this project's recommendation for any Placement on MySQL/MariaDB, not a
+cache-aware feature: with the default 10 server-side retries two claims can
+both take a provider's last unit (VCPU as much as a cache domain;
+``doc/source/evaluation/placement-claim-race.rst``), so the peer gets it too
+and the comparison is about the plugins, flavor keys and agents only.
 
 Per run it reports servers placed vs placeable, spurious NoValidHost
 (Placement had a candidate for the same request right after the failure),
@@ -113,10 +119,16 @@ def runs_agents(config, nova_agents):
     return config == 'ours-host' or (config == 'nova' and nova_agents)
 
 
-def devcloud(action, config, workers, agent_period=3.0, nova_agents=True):
-    """``tools/devcloud.sh ACTION`` with this run's computes and plugins."""
+def devcloud(action, config, workers, agent_period=3.0, nova_agents=True,
+             conflict_retries=1):
+    """``tools/devcloud.sh ACTION`` with this run's computes and plugins.
+
+    ``conflict_retries``: Placement's ``allocation_conflict_retry_count``,
+    the same for every configuration.
+    """
     agents = runs_agents(config, nova_agents)
     env = dict(os.environ, DEVCLOUD_LIBVIRT='0',
+               DEVCLOUD_PLACEMENT_CONFLICT_RETRIES=str(conflict_retries),
                DEVCLOUD_FAKE_COMPUTES=' '.join(HOSTS),
                DEVCLOUD_SCHEDULER_WORKERS=str(workers),
                DEVCLOUD_FAKE_AGENTS='1' if agents else '0',
@@ -129,11 +141,10 @@ def devcloud(action, config, workers, agent_period=3.0, nova_agents=True):
         # of 'ours' (and the peer's hosts the same size as ours-host's).
         env['DEVCLOUD_CPU_ALLOCATION_RATIO'] = '1.0'
     if config == 'nova':
-        # The region before nova-cacheaware: Nova's and Placement's
-        # defaults.
+        # The region before nova-cacheaware: Nova's default filters and
+        # weighers (Placement as for every configuration, above).
         env.update(DEVCLOUD_AVAILABLE_FILTERS='none',
-                   DEVCLOUD_ENABLED_FILTERS='none', DEVCLOUD_WEIGHERS='none',
-                   DEVCLOUD_PLACEMENT_CONFLICT_RETRIES='10')
+                   DEVCLOUD_ENABLED_FILTERS='none', DEVCLOUD_WEIGHERS='none')
     done = subprocess.run(['bash', os.path.join(ROOT, 'tools',
                                                 'devcloud.sh'), action],
                           env=env, capture_output=True, text=True)
@@ -507,6 +518,16 @@ def main(argv=None):
                         help='run the Nova peer without the emulated '
                              'agents (default: with them, for a fair '
                              'latency comparison on a shared machine)')
+    parser.add_argument('--placement-conflict-retries', type=int, default=1,
+                        help="Placement's allocation_conflict_retry_count, "
+                             'for every configuration (default 1: the '
+                             "project's recommendation; Placement's own "
+                             'default is 10)')
+    parser.add_argument('--repeats', type=int, default=1,
+                        help='run every configuration this many times (the '
+                             'same seed); the configurations alternate per '
+                             'repetition, each on a fresh devcloud, and the '
+                             'results carry a summary (mean, min, max)')
     parser.add_argument('--seed', type=int, default=12)
     parser.add_argument('--out', default=os.path.join(
         ROOT, 'benchmarks', 'results', 'traffic_e2e.json'))
@@ -517,56 +538,104 @@ def main(argv=None):
     os.environ['DEVCLOUD_DIR'] = dc
     plan = make_plan(args.boots, args.waves, args.seed)
     results, load = [], []
-    for config in args.configs.split(','):
-        log('%s: devcloud with %d computes, %d scheduler workers'
-            % (config, len(HOSTS), args.workers))
-        devcloud('down', config, args.workers)
-        devcloud('up', config, args.workers, args.agent_period,
-                 args.nova_agents)
-        cloud = cloudlib.Cloud()
-        if config == 'ours':
-            cloudlib.sync_domains(cloud)
-        elif config == 'ours-host':
-            wait_host_providers(cloud)
-        flavors = make_flavors(cloud, config)
-        for c in [int(x) for x in args.concurrency.split(',')]:
-            load.append(os.getloadavg()[0])
-            t0 = time.monotonic()
-            cpu0 = agents_cpu_s(dc)
-            result = run(cloud, config, c, plan, flavors, args.seed, dc)
-            result['wall_s'] = round(time.monotonic() - t0, 1)
-            result['agents'] = runs_agents(config, args.nova_agents)
-            if cpu0 is not None and agents_cpu_s(dc) is not None:
-                # CPU seconds the emulated agents took during the run.
-                result['agents_cpu_s'] = round(agents_cpu_s(dc) - cpu0, 1)
-            log(json.dumps(result))
-            results.append(result)
-        devcloud('down', config, args.workers)
-    by = {(r['config'], r['concurrency']): r for r in results}
+    started = common.now()
+    for rep in range(args.repeats):
+        for config in args.configs.split(','):
+            log('%s (repetition %d): devcloud with %d computes, %d scheduler '
+                'workers' % (config, rep + 1, len(HOSTS), args.workers))
+            devcloud('down', config, args.workers)
+            devcloud('up', config, args.workers, args.agent_period,
+                     args.nova_agents, args.placement_conflict_retries)
+            cloud = cloudlib.Cloud()
+            if config == 'ours':
+                cloudlib.sync_domains(cloud)
+            elif config == 'ours-host':
+                wait_host_providers(cloud)
+            flavors = make_flavors(cloud, config)
+            for c in [int(x) for x in args.concurrency.split(',')]:
+                load.append(os.getloadavg()[0])
+                t0 = time.monotonic()
+                cpu0 = agents_cpu_s(dc)
+                result = run(cloud, config, c, plan, flavors, args.seed, dc)
+                result['repetition'] = rep + 1
+                result['load_avg_at_start'] = round(load[-1], 2)
+                result['wall_s'] = round(time.monotonic() - t0, 1)
+                result['agents'] = runs_agents(config, args.nova_agents)
+                if cpu0 is not None and agents_cpu_s(dc) is not None:
+                    # CPU seconds the emulated agents took during the run.
+                    result['agents_cpu_s'] = round(
+                        agents_cpu_s(dc) - cpu0, 1)
+                log(json.dumps(result))
+                results.append(result)
+                # After every run, so that a cut-off invocation keeps what
+                # it measured.
+                write_results(args, argv, plan, started, load, results)
+            devcloud('down', config, args.workers)
     for r in results:
-        peer = by.get(('nova', r['concurrency']))
+        print(json.dumps(r))
+    return 0
+
+
+def add_ratios(results):
+    """Latency ratios against the Nova peer (same concurrency, repetition)."""
+    by = {(r['config'], r['concurrency'], r.get('repetition', 1)): r
+          for r in results}
+    for r in results:
+        peer = by.get(('nova', r['concurrency'], r.get('repetition', 1)))
         if r['config'] in AWARE and peer:
             r['latency_p50_vs_nova'] = round(
                 r['latency_p50_s'] / peer['latency_p50_s'], 2)
             r['latency_p95_vs_nova'] = round(
                 r['latency_p95_s'] / peer['latency_p95_s'], 2)
+
+
+#: Figures the summary gives mean, min and max of, per configuration and
+#: concurrency.
+SUMMARY_KEYS = ('clean_vs_best', 'conflicts_per_server', 'all_share_pct',
+                'spurious_novalidhost', 'latency_p50_s', 'latency_p95_s',
+                'latency_p50_vs_nova', 'latency_p95_vs_nova',
+                'predictions_differing', 'agent_unplaced_first',
+                'agent_unplaced_end')
+
+
+def summarize(results):
+    """Per (configuration, concurrency): mean, min, max of each figure."""
+    groups = collections.defaultdict(list)
+    for r in results:
+        groups[(r['config'], r['concurrency'])].append(r)
+    summary = []
+    for (config, c), runs in sorted(groups.items()):
+        row = {'config': config, 'concurrency': c, 'runs': len(runs)}
+        for key in SUMMARY_KEYS:
+            values = [r[key] for r in runs if r.get(key) is not None]
+            if values:
+                row[key] = {'mean': round(statistics.mean(values), 3),
+                            'min': min(values), 'max': max(values),
+                            'values': values}
+        summary.append(row)
+    return summary
+
+
+def write_results(args, argv, plan, started, load, results):
+    """The results document so far (written after every run)."""
+    add_ratios(results)
     doc = {
         'benchmark': 'traffic_e2e',
         'command': ' '.join(['benchmarks/traffic_e2e.py']
                             + (argv if argv is not None else sys.argv[1:])),
-        'date': common.now(),
+        'date': common.now(), 'started': started,
         'machine': common.machine(),
         'load_avg_at_start_of_runs': [round(x, 2) for x in load],
         'hosts': HOSTS, 'scheduler_workers': args.workers,
         'nova_peer_with_agents': args.nova_agents,
+        'placement_conflict_retry_count': args.placement_conflict_retries,
+        'repeats': args.repeats,
         'agent_hosts': agent_hosts(), 'agent_period_s': args.agent_period,
         'plan': [[list(op) for op in wave] for wave in plan],
+        'summary': summarize(results),
         'results': results,
     }
     common.write_json(args.out, doc)
-    for r in results:
-        print(json.dumps(r))
-    return 0
 
 
 if __name__ == '__main__':
