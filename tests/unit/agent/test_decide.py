@@ -230,11 +230,7 @@ class DefaultPlannerTest(testtools.TestCase):
         # arrival goes to an empty domain and nobody else moves; the same
         # document planned from scratch gives the same domains here.
         from nova_cacheaware.policy import cachedomain
-        domains = [{'id': 'd%d' % d, 'cpus': list(range(4 * d, 4 * d + 4))}
-                   for d in range(12)]
-        vms = [{'id': 'v%d' % d, 'vcpus': 2, 'workload': 'memory',
-                'current': {'0': domains[d]['cpus'],
-                            '1': domains[d]['cpus']}} for d in range(10)]
+        domains, vms = ten_alone_in_twelve()
         planner = decide.default_planner()
         first = planner({'domains': domains, 'vms': vms})
         doc = {'domains': domains, 'vms': vms + [
@@ -252,11 +248,7 @@ class DefaultPlannerTest(testtools.TestCase):
         # plan command's path (plan_from_dict) then gives the agent's plan.
         from nova_cacheaware.policy import allshare_replan
         from nova_cacheaware.policy import cachedomain
-        domains = [{'id': 'd%d' % d, 'cpus': list(range(4 * d, 4 * d + 4))}
-                   for d in range(12)]
-        vms = [{'id': 'v%d' % d, 'vcpus': 2, 'workload': 'memory',
-                'current': {'0': domains[d]['cpus'],
-                            '1': domains[d]['cpus']}} for d in range(10)]
+        domains, vms = ten_alone_in_twelve()
         planner = decide.default_planner()
         planner({'domains': domains, 'vms': vms})
         self.assertIsNone(planner.previous())
@@ -269,6 +261,16 @@ class DefaultPlannerTest(testtools.TestCase):
         replayed = cachedomain.plan_to_dict(allshare_replan.plan_from_dict(
             dict(doc, previous=previous)))
         self.assertEqual(agent_plan, replayed)
+
+
+def ten_alone_in_twelve():
+    """Twelve 4-CPU domains; ten 2-vCPU memory-bound VMs alone in d0..d9."""
+    domains = [{'id': 'd%d' % d, 'cpus': list(range(4 * d, 4 * d + 4))}
+               for d in range(12)]
+    vms = [{'id': 'v%d' % d, 'vcpus': 2, 'workload': 'memory',
+            'current': {'0': domains[d]['cpus'], '1': domains[d]['cpus']}}
+           for d in range(10)]
+    return domains, vms
 
 
 class HeldDomainTest(testtools.TestCase):
