@@ -52,6 +52,12 @@ CacheAwareGroup = [
                 help='The capabilities ([agent] capabilities) the agents on '
                      'agent_host run; a test of a capability not listed '
                      'skips.'),
+    cfg.StrOpt('vcpu_sizing_apply_when', default='storm',
+               choices=['storm', 'always'],
+               help='The agents\' [vcpu_sizing] apply_when on agent_host. '
+                    'With the default "storm" the agent sizes an "apply" '
+                    'guest down only during a spin storm, which a scenario '
+                    'cannot provoke reliably: the apply test skips.'),
     cfg.StrOpt('agent_host',
                help='Compute host (libvirt) whose agent runs '
                     'agent_capabilities; the capability tests boot there. '

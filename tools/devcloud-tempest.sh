@@ -89,6 +89,7 @@ numa_shapes = $numa_shapes
 guest_image_ref = $image
 agent_host = $agent_host
 agent_capabilities = $capabilities
+vcpu_sizing_apply_when = always
 networks_none = True
 EOC
 

@@ -163,9 +163,12 @@ notifications = True
 host = devcloud-libvirt
 # vCPU sizing for flavors that ask (cacheaware:vcpu_sizing); the tempest
 # plugin checks it through the guest console. No kvm_exit tracepoint (TCG).
+# apply_when = always: vcpu_sizing=apply sizes at every pass, not only in a
+# spin storm (the default), so the tempest scenario sees it without one.
 capabilities = vcpu_sizing
 [vcpu_sizing]
 kvm_exit_tracepoint = False
+apply_when = always
 [topology]
 libvirt_uri = {libvirt_uri}
 """.format(**v) + _ksa('nova', v, 'interface = public\n') + _ksa(

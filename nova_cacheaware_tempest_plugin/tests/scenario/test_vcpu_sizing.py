@@ -112,6 +112,11 @@ class VCPUSizingTest(AgentCapabilityTest):
     @decorators.idempotent_id('9d3e6a51-2c4b-4f0e-8b7a-6e1d2c3b4a02')
     def test_apply_keeps_the_recommended_vcpus_online(self):
         """With ``apply`` the agent takes vCPU 1 offline in the guest."""
+        apply_when = CONF.cacheaware.vcpu_sizing_apply_when
+        if apply_when != 'always':
+            raise self.skipException(
+                'the agent sizes "apply" guests only in a spin storm '
+                '([cacheaware] vcpu_sizing_apply_when = %s)' % apply_when)
         self.require_alone()
         server = self.boot_reporting(self.sizing_flavor('apply'))
         self.wait_for_report(
