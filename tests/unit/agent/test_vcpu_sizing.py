@@ -113,14 +113,19 @@ class Clock:
 APPLY = {'cacheaware:vcpu_sizing': 'apply'}
 
 
+def one_guest_host(test):
+    """Give ``test`` a view, a 4-vCPU guest, a clock and its instance."""
+    test.view = View()
+    test.guest = Guest(4)
+    test.clock = Clock()
+    test.vm = instance('vm', {v: (0, 1, 2, 3) for v in range(4)})
+
+
 class VcpuSizingTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.view = View()
-        self.guest = Guest(4)
-        self.clock = Clock()
-        self.vm = instance('vm', {v: (0, 1, 2, 3) for v in range(4)})
+        one_guest_host(self)
 
     def cap(self, **kw):
         kw.setdefault('stable_passes', 1)
@@ -322,10 +327,7 @@ class SpinStormTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.view = View()
-        self.guest = Guest(4)
-        self.clock = Clock()
-        self.vm = instance('vm', {v: (0, 1, 2, 3) for v in range(4)})
+        one_guest_host(self)
         self.view.others['other'] = pcpu_est.VMAffinity(
             vcpus={v: (0, 1, 2, 3) for v in range(4)})   # 2.0 pCPUs
         self.delay = {v: 0 for v in range(4)}
