@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 
+from benchmarks import common
 from nova_cacheaware.policy import pcpu_est
 from nova_cacheaware.policy import pcpu_est_greedy
 from nova_cacheaware.policy import pcpu_est_network
@@ -325,7 +326,26 @@ def spin_experiment(args):
             groups.cleanup()
         shutil.rmtree(workdir, ignore_errors=True)
     report['loadavg_after'] = _read('/proc/loadavg').split()[:3]
+    report['command'] = 'python benchmarks/pcpu_est_bench.py ' + ' '.join(
+        sys.argv[1:])
+    report['summary'] = spin_summary(report['settings'])
     print(json.dumps(report, indent=2))
+    if args.json:
+        common.write_json(args.json, report)
+
+
+def spin_summary(settings):
+    """How many settings the recommendation got within 5 % of the best."""
+    rated = [s for s in settings if 'recommended_threads' in s]
+    # A recommendation that timed out has no ratio: it is a miss.
+    within = [s for s in rated if s['recommended_over_best'] is not None
+              and s['recommended_over_best'] <= 1.05]
+    return {'settings': len(rated), 'within_5_percent': len(within),
+            'misses': [{'name': s['name'], 'wait': s['wait'],
+                        'recommended': s['recommended_threads'],
+                        'best': s['best_threads'],
+                        'recommended_over_best': s['recommended_over_best']}
+                       for s in rated if s not in within]}
 
 
 #: Barrier waiting: spin forever, or spin 20 000 pauses (a fraction of a
@@ -403,6 +423,10 @@ def _run_setting(setting, binary, groups, args, wait):
         'recommended_threads': rec, 'best_threads': best,
         'median_s': {str(c): (None if t is None else round(t, 3))
                      for c, t in med.items()},
+        # The spread of the repetitions, to judge whether a miss is noise.
+        'min_max_s': {str(c): (None if med[c] is None else
+                               [round(min(ts), 3), round(max(ts), 3)])
+                      for c, ts in times.items()},
         # > 1: the recommendation is faster than configured (speed-up);
         # recommended / best: 1.0 = the recommendation is the best count.
         'speedup_recommended_vs_configured': speedup(n, rec),
@@ -452,7 +476,9 @@ def main(argv=None):
     p.add_argument('--rounds', type=int, default=200)
     p.add_argument('--work', type=int, default=150000,
                    help='total work units (1 unit = 1000 LCG steps)')
-    p.add_argument('--reps', type=int, default=3)
+    p.add_argument('--reps', type=int, default=9,
+                   help='repetitions per thread count (default 9: 3 were '
+                   'too few to tell 1 from 2 threads on a 2-CPU machine)')
     p.add_argument('--wait', choices=sorted(WAIT_POLICIES), default='both',
                    help='barrier wait policy (default both)')
     p.add_argument('--timeout', type=float, default=8.0,
@@ -461,6 +487,8 @@ def main(argv=None):
                    help='cpu.shares of the experiment\'s parent cgroup, '
                         'against other load on the machine')
     p.add_argument('--only', help='run only settings whose name has this')
+    p.add_argument('--json', help='also write the report to this file, '
+                   'e.g. benchmarks/results/pcpu_est_spin.json')
     p.set_defaults(func=spin_experiment)
     args = parser.parse_args(argv)
     return args.func(args)
