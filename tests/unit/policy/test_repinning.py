@@ -1,12 +1,11 @@
-"""Decide: the plan input the agent builds and the safety rules."""
-
-import importlib.util
+"""Repinning: the plan input the agent builds and the safety rules."""
 
 import testtools
 
-from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import hypervisor as hv
+from nova_cacheaware.policy import cachedomain
+from nova_cacheaware.policy import repinning as decide
 from nova_cacheaware.topology import domains
 
 ALL = tuple(range(8))
@@ -32,7 +31,17 @@ def instance(uuid, vcpus, allowed=ALL, live=None, per_vcpu=None,
 MEM = {decide.WORKLOAD_SPEC: 'memory'}
 CPU = {decide.WORKLOAD_SPEC: 'cpu'}
 #: The real planner (nova_cacheaware.policy.cachedomain).
-PLAN = decide.default_planner()
+PLAN = cachedomain.plan
+
+
+def as_doc(plan_input):
+    """The JSON form of a plan input (what --dump-state writes)."""
+    return cachedomain.input_to_dict(plan_input)
+
+
+def plan_of(vms):
+    """A plan with these VM plans and nothing else."""
+    return cachedomain.Plan(vms=vms, domains={}, unplaced=())
 
 
 class WorkloadAndMovabilityTest(testtools.TestCase):
@@ -86,10 +95,20 @@ class WorkloadAndMovabilityTest(testtools.TestCase):
                                            {'f': MEM})
         self.assertEqual((True, 'floating'), why['f'])
         self.assertEqual([{'id': 'L2-0', 'cpus': [0, 1, 2, 3]},
-                          {'id': 'L2-1', 'cpus': [4, 5]}], doc['domains'])
+                          {'id': 'L2-1', 'cpus': [4, 5]}],
+                         as_doc(doc)['domains'])
 
 
 class BuildPlanInputTest(testtools.TestCase):
+
+    def test_classified_vms_are_planned_memory_bound(self):
+        # The classifier's verdict is an argument, not a flavor extra spec:
+        # 'auto' VMs it found memory-bound go to the planner as memory.
+        insts = [instance('a', 1), instance('b', 1), instance('c', 1)]
+        doc, _ = decide.build_plan_input(
+            DOMAINS, ALL, insts, {'c': CPU}, classified={'a'})
+        self.assertEqual({'a': 'memory', 'b': 'unknown', 'c': 'cpu'},
+                         {vm.id: vm.workload for vm in doc.vms})
 
     def test_exact_document(self):
         insts = [instance('b', 1, live={0: (4, 5, 6, 7)}),
@@ -110,8 +129,10 @@ class BuildPlanInputTest(testtools.TestCase):
                  'current': {'0': [4, 5, 6, 7]}, 'movable': True},
                 {'id': 'c', 'vcpus': 1, 'workload': 'unknown',
                  'current': {'0': [7]}, 'movable': False},
-            ]}, doc)
+            ]}, as_doc(doc))
         self.assertEqual(False, why['c'][0])
+        # Typed all the way; the JSON form replays to the same input.
+        self.assertEqual(doc, cachedomain.input_from_dict(as_doc(doc)))
 
     def test_cpus_outside_the_domains(self):
         # cpu_shared_set 0-5: a dedicated VM on 7 is left out of the plan
@@ -128,7 +149,7 @@ class BuildPlanInputTest(testtools.TestCase):
              {'id': 'mov', 'vcpus': 2, 'workload': 'memory',
               'movable': True, 'current': {'0': [0, 1, 2, 3, 4, 5],
                                            '1': [0, 1, 2, 3, 4, 5]}}],
-            doc['vms'])
+            as_doc(doc)['vms'])
         self.assertEqual(False, why['ded'][0])
         result = PLAN(doc)
         got = {d.uuid: d for d in decide.decisions_from_plan(
@@ -195,8 +216,12 @@ class DecisionsTest(testtools.TestCase):
     def test_planner_output_without_pinning_is_an_error(self):
         inst = instance('m', 1)
         doc, why = decide.build_plan_input(DOMAINS, ALL, [inst], {'m': MEM})
-        for bad in ({}, [], {'vms': {'m': {'domains': []}}},
-                    {'vms': {'m': {'pinning': {'0': ['x']}}}}):
+        for bad in ({}, [], plan_of({}),
+                    plan_of({'m': cachedomain.VMPlan(
+                        pinning={}, domains=(), share='all', moved=True)}),
+                    plan_of({'m': cachedomain.VMPlan(
+                        pinning={0: ('x',)}, domains=(), share='all',
+                        moved=True)})):
             self.assertRaises(decide.PlannerError,
                               decide.decisions_from_plan, doc, bad, [inst],
                               why)
@@ -213,54 +238,54 @@ class DecisionsTest(testtools.TestCase):
         self.assertEqual('', decide.audit_dedicated(clean['e']))
 
 
-class DefaultPlannerTest(testtools.TestCase):
-
-    def test_wired_to_the_policy_module_or_a_clear_error(self):
-        present = importlib.util.find_spec(
-            'nova_cacheaware.policy.cachedomain') is not None
-        if present:
-            self.assertTrue(callable(decide.default_planner()))
-        else:
-            e = self.assertRaises(decide.PlannerUnavailable,
-                                  decide.default_planner)
-            self.assertIn('nova_cacheaware.policy.cachedomain', str(e))
+class PlannerTest(testtools.TestCase):
+    """The agent's planner: full plans, then incremental replans."""
 
     def test_one_arrival_replans_incrementally(self):
         # Twelve 4-CPU domains, ten memory-bound VMs alone in d0..d9: an
         # arrival goes to an empty domain and nobody else moves; the same
         # document planned from scratch gives the same domains here.
-        from nova_cacheaware.policy import cachedomain
         domains, vms = ten_alone_in_twelve()
-        planner = decide.default_planner()
-        first = planner({'domains': domains, 'vms': vms})
+        planner = decide.Planner()
+        first = planner(cachedomain.input_from_dict(
+            {'domains': domains, 'vms': vms}))
         doc = {'domains': domains, 'vms': vms + [
             {'id': 'new', 'vcpus': 2, 'workload': 'memory'}]}
-        second = planner(doc)
-        self.assertFalse(any(second['vms'][v['id']]['moved'] for v in vms))
-        self.assertEqual(['d10'], second['vms']['new']['domains'])
-        self.assertEqual(first['vms']['v0'], second['vms']['v0'])
-        full = cachedomain.plan_to_dict(cachedomain.plan(
-            cachedomain.input_from_dict(doc)))
-        self.assertEqual(full['domains'], second['domains'])
+        second = planner(cachedomain.input_from_dict(doc))
+        self.assertFalse(any(second.vms[v['id']].moved for v in vms))
+        self.assertEqual(('d10',), second.vms['new'].domains)
+        self.assertEqual(first.vms['v0'], second.vms['v0'])
+        full = cachedomain.plan(cachedomain.input_from_dict(doc))
+        self.assertEqual(full.domains, second.domains)
 
     def test_incremental_plan_replays_from_its_previous_section(self):
         # The dump after an incremental replan carries "previous"; the
         # plan command's path (plan_from_dict) then gives the agent's plan.
         from nova_cacheaware.policy import allshare_replan
-        from nova_cacheaware.policy import cachedomain
         domains, vms = ten_alone_in_twelve()
-        planner = decide.default_planner()
-        planner({'domains': domains, 'vms': vms})
+        planner = decide.Planner()
+        planner(cachedomain.input_from_dict({'domains': domains,
+                                             'vms': vms}))
         self.assertIsNone(planner.previous())
         doc = {'domains': domains, 'vms': vms + [
             {'id': 'new', 'vcpus': 2, 'workload': 'memory'}]}
-        agent_plan = planner(doc)
+        agent_plan = planner(cachedomain.input_from_dict(doc))
         previous = planner.previous()
         self.assertEqual({'input', 'unplaced'}, set(previous))
         self.assertEqual(10, len(previous['input']['vms']))
-        replayed = cachedomain.plan_to_dict(allshare_replan.plan_from_dict(
-            dict(doc, previous=previous)))
+        replayed = allshare_replan.plan_from_dict(
+            dict(doc, previous=previous))
         self.assertEqual(agent_plan, replayed)
+
+    def test_objective_set_on_inputs_naming_the_default(self):
+        domains, vms = ten_alone_in_twelve()
+        plan_input = cachedomain.input_from_dict({'domains': domains,
+                                                  'vms': vms})
+        planner = decide.Planner('throughput')
+        planner(plan_input)
+        self.assertEqual('throughput',
+                         planner._last['input'].objective)
+        self.assertEqual('contract', plan_input.objective)
 
 
 def ten_alone_in_twelve():
@@ -290,7 +315,7 @@ class HeldDomainTest(testtools.TestCase):
         self.assertEqual(
             {'id': 'h', 'vcpus': 4, 'workload': 'memory', 'movable': False,
              'current': {str(v): [4, 5, 6, 7] for v in range(4)}},
-            doc['vms'][0])
+            as_doc(doc)['vms'][0])
         self.assertEqual(decide.REPIN, got['h'].action)
         self.assertEqual('holds L2-1 in Placement', got['h'].reason)
         self.assertEqual({v: (4, 5, 6, 7) for v in range(4)},
