@@ -34,8 +34,8 @@ import logging
 import typing as ty
 import uuid
 
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import exception
-from nova_cacheaware import names
 from nova_cacheaware.placement import errors
 from nova_cacheaware.placement import provider_sync
 
