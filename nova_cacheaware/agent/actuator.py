@@ -82,7 +82,7 @@ class RateLimiter:
 
 
 class Actuator:
-    """Applies :class:`~nova_cacheaware.agent.decide.Decision` changes."""
+    """Applies :class:`~nova_cacheaware.policy.repinning.Decision` changes."""
 
     def __init__(self, hypervisor, rate_limiter=None, dry_run=False):
         self.hypervisor = hypervisor

@@ -33,7 +33,7 @@ from nova_cacheaware.agent import balloon_view
 from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import guest_agent as ga_mod
 from nova_cacheaware.agent import hypervisor as hv_mod
-from nova_cacheaware.api import specs as api_specs
+from nova_cacheaware.contracts import extra_specs as api_specs
 from nova_cacheaware import exception
 from nova_cacheaware.policy import balloon_round
 from nova_cacheaware.policy import guest_report

@@ -29,9 +29,9 @@ from oslo_utils import timeutils
 
 from nova_cacheaware.agent import outage
 from nova_cacheaware.agent import reporting
+from nova_cacheaware.contracts import host_state
 from nova_cacheaware import notifications
 from nova_cacheaware.policy import pcpu_est
-from nova_cacheaware.scheduler import host_state
 
 #: The messagingv2 envelope version.
 ENVELOPE_VERSION = 2.0

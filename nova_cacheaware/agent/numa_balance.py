@@ -36,7 +36,7 @@ from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import guest_agent as ga_mod
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.agent import numa_shapes
-from nova_cacheaware.api import specs as api_specs
+from nova_cacheaware.contracts import extra_specs as api_specs
 from nova_cacheaware import exception
 from nova_cacheaware.policy import numa_balance as policy
 from nova_cacheaware.topology import cpulist

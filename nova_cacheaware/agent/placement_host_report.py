@@ -17,7 +17,7 @@ import logging
 
 from nova_cacheaware.agent import placement_report
 from nova_cacheaware.agent import reporting
-from nova_cacheaware import names
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.placement import host_provider
 
 LOG = logging.getLogger(__name__)

@@ -35,8 +35,8 @@ import logging
 import urllib.parse
 
 from nova_cacheaware.agent import reporting
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import exception
-from nova_cacheaware import names
 from nova_cacheaware.placement import errors
 from nova_cacheaware.placement import host_provider
 from nova_cacheaware.placement import provider_sync

@@ -106,20 +106,20 @@ class LoggingStatePublisher(StatePublisher):
         LOG.debug('cacheaware.host.state (not sent): %s', state)
 
 
-def host_state(plan_output, decisions, health='ok'):
+def host_state(plan, decisions, health='ok'):
     """The agent's report that becomes a ``cacheaware.host.state`` payload.
 
-    Domains with their state and memory-bound VMs, the class of each VM,
-    and the agent's health. Not versioned itself: the payload's version is
-    :data:`nova_cacheaware.scheduler.host_state.VERSION`, set when
-    :func:`~nova_cacheaware.agent.notify.to_host_cache_state` builds it.
+    Domains with their state and memory-bound VMs (from ``plan``, the
+    planner's :class:`~nova_cacheaware.policy.cachedomain_model.Plan`),
+    the class of each VM, and the agent's health. Not versioned itself:
+    the payload's version is :data:`nova_cacheaware.contracts.host_state.
+    VERSION`, set when :func:`~nova_cacheaware.agent.notify.
+    to_host_cache_state` builds it.
     """
     return {
         'health': health,
-        'domains': {d: {'state': v.get('state'),
-                        'memory_vms': list(v.get('memory_vms', ()))}
-                    for d, v in sorted(plan_output.get('domains',
-                                                       {}).items())},
+        'domains': {d: {'state': p.state, 'memory_vms': list(p.memory_vms)}
+                    for d, p in sorted(plan.domains.items())},
         'vms': {d.uuid: {'workload': d.workload, 'movable': d.movable,
                          'domains': list(d.domains),
                          'vcpus': len(d.desired or d.current)}

@@ -14,15 +14,15 @@ import typing as ty
 
 from nova_cacheaware.agent import actuator as actuator_mod
 from nova_cacheaware.agent import counters as counters_mod
-from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.agent import outage
+from nova_cacheaware.agent import placement_side
 from nova_cacheaware.agent import reporting
 from nova_cacheaware.agent import specs as specs_mod
 from nova_cacheaware.agent import threads
-from nova_cacheaware.api import specs as api_specs
-from nova_cacheaware import exception
-from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.policy import cachedomain_model
+from nova_cacheaware.policy import repinning
+from nova_cacheaware.policy import repinning_trials
 from nova_cacheaware.topology import cpulist
 
 LOG = logging.getLogger(__name__)
@@ -45,16 +45,16 @@ class Pass:
     """One reconcile: the snapshot, the plan in and out, the decisions."""
 
     snapshot: Snapshot
-    plan_input: dict
-    plan_output: dict
-    decisions: ty.List[decide.Decision]
+    plan_input: cachedomain_model.PlanInput
+    plan_output: cachedomain_model.Plan
+    decisions: ty.List[repinning.Decision]
     result: actuator_mod.ApplyResult
     problems: ty.List[str]
     capabilities: ty.Dict[str, dict] = dataclasses.field(
         default_factory=dict)
 
 
-class Agent:
+class Agent(placement_side.PlacementSide):
     """Observe, decide, act. Every dependency is injected.
 
     ``domain_set`` is the host's :class:`~nova_cacheaware.topology.domains.
@@ -82,15 +82,8 @@ class Agent:
         self.capabilities = tuple(capabilities)
         # Run-time classification of 'auto' VMs (None: declared only).
         self.classifier = classifier
-        self.last_held = {}
-        # Per-host model: {uuid: domain} the agent chose for host room.
-        self._chosen = {}
-        self._choice_input = None  # its replay document (--dump-state)
-        self._base = {}  # {domain: (vCPUs, memory-bound)} without host room
-        self._choice_loads = None  # what the choice counted (live state)
-        self._unplaced = set()  # host-held instances that found no domain
+        self._init_placement_side()
         self.outages = outage.Outages()
-        self._membound_homes = {}
         # Crosses from libvirt's OS thread to this loop (green or not).
         self._wake = threads.Waker()
         self._stop = threading.Event()
@@ -141,79 +134,13 @@ class Agent:
 
     # -- decide -------------------------------------------------------------
 
-    def _held_domains(self, snapshot):
-        # Placement being down never stops pinning: the reporter keeps the
-        # last known allocations; anything else wrong means none this pass.
-        if getattr(self.placement, 'last_sync', True) is None:
-            # First pass: learn the providers before deciding, or instances
-            # holding a domain would be planned as if they held none.
-            self.sync_placement(self._usable(snapshot))
-        try:
-            return self.placement.held_domains(
-                [i.uuid for i in snapshot.instances])
-        except Exception as e:
-            LOG.warning('reading allocations failed: %s', e)
-            return self.last_held
-
-    def _choose_domains(self, snapshot, held):
-        """Resolve :data:`~.reporting.ANY_DOMAIN` (per-host model).
-
-        Instances holding room of the host get a domain from
-        :func:`~nova_cacheaware.policy.domain_choice.assign_domains`, with
-        the scheduler's rule and seed: the one they had, else the best
-        for them now. Those that fit nowhere are left out (they stay on
-        Nova's CPUs, reported not All-share).
-        """
-        domains = decide.usable_domains(self.domain_set,
-                                        self._usable(snapshot))
-        cpus_of = {d['id']: set(d['cpus']) for d in domains}
-        capacity = {d: c for d, c in self.placement.domain_capacity().items()
-                    if d in cpus_of}
-        wanted = []
-        base = {}
-        for instance in snapshot.instances:
-            pins = set()
-            for cpus in instance.live.values():
-                pins |= set(cpus)
-            current = next((d for d, cpus in sorted(cpus_of.items())
-                            if pins and pins <= cpus), None)
-            if held.get(instance.uuid) != reporting.ANY_DOMAIN:
-                if current is not None:
-                    # Pinned into one domain without host room (by the
-                    # planner, as memory-bound): it takes room and Clean,
-                    # as in the live state the scheduler sees.
-                    vcpus, memory = base.get(current, (0, 0))
-                    base[current] = (
-                        vcpus + len(instance.nova.allowed),
-                        memory + int(self._membound_homes.get(
-                            instance.uuid) == current))
-                continue
-            wanted.append(domain_choice.HostHeld(
-                uuid=instance.uuid, vcpus=len(instance.nova.allowed),
-                memory_bound=_clean_wanted(snapshot.specs.get(instance.uuid)),
-                current=current, previous=self._chosen.get(instance.uuid)))
-        self._choice_input = domain_choice.choice_to_dict(capacity, wanted,
-                                                          base)
-        self._base = base
-        chosen = domain_choice.assign_domains(capacity, wanted, base)
-        self._choice_loads = domain_choice.choice_loads(wanted, chosen, base)
-        for uuid, domain in sorted(chosen.items()):
-            if domain is None:
-                # Once per instance, not every pass while it waits.
-                (LOG.debug if uuid in self._unplaced else LOG.warning)(
-                    'instance %s holds All-share room of this host but no '
-                    'cache domain has room for it now (two claims raced '
-                    'between agent syncs): it stays on Nova\'s CPUs', uuid)
-            elif self._chosen.get(uuid) != domain:
-                LOG.info('instance %s: cache domain %s', uuid, domain)
-        self._unplaced = {u for u, d in chosen.items() if d is None}
-        self._chosen = {u: d for u, d in chosen.items() if d is not None}
-        out = {u: d for u, d in held.items() if d != reporting.ANY_DOMAIN}
-        out.update(self._chosen)
-        return out
-
     def decide(self, snapshot):
-        """Plan input, planner output and per-instance decisions."""
+        """Plan input, plan and per-instance decisions (all typed).
+
+        The decisions are :mod:`~nova_cacheaware.policy.repinning`'s; the
+        classifier's sampling window, if one runs, gives its VM the
+        window's pins for this pass instead of the plan's.
+        """
         held = self._held_domains(snapshot)
         if any(d == reporting.ANY_DOMAIN for d in held.values()):
             held = self._choose_domains(snapshot, held)
@@ -222,45 +149,54 @@ class Agent:
             self._choice_input = self._choice_loads = None
             self._base = {}
         self.last_held = held
-        specs = snapshot.specs
-        if self.classifier is not None:
-            specs = self.classifier.effective_specs(snapshot)
-        plan_input, why = decide.build_plan_input(
-            self.domain_set, self._usable(snapshot), snapshot.instances,
-            specs, self.max_vcpus_per_cpu, held=held)
-        if plan_input['domains']:
-            plan_output = self.planner(plan_input)
+        plan_input, why = self._plan_input(snapshot, held)
+        if plan_input.domains:
+            plan = self.planner(plan_input)
         else:
             # No usable CPU in any domain: nothing can be planned or moved.
             LOG.warning('no usable cache domain (check [agent] '
                         'cpu_shared_set); nothing is moved')
-            plan_output = {'vms': {}, 'domains': {}, 'unplaced': []}
+            plan = repinning.NO_PLAN
             why = {u: (False, 'no usable cache domain') for u in why}
-        decisions = decide.decisions_from_plan(
-            plan_input, plan_output, snapshot.instances, why, held=held,
+        decisions = repinning.decisions_from_plan(
+            plan_input, plan, snapshot.instances, why, held=held,
             chosen=frozenset(self._chosen))
         if self.classifier is not None:
             # Sampling windows: an 'auto' VM briefly in the other mode.
-            decisions = self.classifier.adjust(snapshot, plan_input,
-                                               plan_output, decisions)
-        return plan_input, plan_output, decisions
+            trial = self.classifier.window(snapshot, plan_input, plan,
+                                           decisions)
+            decisions = repinning_trials.with_trial(decisions, trial,
+                                                    plan_input.domains)
+        return plan_input, plan, decisions
+
+    def _plan_input(self, snapshot, held):
+        # The classifier's verdicts go in as a set of memory-bound uuids.
+        classified = frozenset()
+        if self.classifier is not None:
+            self.classifier.observe(snapshot)
+            classified = frozenset(self.classifier.memory_bound())
+        return repinning.build_plan_input(
+            self.domain_set, self._usable(snapshot), snapshot.instances,
+            snapshot.specs, self.max_vcpus_per_cpu, held=held,
+            classified=classified)
 
     # -- one pass -----------------------------------------------------------
 
     def reconcile(self):
         """Observe, decide and act once; return the :class:`Pass`."""
         snapshot = self.observe()
-        plan_input, plan_output, decisions = self.decide(snapshot)
-        problems = [p for p in (decide.audit_dedicated(d) for d in decisions
-                                if d.action == decide.AUDIT) if p]
+        plan_input, plan, decisions = self.decide(snapshot)
+        problems = [p for p in (repinning.audit_dedicated(d)
+                                for d in decisions
+                                if d.action == repinning.AUDIT) if p]
         for problem in problems:
             LOG.warning('%s', problem)
         result = self.actuator.apply(decisions)
         reports = self._run_capabilities(snapshot)
-        self._report(plan_output, decisions, reports,
+        self._report(plan, decisions, reports,
                      usable=self._usable(snapshot))
         return Pass(snapshot=snapshot, plan_input=plan_input,
-                    plan_output=plan_output, decisions=decisions,
+                    plan_output=plan, decisions=decisions,
                     result=result, problems=problems, capabilities=reports)
 
     def _run_capabilities(self, snapshot):
@@ -274,115 +210,6 @@ class Agent:
                 reports[capability.name] = {'error': str(e)}
         return reports
 
-    def sync_placement(self, usable=None):
-        """Reconcile the domain providers with Placement (every pass).
-
-        Cheap when nothing changed (the reporter compares generations).
-        Covers topology changes (usable CPUs on- or offline), providers
-        deleted or edited by hand, and re-asserts the agent's trait.
-        Placement being down never stops pinning: one WARNING when it goes,
-        one INFO when it is back.
-        """
-        usable = tuple(self.usable_cpus if usable is None else usable)
-        try:
-            self.placement.sync_domains(self.domain_set, usable)
-        except Exception as e:
-            self.outages.failed(
-                'Placement', e, 'pinning goes on with the last known '
-                'allocations; the sync is retried every pass')
-            return False
-        self.outages.ok('Placement')
-        return True
-
-    def membound_reserved(self, decisions):
-        """``{domain id: n}``: memory-bound VMs not counted by Placement.
-
-        Every VM the agent pins All-share in one domain as memory-bound
-        (declared ``workload=memory`` or classified), unless its own
-        allocation already uses that domain's MEMBOUND slot. So a VM whose
-        allocation names a retired domain (the domain set changed), or none
-        (no cache group in its flavor), still takes the slot of the domain
-        it now runs in, and Clean holds for the next request.
-        """
-        slots = self.placement.membound_holders()
-        out = {}
-        for uuid, home in self._memory_bound_homes(decisions).items():
-            if slots.get(uuid) != home:
-                out[home] = out.get(home, 0) + 1
-        return out
-
-    def _memory_bound_homes(self, decisions):
-        """``{uuid: domain id}`` of every memory-bound VM pinned in one."""
-        found = (self.classifier.memory_bound()
-                 if self.classifier is not None else set())
-        homes = {}
-        for d in decisions:
-            if d.workload != 'memory' and d.uuid not in found:
-                continue
-            if d.action == decide.REPIN and len(d.domains) == 1:
-                home = d.domains[0]
-            elif d.uuid in self._membound_homes:
-                # In a Partial-share sampling window: its slot stays
-                # reserved (no Placement write, no window for others).
-                home = self._membound_homes[d.uuid]
-            else:
-                continue
-            homes[d.uuid] = home
-        self._membound_homes = homes
-        return homes
-
-    def host_load(self, decisions):
-        """``(vcpus by domain, memory-bound VMs by domain)`` (per-host).
-
-        The first: vCPUs of the instances holding host room that the agent
-        put in each domain, plus those pinned into one domain without host
-        room; the second: every memory-bound VM it pins in
-        one domain. What ``max_unit`` and ``reserved`` are made of.
-        """
-        vcpus = {d: v for d, (v, _m) in self._base.items()}
-        for d in decisions:
-            domain = self._chosen.get(d.uuid)
-            if domain is not None:
-                vcpus[domain] = vcpus.get(domain, 0) + len(d.allowed)
-        memory = {}
-        for home in self._memory_bound_homes(decisions).values():
-            memory[home] = memory.get(home, 0) + 1
-        return vcpus, memory
-
-    def _report(self, plan_output, decisions, reports=None, usable=None):
-        # Reporting never stops pinning: log and go on.
-        if self.sync_placement(usable):
-            try:
-                if self.placement.per_domain:
-                    self.placement.set_membound_reserved(
-                        self.membound_reserved(decisions))
-                else:
-                    self.placement.set_host_load(*self.host_load(decisions))
-            except Exception as e:
-                LOG.warning('setting MEMBOUND reserved failed (%s); '
-                            'retrying next pass', e)
-        try:
-            state = reporting.host_state(plan_output, decisions)
-            state['usable_cpus'] = {
-                d['id']: len(d['cpus']) for d in decide.usable_domains(
-                    self.domain_set, self.usable_cpus
-                    if usable is None else usable)}
-            state['providers'] = self.placement.provider_uuids()
-            state['domain_capacity'] = self.placement.domain_capacity()
-            if not self.placement.per_domain:
-                state['host_provider'] = self.placement.host_provider_uuid()
-                state['domain_load'] = self._choice_loads
-            for capability in self.capabilities:
-                report = (reports or {}).get(capability.name)
-                extra = (capability.host_state(report)
-                         if report is not None and 'error' not in report
-                         else None)
-                if extra is not None:
-                    state[capability.name] = extra
-            self.publisher.publish(state)
-        except Exception as e:
-            LOG.warning('publishing the host state failed: %s', e)
-
     def dump_state(self, snapshot=None, reports=None):
         """The ``plan`` input document plus an ``"agent"`` context section.
 
@@ -394,12 +221,8 @@ class Agent:
         usable = self._usable(snapshot)
         # The same input the last pass planned with: classified VMs as
         # memory, VMs holding a domain in Placement fixed there.
-        specs = (self.classifier.effective_specs(snapshot)
-                 if self.classifier is not None else snapshot.specs)
-        plan_input, why = decide.build_plan_input(
-            self.domain_set, usable, snapshot.instances,
-            specs, self.max_vcpus_per_cpu, held=self.last_held)
-        doc = dict(plan_input)
+        plan_input, why = self._plan_input(snapshot, self.last_held)
+        doc = cachedomain_model.input_to_dict(plan_input)
         doc['agent'] = {
             'usable_cpus': list(usable),
             'cache_level': self.domain_set.level,
@@ -472,22 +295,6 @@ class Agent:
             self.counter_source.close()
             self._wake.close()
 
-    def withdraw(self):
-        """Stop promising pinning: the agent's trait leaves the root.
-
-        A clean stop only; a killed agent is noticed by the scheduler when
-        its live state goes stale (doc/source/admin/failure-modes.rst).
-        """
-        try:
-            if self.placement.withdraw():
-                LOG.info('%s removed from the compute node provider: no '
-                         'All-share request lands here until the agent '
-                         'is back', 'CUSTOM_CACHEAWARE_AGENT')
-        except Exception as e:
-            LOG.warning('could not remove the agent trait from Placement '
-                        '(%s); the scheduler notices the silence after '
-                        '[cacheaware_scheduler] host_state_ttl', e)
-
     def release_capabilities(self):
         """Let every capability give back what it changed."""
         for capability in self.capabilities:
@@ -506,7 +313,7 @@ class Agent:
         except hv.HypervisorUnavailable as e:
             self.outages.failed('libvirtd', e,
                                 'retrying at the next period or event')
-        except decide.PlannerError as e:
+        except repinning.PlannerError as e:
             LOG.error('%s; nothing changed', e)
         except Exception:
             LOG.exception('reconcile failed; nothing more changed')
@@ -531,8 +338,8 @@ def format_decisions(decisions, result=None):
                         for cpus, vs in groups.items()) or '-'
 
     for d in decisions:
-        action = d.action if d.changes() or d.action == decide.AUDIT \
-            else decide.KEEP
+        action = d.action if d.changes() or d.action == repinning.AUDIT \
+            else repinning.KEEP
         rows.append((d.uuid[:8], d.name[:16] or '-', d.workload, action,
                      pins(d.current), pins(d.desired),
                      ','.join(d.domains) or '-', d.reason))
@@ -544,11 +351,3 @@ def format_decisions(decisions, result=None):
                      % (len(result.succeeded), len(result.failed),
                         len(result.deferred), len(result.dry_run)))
     return '\n'.join(lines)
-
-
-def _clean_wanted(extra_specs):
-    """The scheduler's memory-bound rule for a flavor (False if invalid)."""
-    try:
-        return api_specs.parse_extra_specs(extra_specs or {}).clean_wanted
-    except exception.InvalidInput:
-        return False

@@ -53,8 +53,8 @@ from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.agent import spin_storm
 from nova_cacheaware.agent import vcpu_sizing_view as view_mod
 from nova_cacheaware.agent import vcpu_spin
-from nova_cacheaware.api import specs as specs_mod
 from nova_cacheaware.conf import vcpu_sizing as conf_mod
+from nova_cacheaware.contracts import extra_specs as specs_mod
 from nova_cacheaware import exception
 from nova_cacheaware.policy import pcpu_est
 from nova_cacheaware.policy import spin_storm as storm_policy

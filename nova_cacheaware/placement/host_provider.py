@@ -34,8 +34,8 @@ import logging
 import typing as ty
 import uuid
 
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import exception
-from nova_cacheaware import names
 from nova_cacheaware.placement import errors
 from nova_cacheaware.placement import provider_sync
 
@@ -171,17 +171,7 @@ sync_domain_providers`, plus ``vcpu_max_unit`` and ``membound_reserved``
     if host is None and wanted is not None:
         host = _create(client, result, name, compute_rp_uuid)
     if host is not None:
-        result.provider_uuid = host['uuid']
-        if host['name'] != name:
-            client.rename_provider(host['uuid'], name, compute_rp_uuid)
-            result.writes += 1
-            result.updated = True
-        if olds:
-            _reshape(client, result, host['uuid'], olds, wanted)
-        if wanted is None:
-            _retire_host(syncer, host['uuid'])
-        elif syncer.set_inventories(host['uuid'], wanted):
-            result.updated = not result.created
+        _update_host(syncer, host, name, compute_rp_uuid, olds, wanted)
     for domain_id in sorted(olds):
         provider_sync._remove_stale(syncer, domain_id,
                                     olds[domain_id]['uuid'])
@@ -196,6 +186,22 @@ sync_domain_providers`, plus ``vcpu_max_unit`` and ``membound_reserved``
             else 'unchanged', len(result.reshaped), len(result.deleted),
             result.writes)
     return result
+
+
+def _update_host(syncer, host, name, root_uuid, olds, wanted):
+    """Name, allocations and inventory of the existing host provider."""
+    client, result = syncer.client, syncer.result
+    result.provider_uuid = host['uuid']
+    if host['name'] != name:
+        client.rename_provider(host['uuid'], name, root_uuid)
+        result.writes += 1
+        result.updated = True
+    if olds:
+        _reshape(client, result, host['uuid'], olds, wanted)
+    if wanted is None:
+        _retire_host(syncer, host['uuid'])
+    elif syncer.set_inventories(host['uuid'], wanted):
+        result.updated = not result.created
 
 
 def _create(client, result, name, root_uuid):
@@ -293,43 +299,8 @@ def _reshape(client, result, host_uuid, olds, wanted):
                 continue
         if not consumers:
             return
-        body = {'inventories': {}, 'allocations': {}}
-        usage = {}
-        for consumer in sorted(consumers):
-            doc = client.get('/allocations/%s' % consumer)
-            moved = moved_allocations(doc['allocations'], old_uuids,
-                                      host_uuid)
-            for rc, n in moved.get(host_uuid, {}).get('resources',
-                                                      {}).items():
-                usage[rc] = usage.get(rc, 0) + n
-            body['allocations'][consumer] = {
-                'allocations': moved,
-                'project_id': doc['project_id'],
-                'user_id': doc['user_id'],
-                'consumer_generation': doc['consumer_generation'],
-                'consumer_type': doc.get('consumer_type', 'INSTANCE')}
-        host_doc = client.get_inventories(host_uuid)
-        current = client.get('/resource_providers/%s/usages'
-                             % host_uuid)['usages']
-        for rc, n in current.items():
-            usage[rc] = usage.get(rc, 0) + n
-        inventories = wanted if wanted is not None else host_doc[
-            'inventories']
-        inventories, raised = provider_sync.floored_inventories(
-            inventories, usage)
-        result.floored.extend('%s:%s' % (host_uuid, rc) for rc in raised)
-        body['inventories'][host_uuid] = {
-            'resource_provider_generation':
-                host_doc['resource_provider_generation'],
-            'inventories': inventories}
-        for rp in sorted(old_uuids):
-            try:
-                gen = client.get_inventories(rp)[
-                    'resource_provider_generation']
-            except errors.ResourceProviderNotFound:
-                continue
-            body['inventories'][rp] = {'resource_provider_generation': gen,
-                                       'inventories': {}}
+        body = _reshape_body(client, result, host_uuid, old_uuids,
+                             consumers, wanted)
         try:
             client.post('/reshaper', body, expected=(204,))
         except errors.ConcurrentUpdate:
@@ -355,3 +326,45 @@ def _reshape(client, result, host_uuid, olds, wanted):
         return
     raise errors.GenerationConflict(what='reshaping to the host provider',
                                     rp_uuid=host_uuid, attempts=MAX_ATTEMPTS)
+
+
+def _reshape_body(client, result, host_uuid, old_uuids, consumers, wanted):
+    """The ``POST /reshaper`` body moving ``consumers`` to the host.
+
+    Read now, with the generations it must carry; the host's inventory is
+    ``wanted`` (None: what it has), floored at the usage it gets.
+    """
+    body = {'inventories': {}, 'allocations': {}}
+    usage = {}
+    for consumer in sorted(consumers):
+        doc = client.get('/allocations/%s' % consumer)
+        moved = moved_allocations(doc['allocations'], old_uuids, host_uuid)
+        for rc, n in moved.get(host_uuid, {}).get('resources', {}).items():
+            usage[rc] = usage.get(rc, 0) + n
+        body['allocations'][consumer] = {
+            'allocations': moved,
+            'project_id': doc['project_id'],
+            'user_id': doc['user_id'],
+            'consumer_generation': doc['consumer_generation'],
+            'consumer_type': doc.get('consumer_type', 'INSTANCE')}
+    host_doc = client.get_inventories(host_uuid)
+    current = client.get('/resource_providers/%s/usages'
+                         % host_uuid)['usages']
+    for rc, n in current.items():
+        usage[rc] = usage.get(rc, 0) + n
+    inventories = wanted if wanted is not None else host_doc['inventories']
+    inventories, raised = provider_sync.floored_inventories(inventories,
+                                                            usage)
+    result.floored.extend('%s:%s' % (host_uuid, rc) for rc in raised)
+    body['inventories'][host_uuid] = {
+        'resource_provider_generation':
+            host_doc['resource_provider_generation'],
+        'inventories': inventories}
+    for rp in sorted(old_uuids):
+        try:
+            gen = client.get_inventories(rp)['resource_provider_generation']
+        except errors.ResourceProviderNotFound:
+            continue
+        body['inventories'][rp] = {'resource_provider_generation': gen,
+                                   'inventories': {}}
+    return body

@@ -157,26 +157,54 @@ def default_plan(params, vms, free_mib=0):
         hold[vm.id] = (vm.hold_mib if left else 0, left)
     sat = [vm for vm in vms if vm.hit_ratio >= params.threshold]
     unsat = [vm for vm in vms if vm.hit_ratio < params.threshold]
+    w_est, deficit = _demand(unsat, hold, params)
+    # A VM whose working set is unknown (no hits, or nothing cached: also
+    # what a guest stuck at 0 % looks like) gets idle memory only; it never
+    # makes the policy probe others for it.
+    wanted_known = sum(d for k, d in deficit.items() if w_est[k] != INF)
+    probe = {vm.id: 0 for vm in vms}
+    pool = free_mib + _supply(sat, hold, memory, probe, free_mib,
+                              (sum(deficit.values()), wanted_known), params)
+    favoured = _serve(_priority_order(unsat, w_est, params), deficit, w_est,
+                      memory, pool, params)
+    decisions = {}
+    for vm in vms:
+        hold_mib, hold_left = hold[vm.id]
+        decisions[vm.id] = VmDefaultDecision(
+            memory_mib=memory[vm.id], probe=probe[vm.id],
+            hold_mib=hold_mib, hold_left=hold_left,
+            favoured=vm.id in favoured)
+    total = sum(vm.memory_mib for vm in vms) + free_mib
+    return DefaultPlan(vms=decisions,
+                       unallocated_mib=total - sum(memory.values()))
+
+
+def _demand(unsat, hold, params):
+    """``(working-set estimates, deficits)`` of the unsatisfied VMs.
+
+    Sets ``hold`` for each: what a probe learnt, not probed below for a
+    while.
+    """
     w_est = {vm.id: _reachable(vm, estimate_working_set(vm), params)
              for vm in unsat}
     deficit = {}
     for vm in unsat:
         need = _need(vm, w_est[vm.id], params)
-        # What a probe learnt: do not probe below this for a while.
         hold[vm.id] = (min(need, vm.max_mib), params.hold_rounds)
         warming = vm.free_mib > params.pad_mib
         deficit[vm.id] = 0 if warming else max(0, need - vm.memory_mib)
-    order = _priority_order(unsat, w_est, params)
-    wanted = sum(deficit.values())
-    # A VM whose working set is unknown (no hits, or nothing cached: also
-    # what a guest stuck at 0 % looks like) gets idle memory only; it never
-    # makes the policy probe others for it.
-    wanted_known = sum(d for k, d in deficit.items() if w_est[k] != INF)
+    return w_est, deficit
 
-    # Supply, cheapest first: unassigned, guest-free, then probes.
-    free_pool = free_mib
+
+def _supply(sat, hold, memory, probe, free_pool, wanted, params):
+    """MiB taken from the satisfied VMs, cheapest first; updates ``memory``.
+
+    Unassigned memory first, then what the guests leave free, then probes
+    (``probe`` gets their new counts). ``wanted``: ``(all deficits, the
+    deficits of VMs with a known working set)``.
+    """
+    wanted_all, wanted_known = wanted
     offers = []
-    probe = {vm.id: 0 for vm in vms}
     for vm in sat:
         floor = max(vm.min_mib, hold[vm.id][0],
                     math.ceil(vm.used_mib) + params.pad_mib)
@@ -187,24 +215,30 @@ def default_plan(params, vms, free_mib=0):
             frac = min(params.probe_max, params.probe_step * 2 ** vm.probe)
             offers.append((1, vm, int((above - idle) * frac)))
     offers.sort(key=lambda o: (o[0], o[1].id))
-    taken_from_sat = 0
+    taken = 0
     for kind, vm, amount in offers:
-        limit = wanted if kind == 0 else wanted_known
-        if free_pool + taken_from_sat >= limit:
+        limit = wanted_all if kind == 0 else wanted_known
+        if free_pool + taken >= limit:
             continue
-        take = min(amount, limit - free_pool - taken_from_sat)
+        take = min(amount, limit - free_pool - taken)
         if take > 0:
             memory[vm.id] -= take
-            taken_from_sat += take
+            taken += take
             if kind == 1:
                 probe[vm.id] = vm.probe + 1
     for vm in sat:
         # Probes grow only while demand lasts; without demand they restart.
         if probe[vm.id] == 0 and wanted_known > 0:
             probe[vm.id] = vm.probe
-    pool = free_pool + taken_from_sat
+    return taken
 
-    # Serve smallest working sets first; take from larger ones if needed.
+
+def _serve(order, deficit, w_est, memory, pool, params):
+    """Serve the smallest working sets first; returns the favoured ids.
+
+    From ``pool`` first, then taking from VMs with larger working sets;
+    updates ``memory``.
+    """
     favoured = set()
     for i, vm in enumerate(order):
         want = deficit[vm.id]
@@ -224,16 +258,7 @@ def default_plan(params, vms, free_mib=0):
         memory[vm.id] += give
         if give > 0 or (want == 0 and w_est[vm.id] != INF):
             favoured.add(vm.id)
-    decisions = {}
-    for vm in vms:
-        hold_mib, hold_left = hold[vm.id]
-        decisions[vm.id] = VmDefaultDecision(
-            memory_mib=memory[vm.id], probe=probe[vm.id],
-            hold_mib=hold_mib, hold_left=hold_left,
-            favoured=vm.id in favoured)
-    total = sum(vm.memory_mib for vm in vms) + free_mib
-    return DefaultPlan(vms=decisions,
-                       unallocated_mib=total - sum(memory.values()))
+    return favoured
 
 
 # ------------------------------------------------------------------ JSON

@@ -231,20 +231,7 @@ def _divide_node(node, cpus, vms, current, thresholds, moves, totals):
     if need > len(usable):
         raise _bad('host node %d has %d usable CPUs for %d full-NUMA VMs '
                    'that each need one' % (node, len(usable), need))
-    for vm in vms:                     # 2. floors
-        if len(held[vm.id]) >= floors[vm.id]:
-            continue
-        if free:
-            cpu = min(free)
-            free.discard(cpu)
-        else:
-            donor = max((v for v in vms
-                         if len(held[v.id]) > floors[v.id]),
-                        key=lambda v: (len(held[v.id]) - floors[v.id],
-                                       v.id))
-            cpu = max(held[donor.id])
-            held[donor.id].discard(cpu)
-        held[vm.id].add(cpu)
+    _give_floors(vms, held, free, floors)  # 2. floors
 
     def ratio(v):
         return _ratio(v, node, len(held[v.id]), totals)
@@ -277,6 +264,24 @@ def _divide_node(node, cpus, vms, current, thresholds, moves, totals):
         held[taker.id].add(cpu)
         moves.append((node, giver.id, taker.id, cpu))
     return held
+
+
+def _give_floors(vms, held, free, floors):
+    """Step 2: every VM up to its floor, from ``free`` or the richest."""
+    for vm in vms:
+        if len(held[vm.id]) >= floors[vm.id]:
+            continue
+        if free:
+            cpu = min(free)
+            free.discard(cpu)
+        else:
+            donor = max((v for v in vms
+                         if len(held[v.id]) > floors[v.id]),
+                        key=lambda v: (len(held[v.id]) - floors[v.id],
+                                       v.id))
+            cpu = max(held[donor.id])
+            held[donor.id].discard(cpu)
+        held[vm.id].add(cpu)
 
 
 def _memory_move(vms, thresholds):

@@ -111,26 +111,7 @@ def derive(host_nodes, ram_mib, memoryless='drop'):
     if not groups:
         raise NUMAFlavorError('no host NUMA node has both usable CPUs and '
                               'memory; nothing to mirror')
-    for node in nodes:
-        if not node.cpus and node.memory_mib > 0:
-            notes.append('host node %d has memory but no usable CPUs: Nova '
-                         'cannot give a guest node without vCPUs, so its '
-                         '%d MiB are not mirrored'
-                         % (node.id, node.memory_mib))
-        elif node.cpus and node.memory_mib <= 0:
-            if memoryless == 'drop':
-                notes.append('host node %d is memoryless: Nova cannot fit a '
-                             'guest node there, so its %d CPUs are left out '
-                             '(use memoryless=merge to add them to a node '
-                             'with memory)' % (node.id, len(node.cpus)))
-            else:
-                target = _nearest_with_memory(node, nodes, groups)
-                groups[target].append(node.id)
-                notes.append('host node %d is memoryless: its %d CPUs join '
-                             'guest node of host node %d; that guest node is '
-                             'larger than its host node and fits only with a '
-                             'CPU allocation ratio above 1'
-                             % (node.id, len(node.cpus), target))
+    notes.extend(_group_partial_nodes(nodes, groups, memoryless))
     by_id = {n.id: n for n in nodes}
     order = sorted(groups)
     if ram_mib < len(order):
@@ -157,6 +138,36 @@ def derive(host_nodes, ram_mib, memoryless='drop'):
                      % (len(guest) - 1, [n.host_nodes[0] for n in guest]))
     return NUMAFlavor(vcpus=next_vcpu, ram_mib=ram_mib, nodes=tuple(guest),
                       notes=tuple(notes))
+
+
+def _group_partial_nodes(nodes, groups, memoryless):
+    """Notes on nodes without memory or CPUs; ``merge`` joins the latter.
+
+    A memoryless node's CPUs join the group (in ``groups``) of its nearest
+    node with memory when ``memoryless`` is ``merge``.
+    """
+    notes = []
+    for node in nodes:
+        if not node.cpus and node.memory_mib > 0:
+            notes.append('host node %d has memory but no usable CPUs: Nova '
+                         'cannot give a guest node without vCPUs, so its '
+                         '%d MiB are not mirrored'
+                         % (node.id, node.memory_mib))
+        elif node.cpus and node.memory_mib <= 0:
+            if memoryless == 'drop':
+                notes.append('host node %d is memoryless: Nova cannot fit a '
+                             'guest node there, so its %d CPUs are left out '
+                             '(use memoryless=merge to add them to a node '
+                             'with memory)' % (node.id, len(node.cpus)))
+            else:
+                target = _nearest_with_memory(node, nodes, groups)
+                groups[target].append(node.id)
+                notes.append('host node %d is memoryless: its %d CPUs join '
+                             'guest node of host node %d; that guest node is '
+                             'larger than its host node and fits only with a '
+                             'CPU allocation ratio above 1'
+                             % (node.id, len(node.cpus), target))
+    return notes
 
 
 def _nearest_with_memory(node, nodes, groups):

@@ -15,7 +15,6 @@ import kombu
 from oslo_config import cfg
 import oslo_messaging
 
-from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import notify
 from nova_cacheaware.agent import placement_report
 from nova_cacheaware.cmd import agent as agent_cmd
@@ -39,15 +38,11 @@ class FoundMemoryBound(object):
     def __init__(self):
         self.found = set()
 
-    def effective_specs(self, snapshot):
-        specs = dict(snapshot.specs)
-        for uuid in self.found:
-            specs[uuid] = dict(specs.get(uuid, {}),
-                               **{decide.WORKLOAD_SPEC: 'memory'})
-        return specs
+    def observe(self, snapshot):
+        pass
 
-    def adjust(self, snapshot, plan_input, plan_output, decisions):
-        return decisions
+    def window(self, snapshot, plan_input, plan, decisions):
+        return None  # no sampling window
 
     def memory_bound(self):
         return set(self.found)

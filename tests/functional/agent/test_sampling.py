@@ -43,7 +43,7 @@ class StudyCounters(counters.CounterSource):
 
     def sample(self, threads):
         live = {i.uuid: i.live for i in self.hv.list_instances()}
-        domains = [{'id': d.id, 'cpus': d.cpus} for d in FOUR.domains]
+        domains = FOUR.domains
         out = {}
         for key in sorted(threads):
             uuid = key.split('/')[0]
@@ -163,7 +163,7 @@ class RecordedTraceTest(base.AgentTestCase):
     def replay(self, events, passes=20):
         mem = self.define(2, cpuset='0-7')
         cpu = self.define(2, cpuset='0-7')
-        domains = [{'id': d.id, 'cpus': d.cpus} for d in FOUR.domains]
+        domains = FOUR.domains
 
         def mode_of(key):
             live = {i.uuid: i.live for i in self.hv.list_instances()}

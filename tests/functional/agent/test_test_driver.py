@@ -9,6 +9,7 @@ from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import reporting
+from nova_cacheaware.policy import cachedomain
 from nova_cacheaware.virt import domain as port_domain
 from tests.functional.agent import base
 
@@ -96,7 +97,7 @@ class ReconcileTest(base.AgentTestCase):
         one = self.agent(FOUR, usable=(2, 3, 4, 5)).reconcile()
         self.assertEqual([{'id': 'L2-1', 'cpus': [2, 3]},
                           {'id': 'L2-2', 'cpus': [4, 5]}],
-                         one.plan_input['domains'])
+                         cachedomain.input_to_dict(one.plan_input)['domains'])
         self.assertEqual({0: (2, 3)}, self.live_pins(uuid))
 
     def test_dry_run_and_rate_limit(self):
@@ -163,7 +164,9 @@ class ReconcileTest(base.AgentTestCase):
         self.assertEqual({'domains', 'max_vcpus_per_cpu', 'vms', 'agent'},
                          set(doc))
         self.assertEqual(
-            one.plan_input, {k: v for k, v in doc.items() if k != 'agent'})
+            cachedomain.input_to_dict(one.plan_input),
+            {k: v for k, v in doc.items() if k != 'agent'})
+        self.assertEqual(one.plan_input, cachedomain.input_from_dict(doc))
         info = doc['agent']['instances'][uuid]
         self.assertEqual({'0': list(ALL), '1': list(ALL)}, info['allowed'])
         self.assertEqual({'cacheaware:workload': 'memory'},

@@ -1,216 +1,14 @@
-"""Decide: the plan input the agent builds and the safety rules."""
+"""The agent's wiring of the repinning planner (the decisions are
+tested in tests/unit/policy/test_repinning.py).
+"""
 
 import importlib.util
 
 import testtools
 
 from nova_cacheaware.agent import decide
-from nova_cacheaware.agent import domain_xml
-from nova_cacheaware.agent import hypervisor as hv
-from nova_cacheaware.topology import domains
-
-ALL = tuple(range(8))
-# Two L2 clusters of four CPUs, like a small E-core part.
-DOMAINS = domains.DomainSet(level=2, fallback=False, domains=(
-    domains.CacheDomain('L2-0', 2, (0, 1, 2, 3), 2048, (0,)),
-    domains.CacheDomain('L2-1', 2, (4, 5, 6, 7), 2048, (0,)),
-))
-
-
-def instance(uuid, vcpus, allowed=ALL, live=None, per_vcpu=None,
-             dedicated=False, nova_pinned=False, ours=()):
-    allowed_map = per_vcpu or {v: tuple(allowed) for v in range(vcpus)}
-    nova = domain_xml.NovaDomain(
-        uuid=uuid, name='instance-' + uuid, instance_name='vm-' + uuid,
-        flavor='m1', vcpus=vcpus, allowed=allowed_map,
-        nova_pinned=nova_pinned or dedicated or per_vcpu is not None,
-        dedicated=dedicated)
-    return hv.Instance(nova=nova, live=live or dict(allowed_map),
-                       ours=frozenset(ours))
-
-
-MEM = {decide.WORKLOAD_SPEC: 'memory'}
-CPU = {decide.WORKLOAD_SPEC: 'cpu'}
-#: The real planner (nova_cacheaware.policy.cachedomain).
-PLAN = decide.default_planner()
-
-
-class WorkloadAndMovabilityTest(testtools.TestCase):
-
-    def test_workload_of(self):
-        for specs, expected in [({}, 'unknown'), (None, 'unknown'),
-                                ({decide.WORKLOAD_SPEC: 'auto'}, 'unknown'),
-                                ({decide.WORKLOAD_SPEC: 'bogus'}, 'unknown'),
-                                (MEM, 'memory'),
-                                ({decide.WORKLOAD_SPEC: 'cpu'}, 'cpu'),
-                                ({decide.WORKLOAD_SPEC: 'io'}, 'io')]:
-            self.assertEqual(expected, decide.workload_of(specs), specs)
-
-    def test_movability_table(self):
-        domain_cpus = set(ALL)
-        cases = [
-            (instance('a', 2), {}, True, 'floating'),
-            (instance('b', 2), {'hw:cpu_policy': 'shared'}, True,
-             'floating'),
-            (instance('c', 2), {'hw:cpu_policy': 'dedicated'}, False,
-             'dedicated: Nova pinned each vCPU to one CPU'),
-            (instance('d', 2), {'hw:cpu_policy': 'mixed'}, False,
-             'dedicated: Nova pinned each vCPU to one CPU'),
-            (instance('e', 2, per_vcpu={0: (4,), 1: (5,)}, dedicated=True),
-             {}, False, 'dedicated: Nova pinned each vCPU to one CPU'),
-            (instance('f', 2, allowed=(0, 1, 2, 3, 4, 5)), {}, False,
-             'Nova does not allow CPUs 6-7'),
-            (instance('g', 2, per_vcpu={0: (0, 1, 2, 3), 1: (4, 5, 6, 7)}),
-             {}, False, 'Nova does not allow CPUs 0-7'),
-            (instance('h', 2), {'cacheaware:numa': 'full'}, False,
-             'full-NUMA: CPUs are handed off by numa_balance'),
-            (instance('i', 2), {'cacheaware:numa': 'any'}, True,
-             'floating'),
-        ]
-        for inst, specs, movable, reason in cases:
-            self.assertEqual((movable, reason),
-                             decide.movability(inst, specs, domain_cpus),
-                             inst.uuid)
-
-    def test_domains_cut_to_usable_cpus(self):
-        self.assertEqual([{'id': 'L2-0', 'cpus': [2, 3]}],
-                         decide.usable_domains(DOMAINS, (2, 3)))
-        self.assertEqual([{'id': 'L2-0', 'cpus': [0, 1, 2, 3]},
-                          {'id': 'L2-1', 'cpus': [4, 5, 6, 7]}],
-                         decide.usable_domains(DOMAINS, ALL))
-
-    def test_restricted_usable_set_makes_restricted_vms_movable(self):
-        # cpu_shared_set = 0-5: a VM allowed 0-5 can now move.
-        inst = instance('f', 1, allowed=(0, 1, 2, 3, 4, 5))
-        doc, why = decide.build_plan_input(DOMAINS, range(6), [inst],
-                                           {'f': MEM})
-        self.assertEqual((True, 'floating'), why['f'])
-        self.assertEqual([{'id': 'L2-0', 'cpus': [0, 1, 2, 3]},
-                          {'id': 'L2-1', 'cpus': [4, 5]}], doc['domains'])
-
-
-class BuildPlanInputTest(testtools.TestCase):
-
-    def test_exact_document(self):
-        insts = [instance('b', 1, live={0: (4, 5, 6, 7)}),
-                 instance('a', 2),
-                 instance('c', 1, per_vcpu={0: (7,)}, dedicated=True)]
-        doc, why = decide.build_plan_input(
-            DOMAINS, ALL, insts, {'a': MEM, 'b': {decide.WORKLOAD_SPEC:
-                                                  'cpu'}}, 2)
-        self.assertEqual({
-            'domains': [{'id': 'L2-0', 'cpus': [0, 1, 2, 3]},
-                        {'id': 'L2-1', 'cpus': [4, 5, 6, 7]}],
-            'max_vcpus_per_cpu': 2.0,
-            'vms': [
-                {'id': 'a', 'vcpus': 2, 'workload': 'memory',
-                 'current': {'0': list(ALL), '1': list(ALL)},
-                 'movable': True},
-                {'id': 'b', 'vcpus': 1, 'workload': 'cpu',
-                 'current': {'0': [4, 5, 6, 7]}, 'movable': True},
-                {'id': 'c', 'vcpus': 1, 'workload': 'unknown',
-                 'current': {'0': [7]}, 'movable': False},
-            ]}, doc)
-        self.assertEqual(False, why['c'][0])
-
-    def test_cpus_outside_the_domains(self):
-        # cpu_shared_set 0-5: a dedicated VM on 7 is left out of the plan
-        # (it is in no domain), a movable VM allowed 0-7 is cut to 0-5, a
-        # vCPU with nothing left drops "current" (planner: all CPUs).
-        insts = [instance('ded', 1, per_vcpu={0: (7,)}, dedicated=True),
-                 instance('mov', 2),
-                 instance('far', 1, live={0: (6, 7)}, ours={0})]
-        doc, why = decide.build_plan_input(DOMAINS, range(6), insts,
-                                           {'mov': MEM})
-        self.assertEqual(
-            [{'id': 'far', 'vcpus': 1, 'workload': 'unknown',
-              'movable': True},
-             {'id': 'mov', 'vcpus': 2, 'workload': 'memory',
-              'movable': True, 'current': {'0': [0, 1, 2, 3, 4, 5],
-                                           '1': [0, 1, 2, 3, 4, 5]}}],
-            doc['vms'])
-        self.assertEqual(False, why['ded'][0])
-        result = PLAN(doc)
-        got = {d.uuid: d for d in decide.decisions_from_plan(
-            doc, result, insts, why)}
-        self.assertEqual(decide.AUDIT, got['ded'].action)
-        self.assertEqual({}, got['ded'].changes())
-        self.assertEqual(decide.REPIN, got['mov'].action)
-        self.assertEqual(decide.RESTORE, got['far'].action)
-        self.assertEqual({0: ALL}, got['far'].changes())
-
-
-class DecisionsTest(testtools.TestCase):
-
-    def decide_all(self, insts, specs):
-        doc, why = decide.build_plan_input(DOMAINS, ALL, insts, specs)
-        result = PLAN(doc)
-        return {d.uuid: d for d in decide.decisions_from_plan(
-            doc, result, insts, why)}
-
-    def test_actions(self):
-        insts = [instance('m1', 2), instance('m2', 2),
-                 instance('m3', 4),  # no room left after m1, m2 + m4
-                 instance('m4', 4),
-                 instance('cpu', 1, live={0: (0, 1, 2, 3)}, ours={0}),
-                 instance('ext', 1, live={0: (5,)}),
-                 instance('ded', 1, per_vcpu={0: (7,)}, dedicated=True),
-                 instance('nar', 1, allowed=(0, 1))]
-        specs = {u: MEM for u in ('m1', 'm2', 'm3', 'm4', 'nar')}
-        specs['cpu'] = {decide.WORKLOAD_SPEC: 'cpu'}
-        got = self.decide_all(insts, specs)
-        self.assertEqual(decide.REPIN, got['m1'].action)
-        # 'nar' (unmovable, memory-bound, inside L2-0) and 'cpu' (pinned
-        # there) take L2-0's room: the real planner puts m1 and m2 (2 + 2
-        # vCPUs) in L2-1; m3 and m4 (4 each) fit nowhere.
-        for uuid in ('m1', 'm2'):
-            self.assertEqual({0: (4, 5, 6, 7), 1: (4, 5, 6, 7)},
-                             got[uuid].desired)
-            self.assertEqual(('L2-1',), got[uuid].domains)
-            self.assertEqual('all', got[uuid].share)
-        self.assertEqual(decide.KEEP, got['m3'].action)
-        self.assertEqual('memory-bound, no domain has room',
-                         got['m3'].reason)
-        self.assertEqual({}, got['m3'].changes())
-        self.assertEqual(decide.KEEP, got['m4'].action)
-        # A VM we pinned earlier that is not memory-bound goes back to
-        # Nova's CPUs.
-        self.assertEqual(decide.RESTORE, got['cpu'].action)
-        self.assertEqual({0: ALL}, got['cpu'].changes())
-        # Pinned by someone else: left alone.
-        self.assertEqual(decide.KEEP, got['ext'].action)
-        self.assertEqual('unknown: pins not made by the agent, left alone',
-                         got['ext'].reason)
-        self.assertEqual({}, got['ext'].changes())
-        self.assertEqual(decide.AUDIT, got['ded'].action)
-        self.assertEqual({}, got['ded'].changes())
-        self.assertEqual(decide.KEEP, got['nar'].action)
-        self.assertEqual('Nova does not allow CPUs 2-7', got['nar'].reason)
-
-    def test_changes_are_only_the_difference(self):
-        inst = instance('m', 2, live={0: (0, 1, 2, 3), 1: ALL})
-        got = self.decide_all([inst], {'m': MEM})
-        self.assertEqual({1: (0, 1, 2, 3)}, got['m'].changes())
-
-    def test_planner_output_without_pinning_is_an_error(self):
-        inst = instance('m', 1)
-        doc, why = decide.build_plan_input(DOMAINS, ALL, [inst], {'m': MEM})
-        for bad in ({}, [], {'vms': {'m': {'domains': []}}},
-                    {'vms': {'m': {'pinning': {'0': ['x']}}}}):
-            self.assertRaises(decide.PlannerError,
-                              decide.decisions_from_plan, doc, bad, [inst],
-                              why)
-
-    def test_audit_reports_drift_of_dedicated_pins(self):
-        inst = instance('d', 1, per_vcpu={0: (7,)}, dedicated=True,
-                        live={0: (6, 7)})
-        got = self.decide_all([inst], {})
-        problem = decide.audit_dedicated(got['d'])
-        self.assertIn('live pins {0: \'6-7\'} differ from Nova\'s '
-                      '{0: \'7\'}', problem)
-        clean = self.decide_all([instance('e', 1, per_vcpu={0: (7,)},
-                                          dedicated=True)], {})
-        self.assertEqual('', decide.audit_dedicated(clean['e']))
+from nova_cacheaware.policy import cachedomain
+from nova_cacheaware.policy import repinning
 
 
 class DefaultPlannerTest(testtools.TestCase):
@@ -219,103 +17,30 @@ class DefaultPlannerTest(testtools.TestCase):
         present = importlib.util.find_spec(
             'nova_cacheaware.policy.cachedomain') is not None
         if present:
-            self.assertTrue(callable(decide.default_planner()))
+            self.assertIsInstance(decide.default_planner(),
+                                  repinning.Planner)
         else:
             e = self.assertRaises(decide.PlannerUnavailable,
                                   decide.default_planner)
             self.assertIn('nova_cacheaware.policy.cachedomain', str(e))
 
-    def test_one_arrival_replans_incrementally(self):
-        # Twelve 4-CPU domains, ten memory-bound VMs alone in d0..d9: an
-        # arrival goes to an empty domain and nobody else moves; the same
-        # document planned from scratch gives the same domains here.
-        from nova_cacheaware.policy import cachedomain
-        domains, vms = ten_alone_in_twelve()
-        planner = decide.default_planner()
-        first = planner({'domains': domains, 'vms': vms})
-        doc = {'domains': domains, 'vms': vms + [
-            {'id': 'new', 'vcpus': 2, 'workload': 'memory'}]}
-        second = planner(doc)
-        self.assertFalse(any(second['vms'][v['id']]['moved'] for v in vms))
-        self.assertEqual(['d10'], second['vms']['new']['domains'])
-        self.assertEqual(first['vms']['v0'], second['vms']['v0'])
-        full = cachedomain.plan_to_dict(cachedomain.plan(
-            cachedomain.input_from_dict(doc)))
-        self.assertEqual(full['domains'], second['domains'])
-
-    def test_incremental_plan_replays_from_its_previous_section(self):
-        # The dump after an incremental replan carries "previous"; the
-        # plan command's path (plan_from_dict) then gives the agent's plan.
-        from nova_cacheaware.policy import allshare_replan
-        from nova_cacheaware.policy import cachedomain
-        domains, vms = ten_alone_in_twelve()
-        planner = decide.default_planner()
-        planner({'domains': domains, 'vms': vms})
-        self.assertIsNone(planner.previous())
-        doc = {'domains': domains, 'vms': vms + [
-            {'id': 'new', 'vcpus': 2, 'workload': 'memory'}]}
-        agent_plan = planner(doc)
-        previous = planner.previous()
-        self.assertEqual({'input', 'unplaced'}, set(previous))
-        self.assertEqual(10, len(previous['input']['vms']))
-        replayed = cachedomain.plan_to_dict(allshare_replan.plan_from_dict(
-            dict(doc, previous=previous)))
-        self.assertEqual(agent_plan, replayed)
-
-
-def ten_alone_in_twelve():
-    """Twelve 4-CPU domains; ten 2-vCPU memory-bound VMs alone in d0..d9."""
-    domains = [{'id': 'd%d' % d, 'cpus': list(range(4 * d, 4 * d + 4))}
-               for d in range(12)]
-    vms = [{'id': 'v%d' % d, 'vcpus': 2, 'workload': 'memory',
-            'current': {'0': domains[d]['cpus'], '1': domains[d]['cpus']}}
-           for d in range(10)]
-    return domains, vms
-
-
-class HeldDomainTest(testtools.TestCase):
-    """Rule 5: an instance holding a domain in Placement is pinned there."""
-
-    def plan(self, insts, specs, held):
-        doc, why = decide.build_plan_input(DOMAINS, ALL, insts, specs,
-                                           held=held)
-        result = PLAN(doc)
-        return doc, {d.uuid: d for d in decide.decisions_from_plan(
-            doc, result, insts, why, held=held)}
-
-    def test_held_instance_pinned_to_its_domain_and_counted(self):
-        # 'h' holds L2-1; 'm' (memory-bound, 4 vCPUs) then only fits L2-0.
-        insts = [instance('h', 4), instance('m', 4)]
-        doc, got = self.plan(insts, {'h': MEM, 'm': MEM}, {'h': 'L2-1'})
+    def test_typed_plan_for_a_typed_input(self):
+        plan_input = cachedomain.input_from_dict({
+            'domains': [{'id': 'L2-0', 'cpus': [0, 1]}],
+            'vms': [{'id': 'm', 'vcpus': 2, 'workload': 'memory'}]})
+        planner = decide.default_planner(objective='throughput')
         self.assertEqual(
-            {'id': 'h', 'vcpus': 4, 'workload': 'memory', 'movable': False,
-             'current': {str(v): [4, 5, 6, 7] for v in range(4)}},
-            doc['vms'][0])
-        self.assertEqual(decide.REPIN, got['h'].action)
-        self.assertEqual('holds L2-1 in Placement', got['h'].reason)
-        self.assertEqual({v: (4, 5, 6, 7) for v in range(4)},
-                         got['h'].desired)
-        self.assertEqual(('L2-1',), got['h'].domains)
-        self.assertEqual('all', got['h'].share)
-        self.assertEqual({v: (0, 1, 2, 3) for v in range(4)},
-                         got['m'].desired)
+            {'vms': {'m': {'pinning': {'0': [0, 1], '1': [0, 1]},
+                           'domains': ['L2-0'], 'share': 'all',
+                           'moved': False}},
+             'domains': {'L2-0': {'state': 'clean', 'memory_vms': ['m']}},
+             'unplaced': []},
+            cachedomain.plan_to_dict(planner(plan_input)))
 
-    def test_held_wins_over_declared_class(self):
-        # A cpu-declared VM that holds a domain is still pinned there.
-        doc, got = self.plan([instance('c', 2)], {'c': CPU}, {'c': 'L2-0'})
-        self.assertEqual({0: (0, 1, 2, 3), 1: (0, 1, 2, 3)},
-                         got['c'].desired)
-
-    def test_held_ignored_when_nova_forbids_or_unknown_or_dedicated(self):
-        insts = [instance('n', 1, allowed=(0, 1, 2, 3, 4, 5)),
-                 instance('u', 1),
-                 instance('d', 1, allowed=(4,), live={0: (4,)})]
-        doc, got = self.plan(
-            insts, {'n': MEM, 'u': MEM,
-                    'd': {'hw:cpu_policy': 'dedicated'}},
-            {'n': 'L2-1', 'u': 'L3-9', 'd': 'L2-1'})
-        self.assertEqual('Nova does not allow CPUs 6-7', got['n'].reason)
-        self.assertEqual(decide.KEEP, got['n'].action)
-        # Unknown domain: planned like any memory-bound VM.
-        self.assertEqual('memory-bound: All-share', got['u'].reason)
-        self.assertEqual(decide.AUDIT, got['d'].action)
+    def test_old_path_names(self):
+        # Tools and tests still import the policy's names from here.
+        for name in ('Decision', 'REPIN', 'KEEP', 'RESTORE', 'AUDIT',
+                     'PlannerError', 'build_plan_input', 'usable_domains',
+                     'decisions_from_plan', 'audit_dedicated',
+                     'WORKLOAD_SPEC'):
+            self.assertIs(getattr(repinning, name), getattr(decide, name))

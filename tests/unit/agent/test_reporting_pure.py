@@ -1,15 +1,14 @@
-"""Pure parts of the agent's reporting and sampling."""
+"""Pure parts of the agent's reporting (sampling: tests/unit/policy/
+test_repinning_trials.py)."""
 
 import datetime
 
 import testtools
 
 from nova_cacheaware.agent import notify
-from nova_cacheaware.agent import sampling
+from nova_cacheaware.contracts import host_state
 from nova_cacheaware.policy import pcpu_est
-from nova_cacheaware.scheduler import host_state
 
-DOMAINS = [{'id': 'L2-0', 'cpus': (0, 1)}, {'id': 'L2-1', 'cpus': (2, 3)}]
 NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.timezone.utc)
 
 
@@ -117,26 +116,6 @@ class HostCacheStateTest(testtools.TestCase):
         state = notify.to_host_cache_state({'health': 'degraded'}, 'h', NOW)
         self.assertFalse(state.agent_healthy)
         self.assertEqual((), state.domains)
-
-
-class ShareModeTest(testtools.TestCase):
-
-    def test_share_mode(self):
-        for live, mode in [({0: (0, 1), 1: (0,)}, 'all'),
-                           ({0: (0, 1), 1: (2,)}, 'partial'),
-                           ({0: (0, 1, 2, 3)}, 'partial'),
-                           ({}, 'partial')]:
-            self.assertEqual(mode, sampling.share_mode(live, DOMAINS), live)
-
-    def test_bad_arguments(self):
-        self.assertRaises(ValueError, sampling.ShareSampler,
-                          _Set(), window_passes=0)
-        self.assertRaises(ValueError, sampling.ShareSampler,
-                          _Set(), interval_s=-1)
-
-
-class _Set(object):
-    domains = ()
 
 
 class FakeClient(object):

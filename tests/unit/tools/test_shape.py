@@ -28,6 +28,11 @@ class ShapeTest(testtools.TestCase):
         self.assertEqual([], figures['package_cycles'])
         self.assertEqual([], figures['module_cycles'])
 
+    def test_no_module_over_400_lines(self):
+        figures = _metrics()
+        self.assertEqual(0, figures['modules_over_400'],
+                         figures['largest_modules'])
+
     def test_no_raw_extra_spec_keys_outside_the_contracts(self):
         found = []
         for folder, _dirs, files in os.walk(PACKAGE):

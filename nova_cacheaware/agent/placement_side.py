@@ -1,0 +1,239 @@
+"""The Placement and scheduler side of the agent's repinning pass.
+
+:class:`PlacementSide` is a part of :class:`~.service.Agent` (a mixin over
+its state: ``placement``, ``publisher``, ``domain_set``, ``classifier``,
+``capabilities``, ``outages``): which instances hold a domain in
+Placement, the per-host model's domain choice for the room they hold, the
+``MEMBOUND`` reserved values or the host load the reporter writes back,
+and the ``cacheaware.host.state`` payload. Placement or the message bus
+being down never stops pinning: each step logs and goes on.
+"""
+
+import logging
+
+from nova_cacheaware.agent import reporting
+from nova_cacheaware.contracts import extra_specs as specs_contract
+from nova_cacheaware import exception
+from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.policy import repinning
+
+# Part of the Agent: its lines keep the logger they always had.
+LOG = logging.getLogger('nova_cacheaware.agent.service')
+
+
+class PlacementSide:
+    """Placement reads and writes of one repinning pass (a mixin)."""
+
+    def _init_placement_side(self):
+        self.last_held = {}
+        # Per-host model: {uuid: domain} the agent chose for host room.
+        self._chosen = {}
+        self._choice_input = None  # its replay document (--dump-state)
+        self._base = {}  # {domain: (vCPUs, memory-bound)} without host room
+        self._choice_loads = None  # what the choice counted (live state)
+        self._unplaced = set()  # host-held instances that found no domain
+        self._membound_homes = {}
+
+    def _held_domains(self, snapshot):
+        # Placement being down never stops pinning: the reporter keeps the
+        # last known allocations; anything else wrong means none this pass.
+        if getattr(self.placement, 'last_sync', True) is None:
+            # First pass: learn the providers before deciding, or instances
+            # holding a domain would be planned as if they held none.
+            self.sync_placement(self._usable(snapshot))
+        try:
+            return self.placement.held_domains(
+                [i.uuid for i in snapshot.instances])
+        except Exception as e:
+            LOG.warning('reading allocations failed: %s', e)
+            return self.last_held
+
+    def _choose_domains(self, snapshot, held):
+        """Resolve :data:`~.reporting.ANY_DOMAIN` (per-host model).
+
+        Instances holding room of the host get a domain from
+        :func:`~nova_cacheaware.policy.domain_choice.assign_domains`, with
+        the scheduler's rule and seed: the one they had, else the best
+        for them now. Those that fit nowhere are left out (they stay on
+        Nova's CPUs, reported not All-share).
+        """
+        domains = repinning.plan_domains(self.domain_set,
+                                         self._usable(snapshot))
+        cpus_of = {d.id: set(d.cpus) for d in domains}
+        capacity = {d: c for d, c in self.placement.domain_capacity().items()
+                    if d in cpus_of}
+        wanted = []
+        base = {}
+        for instance in snapshot.instances:
+            pins = set()
+            for cpus in instance.live.values():
+                pins |= set(cpus)
+            current = next((d for d, cpus in sorted(cpus_of.items())
+                            if pins and pins <= cpus), None)
+            if held.get(instance.uuid) != reporting.ANY_DOMAIN:
+                if current is not None:
+                    # Pinned into one domain without host room (by the
+                    # planner, as memory-bound): it takes room and Clean,
+                    # as in the live state the scheduler sees.
+                    vcpus, memory = base.get(current, (0, 0))
+                    base[current] = (
+                        vcpus + len(instance.nova.allowed),
+                        memory + int(self._membound_homes.get(
+                            instance.uuid) == current))
+                continue
+            wanted.append(domain_choice.HostHeld(
+                uuid=instance.uuid, vcpus=len(instance.nova.allowed),
+                memory_bound=_clean_wanted(snapshot.specs.get(instance.uuid)),
+                current=current, previous=self._chosen.get(instance.uuid)))
+        self._choice_input = domain_choice.choice_to_dict(capacity, wanted,
+                                                          base)
+        self._base = base
+        chosen = domain_choice.assign_domains(capacity, wanted, base)
+        self._choice_loads = domain_choice.choice_loads(wanted, chosen, base)
+        for uuid, domain in sorted(chosen.items()):
+            if domain is None:
+                # Once per instance, not every pass while it waits.
+                (LOG.debug if uuid in self._unplaced else LOG.warning)(
+                    'instance %s holds All-share room of this host but no '
+                    'cache domain has room for it now (two claims raced '
+                    'between agent syncs): it stays on Nova\'s CPUs', uuid)
+            elif self._chosen.get(uuid) != domain:
+                LOG.info('instance %s: cache domain %s', uuid, domain)
+        self._unplaced = {u for u, d in chosen.items() if d is None}
+        self._chosen = {u: d for u, d in chosen.items() if d is not None}
+        out = {u: d for u, d in held.items() if d != reporting.ANY_DOMAIN}
+        out.update(self._chosen)
+        return out
+
+    def sync_placement(self, usable=None):
+        """Reconcile the domain providers with Placement (every pass).
+
+        Cheap when nothing changed (the reporter compares generations).
+        Covers topology changes (usable CPUs on- or offline), providers
+        deleted or edited by hand, and re-asserts the agent's trait.
+        Placement being down never stops pinning: one WARNING when it goes,
+        one INFO when it is back.
+        """
+        usable = tuple(self.usable_cpus if usable is None else usable)
+        try:
+            self.placement.sync_domains(self.domain_set, usable)
+        except Exception as e:
+            self.outages.failed(
+                'Placement', e, 'pinning goes on with the last known '
+                'allocations; the sync is retried every pass')
+            return False
+        self.outages.ok('Placement')
+        return True
+
+    def membound_reserved(self, decisions):
+        """``{domain id: n}``: memory-bound VMs not counted by Placement.
+
+        Every VM the agent pins All-share in one domain as memory-bound
+        (declared ``workload=memory`` or classified), unless its own
+        allocation already uses that domain's MEMBOUND slot. So a VM whose
+        allocation names a retired domain (the domain set changed), or none
+        (no cache group in its flavor), still takes the slot of the domain
+        it now runs in, and Clean holds for the next request.
+        """
+        slots = self.placement.membound_holders()
+        out = {}
+        for uuid, home in self._memory_bound_homes(decisions).items():
+            if slots.get(uuid) != home:
+                out[home] = out.get(home, 0) + 1
+        return out
+
+    def _memory_bound_homes(self, decisions):
+        """``{uuid: domain id}`` of every memory-bound VM pinned in one."""
+        found = (self.classifier.memory_bound()
+                 if self.classifier is not None else set())
+        homes = {}
+        for d in decisions:
+            if d.workload != 'memory' and d.uuid not in found:
+                continue
+            if d.action == repinning.REPIN and len(d.domains) == 1:
+                home = d.domains[0]
+            elif d.uuid in self._membound_homes:
+                # In a Partial-share sampling window: its slot stays
+                # reserved (no Placement write, no window for others).
+                home = self._membound_homes[d.uuid]
+            else:
+                continue
+            homes[d.uuid] = home
+        self._membound_homes = homes
+        return homes
+
+    def host_load(self, decisions):
+        """``(vcpus by domain, memory-bound VMs by domain)`` (per-host).
+
+        The first: vCPUs of the instances holding host room that the agent
+        put in each domain, plus those pinned into one domain without host
+        room; the second: every memory-bound VM it pins in
+        one domain. What ``max_unit`` and ``reserved`` are made of.
+        """
+        vcpus = {d: v for d, (v, _m) in self._base.items()}
+        for d in decisions:
+            domain = self._chosen.get(d.uuid)
+            if domain is not None:
+                vcpus[domain] = vcpus.get(domain, 0) + len(d.allowed)
+        memory = {}
+        for home in self._memory_bound_homes(decisions).values():
+            memory[home] = memory.get(home, 0) + 1
+        return vcpus, memory
+
+    def _report(self, plan, decisions, reports=None, usable=None):
+        # Reporting never stops pinning: log and go on.
+        if self.sync_placement(usable):
+            try:
+                if self.placement.per_domain:
+                    self.placement.set_membound_reserved(
+                        self.membound_reserved(decisions))
+                else:
+                    self.placement.set_host_load(*self.host_load(decisions))
+            except Exception as e:
+                LOG.warning('setting MEMBOUND reserved failed (%s); '
+                            'retrying next pass', e)
+        try:
+            state = reporting.host_state(plan, decisions)
+            state['usable_cpus'] = {
+                d['id']: len(d['cpus']) for d in repinning.usable_domains(
+                    self.domain_set, self.usable_cpus
+                    if usable is None else usable)}
+            state['providers'] = self.placement.provider_uuids()
+            state['domain_capacity'] = self.placement.domain_capacity()
+            if not self.placement.per_domain:
+                state['host_provider'] = self.placement.host_provider_uuid()
+                state['domain_load'] = self._choice_loads
+            for capability in self.capabilities:
+                report = (reports or {}).get(capability.name)
+                extra = (capability.host_state(report)
+                         if report is not None and 'error' not in report
+                         else None)
+                if extra is not None:
+                    state[capability.name] = extra
+            self.publisher.publish(state)
+        except Exception as e:
+            LOG.warning('publishing the host state failed: %s', e)
+
+    def withdraw(self):
+        """Stop promising pinning: the agent's trait leaves the root.
+
+        A clean stop only; a killed agent is noticed by the scheduler when
+        its live state goes stale (doc/source/admin/failure-modes.rst).
+        """
+        try:
+            if self.placement.withdraw():
+                LOG.info('%s removed from the compute node provider: no '
+                         'All-share request lands here until the agent '
+                         'is back', 'CUSTOM_CACHEAWARE_AGENT')
+        except Exception as e:
+            LOG.warning('could not remove the agent trait from Placement '
+                        '(%s); the scheduler notices the silence after '
+                        '[cacheaware_scheduler] host_state_ttl', e)
+
+
+def _clean_wanted(extra_specs):
+    """The scheduler's memory-bound rule for a flavor (False if invalid)."""
+    try:
+        return specs_contract.parse_extra_specs(extra_specs or {}).clean_wanted
+    except exception.InvalidInput:
+        return False

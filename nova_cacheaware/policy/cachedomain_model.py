@@ -1,0 +1,286 @@
+"""The ``plan`` contract's types and their JSON form (study 000).
+
+The typed input and output of the All-share planner
+(:func:`nova_cacheaware.policy.cachedomain.plan`) and the one place the
+``nova-cacheaware plan`` documents (doc/source/user/plan.rst) are read
+and written. The agent builds :class:`PlanInput` directly and keeps the
+:class:`Plan` typed; JSON is only for the CLI, ``--dump-state`` and the
+tests.
+
+A memory-bound VM is *in* a domain when the CPUs of one of its vCPUs
+intersect the domain (where it may run, it fills the cache). A domain is
+Empty with no memory-bound VM in it, Clean with one, Dirty with more
+(:mod:`nova_cacheaware.contracts.cache_state`).
+"""
+
+import dataclasses
+import functools
+import math
+import typing as ty
+
+from nova_cacheaware.contracts import limits
+from nova_cacheaware import exception
+
+WORKLOADS = ('memory', 'cpu', 'io', 'unknown')
+OBJECTIVES = ('contract', 'throughput')
+SHARE_ALL, SHARE_PARTIAL = 'all', 'partial'
+
+
+@dataclasses.dataclass(frozen=True)
+class Domain:
+    """A cache domain: an id and its CPUs (sorted, unique)."""
+
+    id: str
+    cpus: ty.Tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class VM:
+    """A VM as the planner sees it.
+
+    ``current`` maps vCPU index -> CPUs it may run on now; a missing vCPU
+    (or ``current`` None) means all CPUs of the host.
+    """
+
+    id: str
+    vcpus: int
+    workload: str
+    current: ty.Optional[ty.Dict[int, ty.Tuple[int, ...]]] = None
+    movable: bool = True
+
+    @property
+    def memory_bound(self):
+        """True for VMs declared or classified memory-bound."""
+        return self.workload == 'memory'
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanInput:
+    """The input of :func:`plan` (the ``plan --input`` document)."""
+
+    domains: ty.Tuple[Domain, ...]
+    vms: ty.Tuple[VM, ...]
+    max_vcpus_per_cpu: float = 1.0
+    objective: str = 'contract'
+
+    def capacity(self, domain):
+        """Memory-bound vCPUs ``domain`` may hold."""
+        return math.floor(len(domain.cpus) * self.max_vcpus_per_cpu)
+
+    @functools.cached_property
+    def all_cpus(self):
+        """Every CPU of every domain, sorted."""
+        return tuple(sorted(c for d in self.domains for c in d.cpus))
+
+    @functools.cached_property
+    def domains_memo(self):
+        """Scratch memo: CPU tuple -> domain indexes (see _domains_of)."""
+        return {}
+
+    @functools.cached_property
+    def domain_index(self):
+        """CPU id -> index of its domain."""
+        return {c: i for i, d in enumerate(self.domains) for c in d.cpus}
+
+    def pinning_now(self, vm):
+        """``vm``'s current pinning with every vCPU filled in."""
+        everything = self.all_cpus
+        current = vm.current or {}
+        return {i: tuple(current.get(i, everything))
+                for i in range(vm.vcpus)}
+
+
+@dataclasses.dataclass(frozen=True)
+class VMPlan:
+    """The plan for one VM."""
+
+    pinning: ty.Dict[int, ty.Tuple[int, ...]]
+    domains: ty.Tuple[str, ...]
+    share: str
+    moved: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class DomainPlan:
+    """The state a domain will be in."""
+
+    state: str
+    memory_vms: ty.Tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The output of :func:`plan` (the ``plan`` JSON document)."""
+
+    vms: ty.Dict[str, VMPlan]
+    domains: ty.Dict[str, DomainPlan]
+    unplaced: ty.Tuple[str, ...]
+
+
+# --------------------------------------------------------------------------
+# JSON
+
+def _bad(reason):
+    return exception.InvalidInput(reason=reason)
+
+
+def _cpu_list(value, where):
+    if not isinstance(value, list) or not value:
+        raise _bad('%s must be a non-empty list of CPU ids' % where)
+    if not all(limits.is_cpu_id(c) for c in value):
+        raise _bad('%s must hold CPU ids (integers 0..%d)'
+                   % (where, limits.MAX_CPUS - 1))
+    if len(set(value)) != len(value):
+        raise _bad('%s lists a CPU twice' % where)
+    return tuple(sorted(value))
+
+
+def _check_keys(doc, allowed, where):
+    unknown = sorted(set(doc) - set(allowed))
+    if unknown:
+        raise _bad('%s: unknown key %r' % (where, unknown[0]))
+
+
+def input_from_dict(doc):
+    """Build a :class:`PlanInput` from the JSON input; checks everything.
+
+    Raises :class:`~nova_cacheaware.exception.InvalidInput` naming the first
+    problem: wrong types, duplicate ids, overlapping domains, a CPU in no
+    domain, a vCPU index out of range, a bad ``max_vcpus_per_cpu``.
+    """
+    if not isinstance(doc, dict):
+        raise _bad('the input must be a JSON object')
+    # "agent": context the agent's --dump-state adds (names, classes,
+    # counters); it does not change the plan, so a dump replays as is.
+    # "previous": the input an incremental replan started from, read by
+    # previous_from_dict (the plan command); it does not change this input.
+    _check_keys(doc, ('domains', 'vms', 'max_vcpus_per_cpu', 'agent',
+                      'objective', 'previous'), 'input')
+    objective = doc.get('objective', 'contract')
+    if objective not in OBJECTIVES:
+        raise _bad('"objective" must be one of %s' % ', '.join(OBJECTIVES))
+    if not isinstance(doc.get('agent', {}), dict):
+        raise _bad('"agent" must be an object')
+    for key in ('domains', 'vms'):
+        if not isinstance(doc.get(key), list):
+            raise _bad('"%s" must be a list' % key)
+    ratio = doc.get('max_vcpus_per_cpu', 1.0)
+    if (not isinstance(ratio, (int, float)) or isinstance(ratio, bool)
+            or not math.isfinite(ratio) or ratio <= 0):
+        raise _bad('"max_vcpus_per_cpu" must be a number > 0')
+    domains, owner = [], {}
+    for n, d in enumerate(doc['domains']):
+        where = 'domains[%d]' % n
+        if not isinstance(d, dict):
+            raise _bad('%s must be an object' % where)
+        _check_keys(d, ('id', 'cpus'), where)
+        if not isinstance(d.get('id'), str) or not d['id']:
+            raise _bad('%s: "id" must be a non-empty string' % where)
+        if any(x.id == d['id'] for x in domains):
+            raise _bad('duplicate domain id %r' % d['id'])
+        cpus = _cpu_list(d.get('cpus'), '%s "cpus"' % where)
+        for c in cpus:
+            if c in owner:
+                raise _bad('CPU %d is in domains %r and %r'
+                           % (c, owner[c], d['id']))
+            owner[c] = d['id']
+        domains.append(Domain(id=d['id'], cpus=cpus))
+    if not domains:
+        raise _bad('"domains" must not be empty')
+    vms = []
+    for n, v in enumerate(doc['vms']):
+        vms.append(_vm_from_dict(v, 'vms[%d]' % n, owner))
+        if sum(1 for x in vms if x.id == vms[-1].id) > 1:
+            raise _bad('duplicate VM id %r' % vms[-1].id)
+    return PlanInput(domains=tuple(domains), vms=tuple(vms),
+                     max_vcpus_per_cpu=float(ratio), objective=objective)
+
+
+def _vm_from_dict(v, where, owner):
+    if not isinstance(v, dict):
+        raise _bad('%s must be an object' % where)
+    _check_keys(v, ('id', 'vcpus', 'workload', 'current', 'movable'), where)
+    if not isinstance(v.get('id'), str) or not v['id']:
+        raise _bad('%s: "id" must be a non-empty string' % where)
+    where = 'VM %r' % v['id']
+    vcpus = v.get('vcpus')
+    if not limits.is_vcpu_count(vcpus):
+        raise _bad('%s: "vcpus" must be an integer 1..%d'
+                   % (where, limits.MAX_VCPUS))
+    if v.get('workload') not in WORKLOADS:
+        raise _bad('%s: "workload" must be one of %s'
+                   % (where, ', '.join(WORKLOADS)))
+    movable = v.get('movable', True)
+    if not isinstance(movable, bool):
+        raise _bad('%s: "movable" must be true or false' % where)
+    current = None
+    if 'current' in v:
+        raw = v['current']
+        if not isinstance(raw, dict):
+            raise _bad('%s: "current" must be an object' % where)
+        current = {}
+        for key, cpus in raw.items():
+            if not (key.isascii() and key.isdigit()
+                    and key == str(int(key))):
+                raise _bad('%s: "current" key %r is not a vCPU index'
+                           % (where, key))
+            index = int(key)
+            if index >= vcpus:
+                raise _bad('%s: vCPU %d out of range (vcpus %d)'
+                           % (where, index, vcpus))
+            pins = _cpu_list(cpus, '%s vCPU %d' % (where, index))
+            stray = [c for c in pins if c not in owner]
+            if stray:
+                raise _bad('%s vCPU %d: CPU %d is in no domain'
+                           % (where, index, stray[0]))
+            current[index] = pins
+    return VM(id=v['id'], vcpus=vcpus, workload=v['workload'],
+              current=current, movable=movable)
+
+
+def input_to_dict(plan_input):
+    """The JSON form of a :class:`PlanInput` (inverse of the parser)."""
+    vms = []
+    for vm in plan_input.vms:
+        doc = {'id': vm.id, 'vcpus': vm.vcpus, 'workload': vm.workload,
+               'movable': vm.movable}
+        if vm.current is not None:
+            doc['current'] = {str(i): list(c)
+                              for i, c in sorted(vm.current.items())}
+        vms.append(doc)
+    doc = {'domains': [{'id': d.id, 'cpus': list(d.cpus)}
+                       for d in plan_input.domains],
+           'max_vcpus_per_cpu': plan_input.max_vcpus_per_cpu,
+           'vms': vms}
+    if plan_input.objective != 'contract':
+        doc['objective'] = plan_input.objective
+    return doc
+
+
+def plan_to_dict(result):
+    """The JSON form of a :class:`Plan` (the contract's output)."""
+    return {
+        'vms': {vid: {'pinning': {str(i): list(c)
+                                  for i, c in sorted(p.pinning.items())},
+                      'domains': list(p.domains), 'share': p.share,
+                      'moved': p.moved}
+                for vid, p in result.vms.items()},
+        'domains': {did: {'state': p.state,
+                          'memory_vms': list(p.memory_vms)}
+                    for did, p in result.domains.items()},
+        'unplaced': list(result.unplaced),
+    }
+
+
+def plan_from_dict(doc):
+    """Rebuild a :class:`Plan` from :func:`plan_to_dict` output."""
+    return Plan(
+        vms={vid: VMPlan(pinning={int(i): tuple(c)
+                                  for i, c in p['pinning'].items()},
+                         domains=tuple(p['domains']), share=p['share'],
+                         moved=p['moved'])
+             for vid, p in doc['vms'].items()},
+        domains={did: DomainPlan(state=p['state'],
+                                 memory_vms=tuple(p['memory_vms']))
+                 for did, p in doc['domains'].items()},
+        unplaced=tuple(doc['unplaced']))
