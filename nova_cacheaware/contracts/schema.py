@@ -242,13 +242,13 @@ def obj(value, where):
 def only_keys(doc, allowed, where, message=None):
     """Refuse keys of ``doc`` outside ``allowed``, naming them.
 
-    ``message``: a document's own line for the first unknown key, formatted
-    with ``where`` and ``key``.
+    ``message``: a document's own line, formatted with ``where``, ``key``
+    (the first unknown key) and ``keys`` (all of them, sorted, joined).
     """
     unknown = sorted(set(doc) - set(allowed))
     if unknown and message is not None:
         raise SchemaError(where, 'unknown key', line=message % {
-            'where': where, 'key': unknown[0]})
+            'where': where, 'key': unknown[0], 'keys': ', '.join(unknown)})
     if unknown:
         raise SchemaError(where, 'unknown key(s) %s (allowed: %s)' % (
             ', '.join(repr(k) for k in unknown), ', '.join(sorted(allowed))))

@@ -19,9 +19,11 @@ from nova_cacheaware import exception
 from nova_cacheaware.policy import balloon_default
 from nova_cacheaware.policy import cachedomain_model
 from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.policy import spin_storm
 from tests.unit.policy.legacy import balloon_default as old_balloon_default
 from tests.unit.policy.legacy import cachedomain_model as old_cachedomain
 from tests.unit.policy.legacy import domain_choice as old_domain_choice
+from tests.unit.policy.legacy import spin_storm as old_spin_storm
 
 ODD = [None, True, False, 0, 1, 2, 3, -1, 0.5, 1.5, 2.0, 8191, 8192, 4096,
        4097, 1 << 20, (1 << 20) + 1, 10 ** 30, '', 'a', 'b', '0', '1', '01',
@@ -127,6 +129,26 @@ class SameAsOldWalkerTest(testtools.TestCase):
     def test_balloon_default(self, data):
         self._same(balloon_default.request_from_dict,
                    old_balloon_default.request_from_dict, data, BALLOON)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.sampled_from([(spin_storm.StormState, 'storm state'),
+                            (spin_storm.StormThresholds, 'storm thresholds')]),
+           st.one_of(st.sampled_from(ODD), st.dictionaries(
+               st.sampled_from(KEYS + ['storm', 'streak', 'hold',
+                                       'since_end', 'storms', 'enter_delay',
+                                       'leave_delay', 'enter_periods']),
+               st.sampled_from(ODD), max_size=4)))
+    def test_spin_storm_objects(self, cls_what, doc):
+        def parse(make):
+            def run(doc):
+                try:
+                    return make(cls_what[0], doc, cls_what[1])
+                except (TypeError, ValueError) as e:
+                    # The spin-storm command's own conversion.
+                    raise exception.InvalidInput(reason=str(e))
+            return run
+        self.assertEqual(outcome(parse(old_spin_storm._from_dict), doc),
+                         outcome(parse(spin_storm._from_dict), doc))
 
     def test_bases_are_valid(self):
         for parse, doc in ((cachedomain_model.input_from_dict, PLAN_INPUT),
@@ -249,6 +271,18 @@ class MessageTableTest(testtools.TestCase):
             (_edit(c, base={'': [0, 0]}),
              "a domain id must be a non-empty string, not ''"),
         ])
+
+    def test_spin_storm_objects(self):
+        for doc, message in (
+                ([], 'storm state must be an object'),
+                ({'storm': True, 'z': 1, 'a': 2},
+                 'unknown storm state fields: a, z')):
+            e = self.assertRaises(ValueError, spin_storm.state_from_dict,
+                                  doc)
+            self.assertEqual(message, str(e))
+        e = self.assertRaises(ValueError, spin_storm.thresholds_from_dict,
+                              {'x': 1})
+        self.assertEqual('unknown storm thresholds fields: x', str(e))
 
     def test_balloon_default(self):
         b = BALLOON
