@@ -214,15 +214,22 @@ class Agent(placement_side.PlacementSide):
         """The ``plan`` input document plus an ``"agent"`` context section.
 
         ``nova-cacheaware plan --input FILE`` replays it (the planner ignores
-        the extra section). ``reports`` are the capabilities' reports of
-        the pass that observed ``snapshot``.
+        the extra section) under the planner's ``objective``. ``reports``
+        are the capabilities' reports of the pass that observed
+        ``snapshot``.
         """
         snapshot = snapshot or self.observe()
         usable = self._usable(snapshot)
         # The same input the last pass planned with: classified VMs as
         # memory, VMs holding a domain in Placement fixed there.
         plan_input, why = self._plan_input(snapshot, self.last_held)
+        with_objective = getattr(self.planner, 'with_objective', None)
+        if with_objective is not None:
+            plan_input = with_objective(plan_input)
         doc = cachedomain_model.input_to_dict(plan_input)
+        # Always written: the plan command replays under this objective
+        # whatever [agent] plan_objective's default is.
+        doc['objective'] = plan_input.objective
         doc['agent'] = {
             'usable_cpus': list(usable),
             'cache_level': self.domain_set.level,

@@ -18,6 +18,7 @@ Leaf module: standard library and :mod:`.limits` only.
 """
 
 import collections
+import contextlib
 import math
 
 from nova_cacheaware.contracts import limits
@@ -26,16 +27,36 @@ from nova_cacheaware.contracts import limits
 REQUIRED = object()
 
 
-class SchemaError(ValueError):
-    """A document does not fit its schema: ``where`` and ``what``."""
+#: A field's default when an absent key is checked as ``null``: the
+#: field's own message then says what the value must be.
+AS_NULL = object()
 
-    def __init__(self, where, what):
-        super().__init__('%s: %s' % (where, what) if where else what)
+
+class SchemaError(ValueError):
+    """A document does not fit its schema: ``where`` and ``what``.
+
+    ``line``: the whole message where a document words it its own way.
+    """
+
+    def __init__(self, where, what, line=None):
+        if line is None:
+            line = '%s: %s' % (where, what) if where else what
+        super().__init__(line)
         self.where = where
         self.what = what
 
 
-def _is_number(value):
+@contextlib.contextmanager
+def reraise(make):
+    """Raise ``make(message)`` for a :class:`SchemaError` raised inside."""
+    try:
+        yield
+    except SchemaError as e:
+        raise make(str(e)) from None
+
+
+def is_number(value):
+    """True for a finite int or float (not a bool)."""
     if isinstance(value, bool):
         return False
     # An int of any size is finite (math.isfinite would overflow on it).
@@ -57,7 +78,7 @@ class Number:
 
     def check(self, value, key, where):
         """``value`` if it fits, else :class:`SchemaError`."""
-        if not _is_number(value):
+        if not is_number(value):
             raise SchemaError(where, '"%s" must be a finite number, not %r'
                               % (key, value))
         if self.minimum is not None and value < self.minimum:
@@ -106,6 +127,60 @@ class OneOf:
             raise SchemaError(where, 'unknown "%s" %r (expected %s)'
                               % (key, value, self.expected))
         return value
+
+
+class Check:
+    """A field that passes ``test(value)``; else ``message``, the whole line.
+
+    ``message`` is %-formatted with ``where``, ``key`` and ``value``, so a
+    document keeps its own wording (``domains[0] "cpus" must be ...``).
+    ``convert`` turns an accepted value into the typed one.
+    """
+
+    def __init__(self, test, message, convert=None):
+        self.test = test
+        self.message = message
+        self.convert = convert
+
+    def check(self, value, key, where):
+        """``value`` (converted) if it passes, else :class:`SchemaError`."""
+        if not self.test(value):
+            raise SchemaError(where, key, line=self.message % {
+                'where': where, 'key': key, 'value': value})
+        return value if self.convert is None else self.convert(value)
+
+
+class All:
+    """Every one of ``checks`` in order (the first failing one speaks)."""
+
+    def __init__(self, *checks, convert=None):
+        self.checks = checks
+        self.convert = convert
+
+    def check(self, value, key, where):
+        """``value`` (converted) if every check passes."""
+        for one in self.checks:
+            one.check(value, key, where)
+        return value if self.convert is None else self.convert(value)
+
+
+def is_bool(value):
+    """True for ``true`` and ``false``."""
+    return isinstance(value, bool)
+
+
+def is_object(value):
+    """True for a JSON object."""
+    return isinstance(value, dict)
+
+
+def is_list(value):
+    """True for a JSON array."""
+    return isinstance(value, list)
+
+
+#: ``true`` or ``false``.
+BOOL = Check(is_bool, '%(where)s: "%(key)s" must be true or false')
 
 
 class CpuList:
@@ -164,9 +239,16 @@ def obj(value, where):
     return value
 
 
-def only_keys(doc, allowed, where):
-    """Refuse keys of ``doc`` outside ``allowed``, naming them."""
+def only_keys(doc, allowed, where, message=None):
+    """Refuse keys of ``doc`` outside ``allowed``, naming them.
+
+    ``message``: a document's own line, formatted with ``where``, ``key``
+    (the first unknown key) and ``keys`` (all of them, sorted, joined).
+    """
     unknown = sorted(set(doc) - set(allowed))
+    if unknown and message is not None:
+        raise SchemaError(where, 'unknown key', line=message % {
+            'where': where, 'key': unknown[0], 'keys': ', '.join(unknown)})
     if unknown:
         raise SchemaError(where, 'unknown key(s) %s (allowed: %s)' % (
             ', '.join(repr(k) for k in unknown), ', '.join(sorted(allowed))))
@@ -176,17 +258,21 @@ def fields(doc, schema, where):
     """Check ``doc`` (a JSON object) against ``schema``; return the values.
 
     :param schema: ``{key: (field, default)}``, ``default`` being
-        :data:`REQUIRED` or the value taken when the key is absent (not
-        checked). Keys of ``doc`` the schema does not name are ignored.
+        :data:`REQUIRED`, :data:`AS_NULL` (an absent key is checked as
+        ``None``) or the value taken when the key is absent (not checked).
+        Keys of ``doc`` the schema does not name are ignored. Fields are
+        checked in the schema's order.
     :returns: ``{key: checked value}`` in the schema's order.
     """
     obj(doc, where)
     out = {}
     for key, (field, default) in schema.items():
-        if key not in doc:
-            if default is REQUIRED:
-                raise SchemaError(where, 'missing "%s"' % key)
+        if key in doc:
+            out[key] = field.check(doc[key], key, where)
+        elif default is REQUIRED:
+            raise SchemaError(where, 'missing "%s"' % key)
+        elif default is AS_NULL:
+            out[key] = field.check(None, key, where)
+        else:
             out[key] = default
-            continue
-        out[key] = field.check(doc[key], key, where)
     return out

@@ -44,6 +44,8 @@ import collections
 import dataclasses
 import math
 
+from nova_cacheaware.contracts import schema
+from nova_cacheaware import exception
 from nova_cacheaware.policy import balloon
 
 INF = math.inf
@@ -263,48 +265,51 @@ def _serve(order, deficit, w_est, memory, pool, params):
 
 # ------------------------------------------------------------------ JSON
 
-_STATE_DEFAULTS = {'fresh': True, 'probe': 0, 'hold_mib': 0, 'hold_left': 0,
-                   'favoured': False}
+#: The optional :class:`DefaultParams` (absent: the evaluated defaults).
+PARAMS_SCHEMA = {
+    'threshold': schema.RATIO, 'margin': schema.AMOUNT,
+    'pad_mib': schema.COUNT, 'probe_step': schema.AMOUNT,
+    'probe_max': schema.AMOUNT, 'hold_rounds': schema.COUNT,
+    'hysteresis': schema.AMOUNT, 'hopeless_ratio': schema.AMOUNT,
+}
+#: A VM beyond the study's fields (``streak`` is not read): the policy's
+#: state (absent: a VM seen for the first time) and the guest's report.
+VM_SCHEMA = {
+    'fresh': (schema.BOOL, True),
+    'probe': (schema.COUNT, 0),
+    'hold_mib': (schema.COUNT, 0),
+    'hold_left': (schema.COUNT, 0),
+    'favoured': (schema.BOOL, False),
+    'used_mib': (schema.AMOUNT, schema.REQUIRED),
+    'cache_mib': (schema.AMOUNT, schema.REQUIRED),
+    'free_mib': (schema.AMOUNT, schema.REQUIRED),
+}
+
+
+def _invalid(message):
+    return exception.InvalidInput(reason=message)
 
 
 def _params_from_dict(doc):
     balloon.object_field(doc, 'params')
-    fields = {f.name: f for f in dataclasses.fields(DefaultParams)}
-    values = {}
-    for key in doc:
-        if key not in fields:
-            continue
-        if key == 'threshold':
-            values[key] = balloon.ratio_field(doc, key, 'params')
-        elif fields[key].type == 'int' or fields[key].type is int:
-            values[key] = balloon.int_field(doc, key, 'params')
-        else:
-            values[key] = balloon.number_field(doc, key, 'params')
-    return DefaultParams(**values)
+    # Checked in the document's order: its first bad key is named.
+    with schema.reraise(_invalid):
+        return DefaultParams(**schema.fields(
+            doc, {k: (PARAMS_SCHEMA[k], schema.REQUIRED)
+                  for k in doc if k in PARAMS_SCHEMA}, 'params'))
 
 
 def _vm_from_dict(doc, where):
     base = balloon.vm_from_dict(dict(doc, streak=0), where)
-    where = 'VM %r' % base.id
-    state = {}
-    for key, default in _STATE_DEFAULTS.items():
-        if key not in doc:
-            state[key] = default
-        elif isinstance(default, bool):
-            if not isinstance(doc[key], bool):
-                balloon.bad_input(where, '"%s" must be true or false' % key)
-            state[key] = doc[key]
-        else:
-            state[key] = balloon.int_field(doc, key, where)
-    used = balloon.number_field(doc, 'used_mib', where)
-    cache = balloon.number_field(doc, 'cache_mib', where)
-    free = balloon.number_field(doc, 'free_mib', where)
-    if used + cache + free > base.memory_mib:
-        balloon.bad_input(where, 'used + cache + free exceed memory_mib')
+    with schema.reraise(_invalid):
+        values = schema.fields(doc, VM_SCHEMA, 'VM %r' % base.id)
+    if (values['used_mib'] + values['cache_mib'] + values['free_mib']
+            > base.memory_mib):
+        balloon.bad_input('VM %r' % base.id,
+                          'used + cache + free exceed memory_mib')
     return VmView(id=base.id, memory_mib=base.memory_mib,
-                  hit_ratio=base.hit_ratio, cache_mib=cache, free_mib=free,
-                  used_mib=used, min_mib=base.min_mib, max_mib=base.max_mib,
-                  **state)
+                  hit_ratio=base.hit_ratio, min_mib=base.min_mib,
+                  max_mib=base.max_mib, **values)
 
 
 def request_from_dict(doc):

@@ -19,6 +19,7 @@ import math
 import typing as ty
 
 from nova_cacheaware.contracts import limits
+from nova_cacheaware.contracts import schema
 from nova_cacheaware import exception
 
 WORKLOADS = ('memory', 'cpu', 'io', 'unknown')
@@ -124,21 +125,58 @@ def _bad(reason):
     return exception.InvalidInput(reason=reason)
 
 
-def _cpu_list(value, where):
-    if not isinstance(value, list) or not value:
-        raise _bad('%s must be a non-empty list of CPU ids' % where)
-    if not all(limits.is_cpu_id(c) for c in value):
-        raise _bad('%s must hold CPU ids (integers 0..%d)'
-                   % (where, limits.MAX_CPUS - 1))
-    if len(set(value)) != len(value):
-        raise _bad('%s lists a CPU twice' % where)
-    return tuple(sorted(value))
-
-
-def _check_keys(doc, allowed, where):
-    unknown = sorted(set(doc) - set(allowed))
-    if unknown:
-        raise _bad('%s: unknown key %r' % (where, unknown[0]))
+# The plan input, declared (schema.Check messages are whole lines: the
+# ones this contract always gave, some pinned by the CLI tests).
+_OBJECT = schema.Check(schema.is_object, '%(where)s must be an object')
+_UNKNOWN = '%(where)s: unknown key %(key)r'
+_CPUS = schema.All(
+    schema.Check(lambda v: schema.is_list(v) and v,
+                 '%(where)s must be a non-empty list of CPU ids'),
+    schema.Check(lambda v: all(limits.is_cpu_id(c) for c in v),
+                 '%%(where)s must hold CPU ids (integers 0..%d)'
+                 % (limits.MAX_CPUS - 1)),
+    schema.Check(lambda v: len(set(v)) == len(v),
+                 '%(where)s lists a CPU twice'),
+    convert=lambda v: tuple(sorted(v)))
+INPUT_SCHEMA = {
+    'objective': (schema.Check(
+        lambda v: v in OBJECTIVES,
+        '"objective" must be one of %s' % ', '.join(OBJECTIVES)),
+        'contract'),
+    'agent': (schema.Check(schema.is_object, '"agent" must be an object'),
+              {}),
+    'domains': (schema.Check(schema.is_list, '"domains" must be a list'),
+                schema.AS_NULL),
+    'vms': (schema.Check(schema.is_list, '"vms" must be a list'),
+            schema.AS_NULL),
+    'max_vcpus_per_cpu': (schema.Check(
+        lambda v: schema.is_number(v) and v > 0,
+        '"max_vcpus_per_cpu" must be a number > 0', float), 1.0),
+}
+# "agent": context the agent's --dump-state adds (names, classes,
+# counters); it does not change the plan, so a dump replays as is.
+# "previous": the input an incremental replan started from, read by
+# previous_from_dict (the plan command); it does not change this input.
+INPUT_KEYS = ('domains', 'vms', 'max_vcpus_per_cpu', 'agent', 'objective',
+              'previous')
+_ID_SCHEMA = {'id': (schema.Text(), schema.AS_NULL)}
+DOMAIN_KEYS = ('id', 'cpus')
+VM_SCHEMA = {
+    'vcpus': (schema.Check(limits.is_vcpu_count,
+                           '%%(where)s: "vcpus" must be an integer 1..%d'
+                           % limits.MAX_VCPUS), schema.AS_NULL),
+    'workload': (schema.Check(lambda v: v in WORKLOADS,
+                              '%%(where)s: "workload" must be one of %s'
+                              % ', '.join(WORKLOADS)), schema.AS_NULL),
+    'movable': (schema.Check(schema.is_bool,
+                             '%(where)s: "movable" must be true or false'),
+                True),
+    'current': (schema.Check(schema.is_object,
+                             '%(where)s: "current" must be an object'), None),
+}
+_VCPU_KEY = schema.Check(
+    lambda k: k.isascii() and k.isdigit() and k == str(int(k)),
+    '%(where)s: "current" key %(value)r is not a vCPU index')
 
 
 def input_from_dict(doc):
@@ -150,92 +188,63 @@ def input_from_dict(doc):
     """
     if not isinstance(doc, dict):
         raise _bad('the input must be a JSON object')
-    # "agent": context the agent's --dump-state adds (names, classes,
-    # counters); it does not change the plan, so a dump replays as is.
-    # "previous": the input an incremental replan started from, read by
-    # previous_from_dict (the plan command); it does not change this input.
-    _check_keys(doc, ('domains', 'vms', 'max_vcpus_per_cpu', 'agent',
-                      'objective', 'previous'), 'input')
-    objective = doc.get('objective', 'contract')
-    if objective not in OBJECTIVES:
-        raise _bad('"objective" must be one of %s' % ', '.join(OBJECTIVES))
-    if not isinstance(doc.get('agent', {}), dict):
-        raise _bad('"agent" must be an object')
-    for key in ('domains', 'vms'):
-        if not isinstance(doc.get(key), list):
-            raise _bad('"%s" must be a list' % key)
-    ratio = doc.get('max_vcpus_per_cpu', 1.0)
-    if (not isinstance(ratio, (int, float)) or isinstance(ratio, bool)
-            or not math.isfinite(ratio) or ratio <= 0):
-        raise _bad('"max_vcpus_per_cpu" must be a number > 0')
+    with schema.reraise(_bad):
+        schema.only_keys(doc, INPUT_KEYS, 'input', _UNKNOWN)
+        top = schema.fields(doc, INPUT_SCHEMA, '')
+        domains, owner = _domains_from_list(top['domains'])
+        vms = []
+        for n, v in enumerate(top['vms']):
+            vms.append(_vm_from_dict(v, 'vms[%d]' % n, owner))
+            if sum(1 for x in vms if x.id == vms[-1].id) > 1:
+                raise _bad('duplicate VM id %r' % vms[-1].id)
+    return PlanInput(domains=domains, vms=tuple(vms),
+                     max_vcpus_per_cpu=top['max_vcpus_per_cpu'],
+                     objective=top['objective'])
+
+
+def _domains_from_list(raw):
+    """``(domains, {cpu: domain id})``: ids unique, no CPU in two."""
     domains, owner = [], {}
-    for n, d in enumerate(doc['domains']):
+    for n, d in enumerate(raw):
         where = 'domains[%d]' % n
-        if not isinstance(d, dict):
-            raise _bad('%s must be an object' % where)
-        _check_keys(d, ('id', 'cpus'), where)
-        if not isinstance(d.get('id'), str) or not d['id']:
-            raise _bad('%s: "id" must be a non-empty string' % where)
-        if any(x.id == d['id'] for x in domains):
-            raise _bad('duplicate domain id %r' % d['id'])
-        cpus = _cpu_list(d.get('cpus'), '%s "cpus"' % where)
+        _OBJECT.check(d, None, where)
+        schema.only_keys(d, DOMAIN_KEYS, where, _UNKNOWN)
+        domain_id = schema.fields(d, _ID_SCHEMA, where)['id']
+        if any(x.id == domain_id for x in domains):
+            raise _bad('duplicate domain id %r' % domain_id)
+        cpus = _CPUS.check(d.get('cpus'), 'cpus', '%s "cpus"' % where)
         for c in cpus:
             if c in owner:
                 raise _bad('CPU %d is in domains %r and %r'
-                           % (c, owner[c], d['id']))
-            owner[c] = d['id']
-        domains.append(Domain(id=d['id'], cpus=cpus))
+                           % (c, owner[c], domain_id))
+            owner[c] = domain_id
+        domains.append(Domain(id=domain_id, cpus=cpus))
     if not domains:
         raise _bad('"domains" must not be empty')
-    vms = []
-    for n, v in enumerate(doc['vms']):
-        vms.append(_vm_from_dict(v, 'vms[%d]' % n, owner))
-        if sum(1 for x in vms if x.id == vms[-1].id) > 1:
-            raise _bad('duplicate VM id %r' % vms[-1].id)
-    return PlanInput(domains=tuple(domains), vms=tuple(vms),
-                     max_vcpus_per_cpu=float(ratio), objective=objective)
+    return tuple(domains), owner
 
 
 def _vm_from_dict(v, where, owner):
-    if not isinstance(v, dict):
-        raise _bad('%s must be an object' % where)
-    _check_keys(v, ('id', 'vcpus', 'workload', 'current', 'movable'), where)
-    if not isinstance(v.get('id'), str) or not v['id']:
-        raise _bad('%s: "id" must be a non-empty string' % where)
-    where = 'VM %r' % v['id']
-    vcpus = v.get('vcpus')
-    if not limits.is_vcpu_count(vcpus):
-        raise _bad('%s: "vcpus" must be an integer 1..%d'
-                   % (where, limits.MAX_VCPUS))
-    if v.get('workload') not in WORKLOADS:
-        raise _bad('%s: "workload" must be one of %s'
-                   % (where, ', '.join(WORKLOADS)))
-    movable = v.get('movable', True)
-    if not isinstance(movable, bool):
-        raise _bad('%s: "movable" must be true or false' % where)
-    current = None
-    if 'current' in v:
-        raw = v['current']
-        if not isinstance(raw, dict):
-            raise _bad('%s: "current" must be an object' % where)
-        current = {}
-        for key, cpus in raw.items():
-            if not (key.isascii() and key.isdigit()
-                    and key == str(int(key))):
-                raise _bad('%s: "current" key %r is not a vCPU index'
-                           % (where, key))
-            index = int(key)
-            if index >= vcpus:
-                raise _bad('%s: vCPU %d out of range (vcpus %d)'
-                           % (where, index, vcpus))
-            pins = _cpu_list(cpus, '%s vCPU %d' % (where, index))
-            stray = [c for c in pins if c not in owner]
-            if stray:
-                raise _bad('%s vCPU %d: CPU %d is in no domain'
-                           % (where, index, stray[0]))
-            current[index] = pins
-    return VM(id=v['id'], vcpus=vcpus, workload=v['workload'],
-              current=current, movable=movable)
+    _OBJECT.check(v, None, where)
+    schema.only_keys(v, ('id',) + tuple(VM_SCHEMA), where, _UNKNOWN)
+    vm_id = schema.fields(v, _ID_SCHEMA, where)['id']
+    where = 'VM %r' % vm_id
+    values = schema.fields(v, VM_SCHEMA, where)
+    vcpus, raw = values['vcpus'], values['current']
+    current = None if raw is None else {}
+    for key, cpus in (raw or {}).items():
+        index = int(_VCPU_KEY.check(key, 'current', where))
+        if index >= vcpus:
+            raise _bad('%s: vCPU %d out of range (vcpus %d)'
+                       % (where, index, vcpus))
+        pins = _CPUS.check(cpus, None, '%s vCPU %d' % (where, index))
+        stray = [c for c in pins if c not in owner]
+        if stray:
+            raise _bad('%s vCPU %d: CPU %d is in no domain'
+                       % (where, index, stray[0]))
+        current[index] = pins
+    return VM(id=vm_id, vcpus=vcpus, workload=values['workload'],
+              current=current, movable=values['movable'])
 
 
 def input_to_dict(plan_input):

@@ -41,6 +41,7 @@ import functools
 import hashlib
 import typing as ty
 
+from nova_cacheaware.contracts import schema
 from nova_cacheaware import exception
 
 _MASK = (1 << 64) - 1
@@ -237,20 +238,37 @@ def _bad(reason):
     return exception.InvalidInput(reason=reason)
 
 
-def _count(value, what, minimum=0):
-    if (not isinstance(value, int) or isinstance(value, bool)
-            or not minimum <= value <= 1 << 20):
-        raise _bad('%s must be an integer in %d..%d, not %r'
-                   % (what, minimum, 1 << 20, value))
-    return value
+def _count_field(minimum):
+    """An int in ``minimum .. 2**20``, named "``key`` of ``where``"."""
+    return schema.Check(
+        lambda v: (isinstance(v, int) and not isinstance(v, bool)
+                   and minimum <= v <= 1 << 20),
+        '%%(key)s of %%(where)s must be an integer in %d..%d, not '
+        '%%(value)r' % (minimum, 1 << 20))
 
 
-def _name(value, what, optional=False):
-    if value is None and optional:
-        return None
-    if not isinstance(value, str) or not 0 < len(value) <= 255:
-        raise _bad('%s must be a non-empty string, not %r' % (what, value))
-    return value
+def _is_name(value):
+    return isinstance(value, str) and 0 < len(value) <= 255
+
+
+# The replay document, declared (whole-line messages: this command's own).
+_NAME = schema.Check(_is_name,
+                     '%(key)s must be a non-empty string, not %(value)r')
+_OPTIONAL_NAME = schema.Check(lambda v: v is None or _is_name(v),
+                              _NAME.message)
+_VCPUS, _UNITS = _count_field(1), _count_field(0)
+_UUID_SCHEMA = {'uuid': (_NAME, schema.AS_NULL)}
+#: An instance beyond its uuid; ``where`` is the uuid.
+INSTANCE_SCHEMA = {
+    'memory_bound': (schema.Check(
+        schema.is_bool, '%(key)s of %(where)s must be true or false'),
+        False),
+    'vcpus': (_VCPUS, schema.AS_NULL),
+    'current': (_OPTIONAL_NAME, None),
+    'previous': (_OPTIONAL_NAME, None),
+}
+_PAIR = schema.Check(lambda v: schema.is_list(v) and len(v) == 2,
+                     'base of %(where)s must be [vCPUs, memory-bound VMs]')
 
 
 def choice_from_dict(doc):
@@ -269,37 +287,36 @@ def choice_from_dict(doc):
         raise _bad('"capacity" must be an object and "instances" a list')
     if len(capacity) > _MAX_ITEMS or len(instances) > _MAX_ITEMS:
         raise _bad('at most %d domains and instances' % _MAX_ITEMS)
-    capacity = {_name(d, 'a domain id'): _count(v, 'capacity of %s' % d)
-                for d, v in capacity.items()}
+    raw_base = doc.get('base', {})
+    with schema.reraise(_bad):
+        capacity = {_NAME.check(d, 'a domain id', ''):
+                    _UNITS.check(v, 'capacity', d)
+                    for d, v in capacity.items()}
+        held = _held_from_list(instances)
+        if not isinstance(raw_base, dict) or len(raw_base) > _MAX_ITEMS:
+            raise _bad('"base" must be an object of [vCPUs, memory-bound '
+                       'VMs]')
+        base = {}
+        for domain, pair in raw_base.items():
+            _PAIR.check(pair, 'base', domain)
+            counts = (_UNITS.check(pair[0], 'base vCPUs', domain),
+                      _UNITS.check(pair[1], 'base memory-bound VMs', domain))
+            base[_NAME.check(domain, 'a domain id', '')] = counts
+    return capacity, held, base
+
+
+def _held_from_list(instances):
     held, seen = [], set()
     for raw in instances:
         if not isinstance(raw, dict):
             raise _bad('each instance must be an object')
-        uuid = _name(raw.get('uuid'), 'uuid')
+        uuid = schema.fields(raw, _UUID_SCHEMA, '')['uuid']
         if uuid in seen:
             raise _bad('instance %s is listed twice' % uuid)
         seen.add(uuid)
-        memory = raw.get('memory_bound', False)
-        if not isinstance(memory, bool):
-            raise _bad('memory_bound of %s must be true or false' % uuid)
-        held.append(HostHeld(
-            uuid=uuid, vcpus=_count(raw.get('vcpus'), 'vcpus of %s' % uuid,
-                                    1),
-            memory_bound=memory,
-            current=_name(raw.get('current'), 'current', optional=True),
-            previous=_name(raw.get('previous'), 'previous', optional=True)))
-    base = {}
-    raw_base = doc.get('base', {})
-    if not isinstance(raw_base, dict) or len(raw_base) > _MAX_ITEMS:
-        raise _bad('"base" must be an object of [vCPUs, memory-bound VMs]')
-    for domain, pair in raw_base.items():
-        if not isinstance(pair, list) or len(pair) != 2:
-            raise _bad('base of %s must be [vCPUs, memory-bound VMs]'
-                       % domain)
-        base[_name(domain, 'a domain id')] = (
-            _count(pair[0], 'base vCPUs of %s' % domain),
-            _count(pair[1], 'base memory-bound VMs of %s' % domain))
-    return capacity, held, base
+        held.append(HostHeld(uuid=uuid, **schema.fields(
+            raw, INSTANCE_SCHEMA, uuid)))
+    return held
 
 
 def choice_to_dict(capacity, instances, base=None):

@@ -332,11 +332,18 @@ class Planner:
         self.objective = objective
         self._last = {}
 
+    def with_objective(self, plan_input):
+        """``plan_input`` with the planner's objective if it names the default.
+
+        What is planned, and what ``--dump-state`` records for the replay.
+        """
+        if self.objective != 'contract' and plan_input.objective == 'contract':
+            return dataclasses.replace(plan_input, objective=self.objective)
+        return plan_input
+
     def __call__(self, plan_input):
         """The :class:`~.cachedomain_model.Plan` for ``plan_input``."""
-        if self.objective != 'contract' and plan_input.objective == 'contract':
-            plan_input = dataclasses.replace(plan_input,
-                                             objective=self.objective)
+        plan_input = self.with_objective(plan_input)
         last = self._last
         if last:
             result, _ = allshare_replan.replan(

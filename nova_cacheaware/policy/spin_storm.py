@@ -41,6 +41,8 @@ Everything is pure: dataclasses in and out, no clock, no I/O.
 import dataclasses
 import typing as ty
 
+from nova_cacheaware.contracts import schema
+
 STORM, QUIET, ABSTAIN = 'storm', 'quiet', 'abstain'
 
 
@@ -193,13 +195,16 @@ def to_dict(obj):
     return doc
 
 
+_OBJECT = schema.Check(schema.is_object, '%(where)s must be an object')
+
+
 def _from_dict(cls, doc, what):
-    if not isinstance(doc, dict):
-        raise ValueError('%s must be an object' % what)
-    unknown = set(doc) - {f.name for f in dataclasses.fields(cls)}
-    if unknown:
-        raise ValueError('unknown %s fields: %s'
-                         % (what, ', '.join(sorted(unknown))))
+    # The schema is the dataclass: its fields, any value (a replay of
+    # to_dict; __post_init__ checks what the detector relies on).
+    with schema.reraise(ValueError):
+        _OBJECT.check(doc, None, what)
+        schema.only_keys(doc, [f.name for f in dataclasses.fields(cls)],
+                         what, 'unknown %(where)s fields: %(keys)s')
     return cls(**doc)
 
 

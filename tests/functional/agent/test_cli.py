@@ -10,6 +10,7 @@ import fixtures
 
 from nova_cacheaware.cmd import agent as agent_cmd
 from nova_cacheaware.cmd import cli
+from nova_cacheaware.policy import cachedomain
 from tests.functional.agent import base
 
 CONF = """[agent]
@@ -97,6 +98,26 @@ class AgentCliTest(base.AgentTestCase):
         self.assertEqual(['pkg-0'], replay['vms'][m]['domains'])
         self.assertEqual({'0': list(range(8)), '1': list(range(8))},
                          replay['vms'][m]['pinning'])
+
+    def test_dump_state_records_the_plan_objective(self):
+        # [agent] plan_objective = throughput: the dump says so and the
+        # plan command replays under it, not under the default contract.
+        with open(self.conf, 'a') as f:
+            f.write('[agent]\nplan_objective = throughput\n')
+        self.define(2, cpuset='0-7', workload='memory')
+        state = self.dir.join('state.json')
+        rc, out, err = self.main('--dump-state', state)
+        self.assertEqual(0, rc, err)
+        with open(state) as f:
+            doc = json.load(f)
+        self.assertEqual('throughput', doc['objective'])
+        self.assertEqual('throughput',
+                         cachedomain.input_from_dict(doc).objective)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertEqual(0, cli.main(['plan', '--input', state]))
+        self.assertEqual(cachedomain.plan_to_dict(cachedomain.plan(
+            cachedomain.input_from_dict(doc))), json.loads(out.getvalue()))
 
     def test_dump_state_alone_needs_no_planner(self):
         self.define(1, cpuset='0-7')

@@ -161,11 +161,12 @@ class ReconcileTest(base.AgentTestCase):
         agent = self.agent(FOUR)
         doc = agent.dump_state()
         one = agent.reconcile()
-        self.assertEqual({'domains', 'max_vcpus_per_cpu', 'vms', 'agent'},
-                         set(doc))
+        self.assertEqual({'domains', 'max_vcpus_per_cpu', 'vms', 'agent',
+                          'objective'}, set(doc))
+        self.assertEqual('contract', doc['objective'])
         self.assertEqual(
             cachedomain.input_to_dict(one.plan_input),
-            {k: v for k, v in doc.items() if k != 'agent'})
+            {k: v for k, v in doc.items() if k not in ('agent', 'objective')})
         self.assertEqual(one.plan_input, cachedomain.input_from_dict(doc))
         info = doc['agent']['instances'][uuid]
         self.assertEqual({'0': list(ALL), '1': list(ALL)}, info['allowed'])

@@ -70,6 +70,64 @@ class FieldTableTest(testtools.TestCase):
         self.assertEqual("w: unknown key(s) 'x' (allowed: a)", str(e))
 
 
+class DeclaredWordingTest(testtools.TestCase):
+    """Check, All, AS_NULL and the own-wording messages."""
+
+    def test_check_formats_the_whole_line_and_converts(self):
+        positive = schema.Check(lambda v: schema.is_number(v) and v > 0,
+                                '%(where)s "%(key)s" must be > 0, not '
+                                '%(value)r', float)
+        self.assertEqual(2.0, positive.check(2, 'k', 'w'))
+        e = self.assertRaises(schema.SchemaError, positive.check, True, 'k',
+                              'w')
+        self.assertEqual('w "k" must be > 0, not True', str(e))
+        self.assertEqual(('w', 'k'), (e.where, e.what))
+
+    def test_all_stops_at_the_first_failing_check(self):
+        both = schema.All(
+            schema.Check(schema.is_list, 'not a list'),
+            schema.Check(lambda v: len(v) == 2, 'not a pair'),
+            convert=tuple)
+        self.assertEqual((1, 2), both.check([1, 2], 'k', 'w'))
+        for value, message in (({}, 'not a list'), ([1], 'not a pair')):
+            e = self.assertRaises(schema.SchemaError, both.check, value,
+                                  'k', 'w')
+            self.assertEqual(message, str(e))
+
+    def test_as_null_checks_an_absent_key_as_none(self):
+        spec = {'a': (schema.Text(), schema.AS_NULL),
+                'b': (schema.BOOL, True)}
+        e = self.assertRaises(schema.SchemaError, schema.fields, {}, spec,
+                              'w')
+        self.assertEqual('w: "a" must be a non-empty string', str(e))
+        self.assertEqual({'a': 'x', 'b': True},
+                         schema.fields({'a': 'x'}, spec, 'w'))
+        e = self.assertRaises(schema.SchemaError, schema.fields,
+                              {'a': 'x', 'b': 0}, spec, 'w')
+        self.assertEqual('w: "b" must be true or false', str(e))
+
+    def test_only_keys_in_a_documents_own_words(self):
+        e = self.assertRaises(schema.SchemaError, schema.only_keys,
+                              {'a': 1, 'z': 2, 'y': 3}, ('a',), 'w',
+                              '%(where)s: unknown key %(key)r')
+        self.assertEqual("w: unknown key 'y'", str(e))
+        schema.only_keys({'a': 1}, ('a',), 'w', 'unused')
+
+    def test_reraise_turns_the_error_into_the_callers(self):
+        def fail():
+            with schema.reraise(KeyError):
+                schema.fields([], {}, 'w')
+        e = self.assertRaises(KeyError, fail)
+        self.assertEqual(('w: must be a JSON object',), e.args)
+        self.assertIsNone(e.__cause__)
+
+    def test_is_number(self):
+        for value, expected in ((1, True), (10 ** 400, True), (0.5, True),
+                                (True, False), (float('inf'), False),
+                                (float('nan'), False), ('1', False)):
+            self.assertEqual(expected, schema.is_number(value), value)
+
+
 class FastPathTest(testtools.TestCase):
     """The memoised CPU-list check agrees with the plain one."""
 

@@ -1,9 +1,12 @@
 """Repinning: the plan input the agent builds and the safety rules."""
 
+import dataclasses
+
 import testtools
 
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import hypervisor as hv
+from nova_cacheaware.policy import allshare_replan
 from nova_cacheaware.policy import cachedomain
 from nova_cacheaware.policy import repinning as decide
 from nova_cacheaware.topology import domains
@@ -261,7 +264,6 @@ class PlannerTest(testtools.TestCase):
     def test_incremental_plan_replays_from_its_previous_section(self):
         # The dump after an incremental replan carries "previous"; the
         # plan command's path (plan_from_dict) then gives the agent's plan.
-        from nova_cacheaware.policy import allshare_replan
         domains, vms = ten_alone_in_twelve()
         planner = decide.Planner()
         planner(cachedomain.input_from_dict({'domains': domains,
@@ -286,6 +288,29 @@ class PlannerTest(testtools.TestCase):
         self.assertEqual('throughput',
                          planner._last['input'].objective)
         self.assertEqual('contract', plan_input.objective)
+
+    def test_dump_records_the_objective_the_plan_command_replays(self):
+        # [agent] plan_objective = throughput: the dump's input names it,
+        # so the plan command plans what the agent planned.
+        doc = {'domains': [{'id': 'd0', 'cpus': [0, 1, 2, 3]},
+                           {'id': 'd1', 'cpus': [4, 5, 6]}],
+               'max_vcpus_per_cpu': 8.0,
+               'vms': [{'id': 'm0', 'vcpus': 4, 'workload': 'memory'},
+                       {'id': 'm1', 'vcpus': 2, 'workload': 'memory'},
+                       {'id': 'o0', 'vcpus': 2, 'workload': 'cpu'}]}
+        plan_input = cachedomain.input_from_dict(doc)
+        planner = decide.Planner('throughput')
+        agent_plan = planner(plan_input)
+        dumped = cachedomain.input_to_dict(planner.with_objective(plan_input))
+        self.assertEqual('throughput', dumped['objective'])
+        self.assertEqual(agent_plan, allshare_replan.plan_from_dict(dumped))
+        # An input naming an objective keeps it; a contract planner
+        # leaves the input as it is.
+        named = dataclasses.replace(plan_input, objective='contract')
+        self.assertIs(named, decide.Planner('contract').with_objective(named))
+        # An old dump (no "objective") still replays, under contract.
+        self.assertEqual(cachedomain.plan(plan_input),
+                         allshare_replan.plan_from_dict(doc))
 
 
 def ten_alone_in_twelve():
