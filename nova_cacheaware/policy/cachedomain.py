@@ -170,7 +170,12 @@ def solve(inst, method='auto'):
                 allshare_search.support(p) if p is not None else t
                 for p, t in zip(result, inst.current_touch)))
         better = _keep_current(again, _search(again, method))
-        if better == result:
+        # A later round counts an unplaced VM where the previous round put
+        # it, so it can "improve" by unplacing one that in truth floats
+        # back over every domain: keep only rounds that are no worse for
+        # the host as it is.
+        if (better == result or allshare_search.search_key(inst, better)
+                > allshare_search.search_key(inst, result)):
             break
         result = better
     return result

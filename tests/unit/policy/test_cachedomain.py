@@ -476,6 +476,34 @@ class RefinedTest(testtools.TestCase):
             allshare_search.objective(
                 inst, allshare_heuristic.heuristic(inst)))
 
+    def test_refined_rounds_never_worse_for_the_host_as_it_is(self):
+        # Found by the property above: a second refining round unplaced
+        # vm4 (counted where round one put it) to place vm5, which for
+        # the host as it is leaves vm4 floating over all three domains.
+        vm = cachedomain.VM
+        plan_input = cachedomain.PlanInput(
+            domains=(cachedomain.Domain(id='d0', cpus=(0,)),
+                     cachedomain.Domain(id='d1', cpus=(1, 2, 3)),
+                     cachedomain.Domain(id='d2', cpus=(4, 5, 6, 7))),
+            vms=(vm(id='vm0', vcpus=3, workload='memory', current=None,
+                    movable=True),
+                 vm(id='vm1', vcpus=1, workload='memory', current=None,
+                    movable=False),
+                 vm(id='vm2', vcpus=1, workload='memory', current=None,
+                    movable=False),
+                 vm(id='vm3', vcpus=1, workload='memory', current=None,
+                    movable=True),
+                 vm(id='vm4', vcpus=2, workload='memory', current=None,
+                    movable=True),
+                 vm(id='vm5', vcpus=4, workload='memory', current=None,
+                    movable=True)),
+            max_vcpus_per_cpu=0.75, objective='contract')
+        inst, _ = cachedomain.build_instance(plan_input)
+        refined = cachedomain.solve(inst, 'refined')
+        self.assertEqual([(0, 0, 3), None, (0, 2, 0), None], refined)
+        self.assertEqual((2, 0, 11, 2),
+                         allshare_search.objective(inst, refined))
+
     def test_budget_needs_an_incumbent(self):
         inst, _ = cachedomain.build_instance(cachedomain.input_from_dict(
             {'domains': topo.Q6600, 'vms': [mem('a', 1)]}))
