@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 import testtools
 
 from nova_cacheaware import exception
+from nova_cacheaware.policy import allshare_heuristic
+from nova_cacheaware.policy import allshare_incremental
 from nova_cacheaware.policy import allshare_replan
 from nova_cacheaware.policy import allshare_search
 from nova_cacheaware.policy import cachedomain
@@ -174,6 +176,87 @@ class ReplanTableTest(testtools.TestCase):
                              allshare_replan.MAX_MOVES)
         self.assertEqual(1, cachedomain.score(
             host(10, ten + [arrival], ratio=2.0), result)[2])
+
+
+class DirtThresholdTest(testtools.TestCase):
+    """Fall back to the full plan when the incremental one is dirtier."""
+
+    # Domains of 4, 2, 4, 4 and 2 CPUs; two 4-vCPU VMs left unplaced
+    # (floating: in every domain); vm04 leaves d3.
+    SIZES = (4, 2, 4, 4, 2)
+    NOW = (('vm00', 1, 1), ('vm01', 1, 2), ('vm02', 1, 1),
+           ('vm03', 4, None), ('vm04', 2, 3), ('vm05', 2, 4),
+           ('vm06', 1, 0), ('vm07', 4, None), ('vm08', 2, 0),
+           ('vm09', 2, 3), ('vm10', 1, 2), ('vm11', 2, 2))
+
+    def _inputs(self):
+        domains, cpu = [], 0
+        for size in self.SIZES:
+            domains.append(cachedomain.Domain(
+                id='d%d' % len(domains), cpus=tuple(range(cpu, cpu + size))))
+            cpu += size
+        vms = tuple(cachedomain.VM(
+            id=vm_id, vcpus=vcpus, workload='memory',
+            current=None if d is None else {
+                i: domains[d].cpus for i in range(vcpus)})
+            for vm_id, vcpus, d in self.NOW)
+        now = cachedomain.PlanInput(domains=tuple(domains), vms=vms)
+        after = dataclasses.replace(now, vms=tuple(
+            vm for vm in vms if vm.id != 'vm04'))
+        return now, after
+
+    def test_dirtier_incremental_plan_falls_back(self):
+        now, after = self._inputs()
+        unplaced = ('vm03', 'vm07')
+        loose, used = allshare_replan.replan(after, now, unplaced,
+                                             dirt_bound=None)
+        self.assertTrue(used)
+        self.assertEqual((2, 0, 14, 0), cachedomain.score(after, loose))
+        inst, _ = cachedomain.build_instance(after)
+        greedy = allshare_heuristic.heuristic(inst, max_passes=0,
+                                              kick_budget=0)
+        self.assertEqual(10, allshare_search.objective(inst, greedy)[2])
+        result, used = allshare_replan.replan(after, now, unplaced)
+        self.assertFalse(used)
+        self.assertEqual((2, 0, 10, 1), cachedomain.score(after, result))
+        self.assertEqual(cachedomain.plan_to_dict(cachedomain.plan(after)),
+                         cachedomain.plan_to_dict(result))
+        # 14 <= 10 * 1.4: a 40 % bound keeps the incremental plan.
+        _, used = allshare_replan.replan(after, now, unplaced,
+                                         dirt_bound=0.4)
+        self.assertTrue(used)
+        _, used = allshare_replan.replan(after, now, unplaced,
+                                         dirt_bound=0.39)
+        self.assertFalse(used)
+
+    def test_dirt_within(self):
+        inst, _ = cachedomain.build_instance(self._inputs()[1])
+        greedy = allshare_heuristic.heuristic(inst, max_passes=0,
+                                              kick_budget=0)
+        self.assertTrue(allshare_incremental.dirt_within(
+            inst, greedy, greedy, bound=0.0))
+
+
+class DirtThresholdPropertyTest(testtools.TestCase):
+
+    @settings(max_examples=50, deadline=None)
+    @given(changes())
+    def test_incremental_plans_within_the_bound(self, change):
+        now, previous, after = change
+        result, incremental = allshare_replan.replan(
+            after, now, previous.unplaced)
+        inst, _ = cachedomain.build_instance(after)
+        greedy = allshare_heuristic.heuristic(inst, max_passes=0,
+                                              kick_budget=0)
+        if incremental:
+            self.assertLessEqual(
+                cachedomain.score(after, result)[2],
+                allshare_search.objective(inst, greedy)[2]
+                * (1 + allshare_replan.DIRT_BOUND))
+        else:
+            self.assertEqual(
+                cachedomain.plan_to_dict(cachedomain.plan(after)),
+                cachedomain.plan_to_dict(result))
 
 
 class ReplayInputTest(testtools.TestCase):
