@@ -102,12 +102,10 @@ def _speed_row(repeat, seed, fraction, n_domains, n_vms):
                             n_vms=n_vms)
     inst, movable = cachedomain.build_instance(plan_input)
     full = time_it(lambda: cachedomain.plan(plan_input), repeat)
-    greedy = time_it(lambda: allshare_heuristic.heuristic(
-        inst, max_passes=0, kick_budget=0), repeat)
+    greedy = time_it(lambda: allshare_heuristic.greedy(inst), repeat)
     result = cachedomain.plan(plan_input)
     greedy_key = allshare_search.objective(
-        inst, allshare_heuristic.heuristic(inst, max_passes=0,
-                                           kick_budget=0))
+        inst, allshare_heuristic.greedy(inst))
     return {'domains': n_domains, 'vms': n_vms,
             'memory_fraction': fraction, 'seed': seed,
             'memory_vms': len(inst.sizes), 'plan': full,

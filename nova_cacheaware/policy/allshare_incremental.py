@@ -20,8 +20,8 @@ from nova_cacheaware.policy.allshare_state import State
 
 #: VMs placed before the change that an incremental replan may move.
 MAX_MOVES = 4
-#: How much dirtier than the reference (the full plan's greedy phase) an
-#: incremental plan may be: 0.05 = 5 % more dirt.
+#: How much dirtier than the reference (the full plan's greedy phase,
+#: ``allshare_heuristic.greedy``) an incremental plan may be: 0.05 = 5 %.
 DIRT_BOUND = 0.05
 
 

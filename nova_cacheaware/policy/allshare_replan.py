@@ -89,8 +89,7 @@ def _clean_enough(inst, placements, bound):
     """The dirt threshold against the full plan's greedy phase."""
     if bound is None:
         return True
-    reference = allshare_heuristic.heuristic(inst, max_passes=0,
-                                             kick_budget=0)
+    reference = allshare_heuristic.greedy(inst)
     return allshare_incremental.dirt_within(inst, placements, reference,
                                             bound)
 

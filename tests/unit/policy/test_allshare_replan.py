@@ -181,13 +181,14 @@ class ReplanTableTest(testtools.TestCase):
 class DirtThresholdTest(testtools.TestCase):
     """Fall back to the full plan when the incremental one is dirtier."""
 
-    # Domains of 4, 2, 4, 4 and 2 CPUs; two 4-vCPU VMs left unplaced
-    # (floating: in every domain); vm04 leaves d3.
-    SIZES = (4, 2, 4, 4, 2)
-    NOW = (('vm00', 1, 1), ('vm01', 1, 2), ('vm02', 1, 1),
-           ('vm03', 4, None), ('vm04', 2, 3), ('vm05', 2, 4),
-           ('vm06', 1, 0), ('vm07', 4, None), ('vm08', 2, 0),
-           ('vm09', 2, 3), ('vm10', 1, 2), ('vm11', 2, 2))
+    # Domains of 4, 2 and 4 CPUs: (id, vCPUs, domain or None: floating).
+    # The last plan left vm05, vm08, vm10-vm13 unplaced; vm02 leaves d1.
+    SIZES = (4, 2, 4)
+    NOW = (('vm00', 1, 2), ('vm01', 2, 2), ('vm02', 1, 1), ('vm03', 1, 0),
+           ('vm04', 1, 0), ('vm05', 1, 0), ('vm06', 1, 1), ('vm07', 1, 2),
+           ('vm08', 4, None), ('vm09', 2, 0), ('vm10', 2, 0),
+           ('vm11', 2, None), ('vm12', 2, 2), ('vm13', 2, None))
+    UNPLACED = ('vm05', 'vm08', 'vm10', 'vm11', 'vm12', 'vm13')
 
     def _inputs(self):
         domains, cpu = [], 0
@@ -202,39 +203,40 @@ class DirtThresholdTest(testtools.TestCase):
             for vm_id, vcpus, d in self.NOW)
         now = cachedomain.PlanInput(domains=tuple(domains), vms=vms)
         after = dataclasses.replace(now, vms=tuple(
-            vm for vm in vms if vm.id != 'vm04'))
+            vm for vm in vms if vm.id != 'vm02'))
         return now, after
 
     def test_dirtier_incremental_plan_falls_back(self):
         now, after = self._inputs()
-        unplaced = ('vm03', 'vm07')
-        loose, used = allshare_replan.replan(after, now, unplaced,
+        loose, used = allshare_replan.replan(after, now, self.UNPLACED,
                                              dirt_bound=None)
         self.assertTrue(used)
-        self.assertEqual((2, 0, 14, 0), cachedomain.score(after, loose))
+        self.assertEqual((5, 0, 16, 1), cachedomain.score(after, loose))
         inst, _ = cachedomain.build_instance(after)
-        greedy = allshare_heuristic.heuristic(inst, max_passes=0,
-                                              kick_budget=0)
-        self.assertEqual(10, allshare_search.objective(inst, greedy)[2])
-        result, used = allshare_replan.replan(after, now, unplaced)
+        greedy = allshare_heuristic.greedy(inst)
+        self.assertEqual((5, 0, 12, 4),
+                         allshare_search.objective(inst, greedy))
+        # 16 > 12 * 1.05: the full plan (dirt 12).
+        result, used = allshare_replan.replan(after, now, self.UNPLACED)
         self.assertFalse(used)
-        self.assertEqual((2, 0, 10, 1), cachedomain.score(after, result))
+        self.assertEqual((5, 0, 12, 4), cachedomain.score(after, result))
         self.assertEqual(cachedomain.plan_to_dict(cachedomain.plan(after)),
                          cachedomain.plan_to_dict(result))
-        # 14 <= 10 * 1.4: a 40 % bound keeps the incremental plan.
-        _, used = allshare_replan.replan(after, now, unplaced,
-                                         dirt_bound=0.4)
+        # 16 <= 12 * 1.34 keeps the incremental plan; 12 * 1.33 does not.
+        _, used = allshare_replan.replan(after, now, self.UNPLACED,
+                                         dirt_bound=0.34)
         self.assertTrue(used)
-        _, used = allshare_replan.replan(after, now, unplaced,
-                                         dirt_bound=0.39)
+        _, used = allshare_replan.replan(after, now, self.UNPLACED,
+                                         dirt_bound=0.33)
         self.assertFalse(used)
 
     def test_dirt_within(self):
         inst, _ = cachedomain.build_instance(self._inputs()[1])
-        greedy = allshare_heuristic.heuristic(inst, max_passes=0,
-                                              kick_budget=0)
+        greedy = allshare_heuristic.greedy(inst)
         self.assertTrue(allshare_incremental.dirt_within(
             inst, greedy, greedy, bound=0.0))
+        self.assertFalse(allshare_incremental.dirt_within(
+            inst, [None] * len(greedy), greedy, bound=0.05))
 
 
 class DirtThresholdPropertyTest(testtools.TestCase):
@@ -246,8 +248,7 @@ class DirtThresholdPropertyTest(testtools.TestCase):
         result, incremental = allshare_replan.replan(
             after, now, previous.unplaced)
         inst, _ = cachedomain.build_instance(after)
-        greedy = allshare_heuristic.heuristic(inst, max_passes=0,
-                                              kick_budget=0)
+        greedy = allshare_heuristic.greedy(inst)
         if incremental:
             self.assertLessEqual(
                 cachedomain.score(after, result)[2],
