@@ -251,14 +251,30 @@ def heuristic(inst, max_passes=20, kick_budget=4000):
     return list(run(inst, max_passes, kick_budget).placements)
 
 
-def run(inst, max_passes=20, kick_budget=4000):
-    """:func:`heuristic`, returning its working state (for tests)."""
+def _greedy(inst):
+    """Steps 1 and 2 of :func:`heuristic`: ``(state, placement order)``."""
     placed = placed_set(inst)
     state = State(inst, placed)
     order = sorted(placed, key=lambda vm: (-inst.sizes[vm],
                                            inst.current[vm] is None, vm))
     for vm in order:
         greedy_place(state, vm)
+    return state, order
+
+
+def greedy(inst):
+    """The greedy phase alone (steps 1 and 2 of :func:`heuristic`).
+
+    A cheap reference for the full plan, which only improves on it (every
+    later step lowers the key): the incremental replanner's dirt
+    threshold compares against it.
+    """
+    return list(_greedy(inst)[0].placements)
+
+
+def run(inst, max_passes=20, kick_budget=4000):
+    """:func:`heuristic`, returning its working state (for tests)."""
+    state, order = _greedy(inst)
     for _ in range(max_passes):
         if _improve_once(state, order):
             continue

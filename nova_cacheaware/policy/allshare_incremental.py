@@ -12,6 +12,7 @@ when it is not met. Pure: no I/O, no clock.
 import collections
 
 from nova_cacheaware.policy import allshare_moves
+from nova_cacheaware.policy.allshare_search import objective
 from nova_cacheaware.policy.allshare_search import placed_set
 from nova_cacheaware.policy.allshare_search import support
 from nova_cacheaware.policy.allshare_state import single
@@ -19,6 +20,9 @@ from nova_cacheaware.policy.allshare_state import State
 
 #: VMs placed before the change that an incremental replan may move.
 MAX_MOVES = 4
+#: How much dirtier than the reference (the full plan's greedy phase,
+#: ``allshare_heuristic.greedy``) an incremental plan may be: 0.05 = 5 %.
+DIRT_BOUND = 0.05
 
 
 def _start(inst, unplaced):
@@ -197,3 +201,16 @@ def acceptable(inst, placements):
     """
     return all(p is None or len(support(p)) <= inst.minspan(vm)
                for vm, p in enumerate(placements))
+
+
+def dirt_within(inst, placements, reference, bound=DIRT_BOUND):
+    """The dirt threshold: ``placements`` at most ``bound`` dirtier.
+
+    True when the dirt of ``placements`` is at most ``(1 + bound)`` times
+    the dirt of ``reference`` (both lists of placements of ``inst``). The
+    caller passes the greedy phase of the full plan, which the full plan
+    only improves on (its dirt is at most the greedy's when the count
+    placed and the excess span are equal).
+    """
+    dirt = objective(inst, placements)[2]
+    return dirt <= objective(inst, reference)[2] * (1 + bound)

@@ -7,8 +7,11 @@ memory-bound VMs) it runs
 :func:`~nova_cacheaware.policy.allshare_incremental.incremental` (moves at
 most ``MAX_MOVES`` VMs placed before) and keeps it when it meets the
 threshold (:func:`~nova_cacheaware.policy.allshare_incremental.acceptable`:
-placed count optimal, no VM split beyond its minimum span); otherwise, and
-on smaller hosts, the full :func:`~nova_cacheaware.policy.cachedomain.plan`.
+placed count optimal, no VM split beyond its minimum span) and the dirt
+threshold (:func:`~nova_cacheaware.policy.allshare_incremental.dirt_within`:
+at most ``DIRT_BOUND`` dirtier than the greedy phase of the full plan, a
+few milliseconds); otherwise, and on smaller hosts, the full
+:func:`~nova_cacheaware.policy.cachedomain.plan`.
 """
 
 from nova_cacheaware import exception
@@ -17,6 +20,7 @@ from nova_cacheaware.policy import allshare_incremental
 from nova_cacheaware.policy import cachedomain
 
 MAX_MOVES = allshare_incremental.MAX_MOVES
+DIRT_BOUND = allshare_incremental.DIRT_BOUND
 
 
 def change(previous, plan_input):
@@ -56,12 +60,15 @@ def change(previous, plan_input):
                      for c in cpus)
 
 
-def replan(plan_input, previous, unplaced=(), max_moves=MAX_MOVES):
+def replan(plan_input, previous, unplaced=(), max_moves=MAX_MOVES,
+           dirt_bound=DIRT_BOUND):
     """The plan for ``plan_input`` after one change since ``previous``.
 
     ``previous``: the last plan's input; ``unplaced``: the ids it left
-    unplaced. Returns ``(plan, incremental)``: ``incremental`` is True
-    when the incremental plan was used, False when the full plan ran.
+    unplaced; ``dirt_bound``: the dirt threshold (None: no dirt check,
+    the behaviour before it existed). Returns ``(plan, incremental)``:
+    ``incremental`` is True when the incremental plan was used, False
+    when the full plan ran.
     """
     touched = change(previous, plan_input)
     inst, movable = cachedomain.build_instance(plan_input)
@@ -71,10 +78,20 @@ def replan(plan_input, previous, unplaced=(), max_moves=MAX_MOVES):
         placements = allshare_incremental.incremental(
             inst, touched, allshare_heuristic.greedy_place, skip, max_moves)
         if placements is not None and allshare_incremental.acceptable(
-                inst, placements):
+                inst, placements) and _clean_enough(inst, placements,
+                                                    dirt_bound):
             return cachedomain.assemble(plan_input, movable,
                                         placements), True
     return cachedomain.plan(plan_input), False
+
+
+def _clean_enough(inst, placements, bound):
+    """The dirt threshold against the full plan's greedy phase."""
+    if bound is None:
+        return True
+    reference = allshare_heuristic.greedy(inst)
+    return allshare_incremental.dirt_within(inst, placements, reference,
+                                            bound)
 
 
 def previous_from_dict(doc):

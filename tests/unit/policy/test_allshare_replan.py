@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 import testtools
 
 from nova_cacheaware import exception
+from nova_cacheaware.policy import allshare_heuristic
+from nova_cacheaware.policy import allshare_incremental
 from nova_cacheaware.policy import allshare_replan
 from nova_cacheaware.policy import allshare_search
 from nova_cacheaware.policy import cachedomain
@@ -174,6 +176,88 @@ class ReplanTableTest(testtools.TestCase):
                              allshare_replan.MAX_MOVES)
         self.assertEqual(1, cachedomain.score(
             host(10, ten + [arrival], ratio=2.0), result)[2])
+
+
+class DirtThresholdTest(testtools.TestCase):
+    """Fall back to the full plan when the incremental one is dirtier."""
+
+    # Domains of 4, 2 and 4 CPUs: (id, vCPUs, domain or None: floating).
+    # The last plan left vm05, vm08, vm10-vm13 unplaced; vm02 leaves d1.
+    SIZES = (4, 2, 4)
+    NOW = (('vm00', 1, 2), ('vm01', 2, 2), ('vm02', 1, 1), ('vm03', 1, 0),
+           ('vm04', 1, 0), ('vm05', 1, 0), ('vm06', 1, 1), ('vm07', 1, 2),
+           ('vm08', 4, None), ('vm09', 2, 0), ('vm10', 2, 0),
+           ('vm11', 2, None), ('vm12', 2, 2), ('vm13', 2, None))
+    UNPLACED = ('vm05', 'vm08', 'vm10', 'vm11', 'vm12', 'vm13')
+
+    def _inputs(self):
+        domains, cpu = [], 0
+        for size in self.SIZES:
+            domains.append(cachedomain.Domain(
+                id='d%d' % len(domains), cpus=tuple(range(cpu, cpu + size))))
+            cpu += size
+        vms = tuple(cachedomain.VM(
+            id=vm_id, vcpus=vcpus, workload='memory',
+            current=None if d is None else {
+                i: domains[d].cpus for i in range(vcpus)})
+            for vm_id, vcpus, d in self.NOW)
+        now = cachedomain.PlanInput(domains=tuple(domains), vms=vms)
+        after = dataclasses.replace(now, vms=tuple(
+            vm for vm in vms if vm.id != 'vm02'))
+        return now, after
+
+    def test_dirtier_incremental_plan_falls_back(self):
+        now, after = self._inputs()
+        loose, used = allshare_replan.replan(after, now, self.UNPLACED,
+                                             dirt_bound=None)
+        self.assertTrue(used)
+        self.assertEqual((5, 0, 16, 1), cachedomain.score(after, loose))
+        inst, _ = cachedomain.build_instance(after)
+        greedy = allshare_heuristic.greedy(inst)
+        self.assertEqual((5, 0, 12, 4),
+                         allshare_search.objective(inst, greedy))
+        # 16 > 12 * 1.05: the full plan (dirt 12).
+        result, used = allshare_replan.replan(after, now, self.UNPLACED)
+        self.assertFalse(used)
+        self.assertEqual((5, 0, 12, 4), cachedomain.score(after, result))
+        self.assertEqual(cachedomain.plan_to_dict(cachedomain.plan(after)),
+                         cachedomain.plan_to_dict(result))
+        # 16 <= 12 * 1.34 keeps the incremental plan; 12 * 1.33 does not.
+        _, used = allshare_replan.replan(after, now, self.UNPLACED,
+                                         dirt_bound=0.34)
+        self.assertTrue(used)
+        _, used = allshare_replan.replan(after, now, self.UNPLACED,
+                                         dirt_bound=0.33)
+        self.assertFalse(used)
+
+    def test_dirt_within(self):
+        inst, _ = cachedomain.build_instance(self._inputs()[1])
+        greedy = allshare_heuristic.greedy(inst)
+        self.assertTrue(allshare_incremental.dirt_within(
+            inst, greedy, greedy, bound=0.0))
+        self.assertFalse(allshare_incremental.dirt_within(
+            inst, [None] * len(greedy), greedy, bound=0.05))
+
+
+class DirtThresholdPropertyTest(testtools.TestCase):
+
+    @settings(max_examples=50, deadline=None)
+    @given(changes())
+    def test_incremental_plans_within_the_bound(self, change):
+        now, previous, after = change
+        result, incremental = allshare_replan.replan(
+            after, now, previous.unplaced)
+        inst, _ = cachedomain.build_instance(after)
+        greedy = allshare_heuristic.greedy(inst)
+        if incremental:
+            self.assertLessEqual(
+                cachedomain.score(after, result)[2],
+                allshare_search.objective(inst, greedy)[2]
+                * (1 + allshare_replan.DIRT_BOUND))
+        else:
+            self.assertEqual(
+                cachedomain.plan_to_dict(cachedomain.plan(after)),
+                cachedomain.plan_to_dict(result))
 
 
 class ReplayInputTest(testtools.TestCase):
