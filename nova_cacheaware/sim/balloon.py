@@ -123,6 +123,46 @@ def _num(doc, key, kind=float, minimum=0, strict=False):
 
 def scenario_from_dict(doc):
     """Validate a scenario document, filling in the study's defaults."""
+    merged = _with_defaults(doc)
+    out = {key: _num(merged, key, *NUMBER_FIELDS[key])
+           for key in NUMBER_FIELDS}
+    if out['threshold'] > 1:
+        _bad('"threshold" must be between 0 and 1')
+    if out['disk_mib_s'] > out['cache_mib_s']:
+        _bad('"disk_mib_s" must not exceed "cache_mib_s"')
+    ws = merged['working_sets']
+    if (not isinstance(ws, list) or not ws
+            or any(isinstance(w, bool) or not isinstance(w, int)
+                   or not 0 <= w <= out['files'] for w in ws)):
+        _bad('"working_sets" must be a non-empty list of file counts '
+             'between 0 and "files"')
+    out['working_sets'] = list(ws)
+    _memory_bounds(merged, out)
+    if out['phase_s'] < out['tick_s']:
+        _bad('"phase_s" must be at least "tick_s"')
+    if out['duration_s'] / out['tick_s'] > MAX_TICKS:
+        _bad('"duration_s" / "tick_s" must be at most %d ticks' % MAX_TICKS)
+    out['access'] = _access(merged['access'], out['vms'])
+    out['estimator'] = estimator_mod.estimator_from_dict(
+        merged['estimator'], out['vms'])
+    return Scenario(**out)
+
+
+#: The scenario's plain numbers: ``(kind, minimum, strict)`` per key, in
+#: the order they are checked (the first bad one is reported).
+NUMBER_FIELDS = {
+    'seed': (int, 0, False), 'duration_s': (float, 0, True),
+    'phase_s': (float, 0, True), 'host_memory_mib': (int, 1, False),
+    'vms': (int, 1, False), 'process_mib': (int, 0, False),
+    'files': (int, 1, False), 'file_mib': (int, 1, False),
+    'disk_mib_s': (float, 0, True), 'cache_mib_s': (float, 0, True),
+    'tick_s': (float, 0, True), 'threshold': (float, 0, False),
+    'alpha': (float, 0, False), 'beta': (float, 0, False),
+    'interval_s': (float, 0, True), 'period_s': (float, 0, True)}
+
+
+def _with_defaults(doc):
+    """The document over the study's defaults, ``params`` flattened in."""
     if not isinstance(doc, dict):
         _bad('must be a JSON object')
     unknown = set(doc) - set(DEFAULTS)
@@ -139,33 +179,11 @@ def scenario_from_dict(doc):
     params.update(merged['params'])
     merged.update(params)
     del merged['params']
-    out = {'seed': _num(merged, 'seed', int),
-           'duration_s': _num(merged, 'duration_s', strict=True),
-           'phase_s': _num(merged, 'phase_s', strict=True),
-           'host_memory_mib': _num(merged, 'host_memory_mib', int, 1),
-           'vms': _num(merged, 'vms', int, 1),
-           'process_mib': _num(merged, 'process_mib', int),
-           'files': _num(merged, 'files', int, 1),
-           'file_mib': _num(merged, 'file_mib', int, 1),
-           'disk_mib_s': _num(merged, 'disk_mib_s', strict=True),
-           'cache_mib_s': _num(merged, 'cache_mib_s', strict=True),
-           'tick_s': _num(merged, 'tick_s', strict=True),
-           'threshold': _num(merged, 'threshold'),
-           'alpha': _num(merged, 'alpha'),
-           'beta': _num(merged, 'beta'),
-           'interval_s': _num(merged, 'interval_s', strict=True),
-           'period_s': _num(merged, 'period_s', strict=True)}
-    if out['threshold'] > 1:
-        _bad('"threshold" must be between 0 and 1')
-    if out['disk_mib_s'] > out['cache_mib_s']:
-        _bad('"disk_mib_s" must not exceed "cache_mib_s"')
-    ws = merged['working_sets']
-    if (not isinstance(ws, list) or not ws
-            or any(isinstance(w, bool) or not isinstance(w, int)
-                   or not 0 <= w <= out['files'] for w in ws)):
-        _bad('"working_sets" must be a non-empty list of file counts '
-             'between 0 and "files"')
-    out['working_sets'] = list(ws)
+    return merged
+
+
+def _memory_bounds(merged, out):
+    """Fill ``min_mib``, ``committed_as_mib`` and ``max_mib`` into ``out``."""
     for key, default in (
             ('min_mib', out['process_mib'] + 128),
             ('committed_as_mib', out['process_mib'])):
@@ -179,14 +197,6 @@ def scenario_from_dict(doc):
     if not out['min_mib'] <= out['host_memory_mib'] // out['vms'] \
             <= out['max_mib']:
         _bad('the static split must lie in [min_mib, max_mib]')
-    if out['phase_s'] < out['tick_s']:
-        _bad('"phase_s" must be at least "tick_s"')
-    if out['duration_s'] / out['tick_s'] > MAX_TICKS:
-        _bad('"duration_s" / "tick_s" must be at most %d ticks' % MAX_TICKS)
-    out['access'] = _access(merged['access'], out['vms'])
-    out['estimator'] = estimator_mod.estimator_from_dict(
-        merged['estimator'], out['vms'])
-    return Scenario(**out)
 
 
 def _access(doc, vms):
