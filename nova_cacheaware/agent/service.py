@@ -15,6 +15,7 @@ import typing as ty
 from nova_cacheaware.agent import actuator as actuator_mod
 from nova_cacheaware.agent import counters as counters_mod
 from nova_cacheaware.agent import decide
+from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.agent import outage
 from nova_cacheaware.agent import reporting
@@ -191,7 +192,8 @@ class Agent:
             wanted.append(domain_choice.HostHeld(
                 uuid=instance.uuid, vcpus=len(instance.nova.allowed),
                 memory_bound=_clean_wanted(snapshot.specs.get(instance.uuid)),
-                current=current, previous=self._chosen.get(instance.uuid)))
+                current=current, previous=self._chosen.get(instance.uuid),
+                order=domain_xml.creation_order(instance.nova.name)))
         self._choice_input = domain_choice.choice_to_dict(capacity, wanted,
                                                           base)
         self._base = base

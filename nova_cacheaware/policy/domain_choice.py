@@ -130,7 +130,10 @@ class HostHeld:
     the allocation names the host's one cache provider, not a domain, so
     the agent chooses the domain. ``current`` is the domain the instance's
     live pins already lie in (None: none, or several); ``previous`` the
-    domain the agent gave it before (None: never).
+    domain the agent gave it before (None: never). ``order`` is Nova's
+    creation order of the instance (its database id, read from the
+    libvirt domain name; None: unknown): the order in which Nova's
+    scheduler claimed the instances of one multi-create.
     """
 
     uuid: str
@@ -138,6 +141,19 @@ class HostHeld:
     memory_bound: bool
     current: ty.Optional[str] = None
     previous: ty.Optional[str] = None
+    order: ty.Optional[int] = None
+
+
+def arrival_key(vm):
+    """Sort key placing new instances in Nova's claim order.
+
+    Nova's scheduler claims the instances of a multi-create in the order
+    the conductor then creates them (ascending database id), and predicts
+    each one's domain counting the earlier ones: placing them in that
+    order makes the agent's choice the prediction. Instances without an
+    order follow, in uuid order.
+    """
+    return (vm.order is None, vm.order or 0, vm.uuid)
 
 
 def assign_domains(capacity, instances, base=None):
@@ -153,10 +169,11 @@ def assign_domains(capacity, instances, base=None):
     An instance keeps the domain it had (``previous``, else the one its
     pins lie in after an agent restart) while that domain exists: moving a
     running VM to another cache is never free, and the scheduler counted
-    it there. The others are placed one at a time, in uuid order, with
-    :func:`order_domains` over the loads of those already placed - the
-    same rule and seed the scheduler used to predict the domain, so with
-    the same knowledge both choose the same one. ``None``: no domain has
+    it there. The others are placed one at a time, in Nova's claim order
+    (:func:`arrival_key`), with :func:`order_domains` over the loads of
+    those already placed - the same rule, seed and order the scheduler
+    used to predict the domain, so with the same knowledge both choose the
+    same one. ``None``: no domain has
     room (the instance stays on Nova's CPUs; two claims raced for the last
     room between two agent syncs).
     """
@@ -168,7 +185,7 @@ def assign_domains(capacity, instances, base=None):
             used[domain] += vcpus
             memory[domain] += memory_bound
     fresh = []
-    for vm in sorted(instances, key=lambda i: i.uuid):
+    for vm in sorted(instances, key=arrival_key):
         home = vm.previous if vm.previous in capacity else (
             vm.current if vm.current in capacity else None)
         if home is None:
@@ -245,6 +262,17 @@ def _count(value, what, minimum=0):
     return value
 
 
+def _order(value, uuid):
+    # A database id: no small bound, unlike the counts.
+    if value is None:
+        return None
+    if (not isinstance(value, int) or isinstance(value, bool)
+            or not 0 <= value < 1 << 63):
+        raise _bad('order of %s must be a non-negative integer, not %r'
+                   % (uuid, value))
+    return value
+
+
 def _name(value, what, optional=False):
     if value is None and optional:
         return None
@@ -258,8 +286,8 @@ def choice_from_dict(doc):
 
     ``{"capacity": {domain: vCPUs}, "base": {domain: [vCPUs, memory-bound
     VMs]}, "instances": [{"uuid", "vcpus", "memory_bound", "current",
-    "previous"}]}`` - what the agent writes as ``agent.domain_choice`` in
-    ``--dump-state``.
+    "previous", "order"}]}`` (``order`` optional) - what the agent writes
+    as ``agent.domain_choice`` in ``--dump-state``.
     """
     if not isinstance(doc, dict):
         raise _bad('the input must be a JSON object')
@@ -282,12 +310,14 @@ def choice_from_dict(doc):
         memory = raw.get('memory_bound', False)
         if not isinstance(memory, bool):
             raise _bad('memory_bound of %s must be true or false' % uuid)
+        order = raw.get('order')
         held.append(HostHeld(
             uuid=uuid, vcpus=_count(raw.get('vcpus'), 'vcpus of %s' % uuid,
                                     1),
             memory_bound=memory,
             current=_name(raw.get('current'), 'current', optional=True),
-            previous=_name(raw.get('previous'), 'previous', optional=True)))
+            previous=_name(raw.get('previous'), 'previous', optional=True),
+            order=_order(order, uuid)))
     base = {}
     raw_base = doc.get('base', {})
     if not isinstance(raw_base, dict) or len(raw_base) > _MAX_ITEMS:
@@ -308,5 +338,6 @@ def choice_to_dict(capacity, instances, base=None):
             'base': {d: list(v) for d, v in sorted((base or {}).items())},
             'instances': [{'uuid': i.uuid, 'vcpus': i.vcpus,
                            'memory_bound': i.memory_bound,
-                           'current': i.current, 'previous': i.previous}
+                           'current': i.current, 'previous': i.previous,
+                           'order': i.order}
                           for i in sorted(instances, key=lambda i: i.uuid)]}
