@@ -19,6 +19,7 @@ so that the libvirt migration hook can undo exactly those (see
 """
 
 import dataclasses
+import re
 import typing as ty
 from xml.etree import ElementTree
 
@@ -149,6 +150,22 @@ def parse_nova_domain(live_xml, inactive_xml, host_cpus):
         allowed=allowed,
         nova_pinned=pinned,
         dedicated=dedicated)
+
+
+#: Nova's default ``[DEFAULT] instance_name_template``, ``instance-%08x``.
+_DEFAULT_NAME = re.compile(r'^instance-([0-9a-f]{8,16})$')
+
+
+def creation_order(name):
+    """Nova's database id of the instance a libvirt domain ``name`` names.
+
+    Nova names domains ``instance-%08x`` of the instance's id unless
+    ``instance_name_template`` says otherwise; the ids grow in the order
+    the conductor creates the instances - for a multi-create, the order
+    the scheduler claimed them in. None for any other name.
+    """
+    match = _DEFAULT_NAME.match(name or '')
+    return int(match.group(1), 16) if match else None
 
 
 def parse_agent_pins(xml):

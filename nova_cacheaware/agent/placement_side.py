@@ -11,6 +11,7 @@ being down never stops pinning: each step logs and goes on.
 
 import logging
 
+from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import reporting
 from nova_cacheaware.contracts import extra_specs as specs_contract
 from nova_cacheaware import exception
@@ -84,7 +85,8 @@ class PlacementSide:
             wanted.append(domain_choice.HostHeld(
                 uuid=instance.uuid, vcpus=len(instance.nova.allowed),
                 memory_bound=_clean_wanted(snapshot.specs.get(instance.uuid)),
-                current=current, previous=self._chosen.get(instance.uuid)))
+                current=current, previous=self._chosen.get(instance.uuid),
+                order=domain_xml.creation_order(instance.nova.name)))
         self._choice_input = domain_choice.choice_to_dict(capacity, wanted,
                                                           base)
         self._base = base

@@ -131,7 +131,10 @@ class HostHeld:
     the allocation names the host's one cache provider, not a domain, so
     the agent chooses the domain. ``current`` is the domain the instance's
     live pins already lie in (None: none, or several); ``previous`` the
-    domain the agent gave it before (None: never).
+    domain the agent gave it before (None: never). ``order`` is Nova's
+    creation order of the instance (its database id, read from the
+    libvirt domain name; None: unknown): the order in which Nova's
+    scheduler claimed the instances of one multi-create.
     """
 
     uuid: str
@@ -139,6 +142,19 @@ class HostHeld:
     memory_bound: bool
     current: ty.Optional[str] = None
     previous: ty.Optional[str] = None
+    order: ty.Optional[int] = None
+
+
+def arrival_key(vm):
+    """Sort key placing new instances in Nova's claim order.
+
+    Nova's scheduler claims the instances of a multi-create in the order
+    the conductor then creates them (ascending database id), and predicts
+    each one's domain counting the earlier ones: placing them in that
+    order makes the agent's choice the prediction. Instances without an
+    order follow, in uuid order.
+    """
+    return (vm.order is None, vm.order or 0, vm.uuid)
 
 
 def assign_domains(capacity, instances, base=None):
@@ -154,10 +170,11 @@ def assign_domains(capacity, instances, base=None):
     An instance keeps the domain it had (``previous``, else the one its
     pins lie in after an agent restart) while that domain exists: moving a
     running VM to another cache is never free, and the scheduler counted
-    it there. The others are placed one at a time, in uuid order, with
-    :func:`order_domains` over the loads of those already placed - the
-    same rule and seed the scheduler used to predict the domain, so with
-    the same knowledge both choose the same one. ``None``: no domain has
+    it there. The others are placed one at a time, in Nova's claim order
+    (:func:`arrival_key`), with :func:`order_domains` over the loads of
+    those already placed - the same rule, seed and order the scheduler
+    used to predict the domain, so with the same knowledge both choose the
+    same one. ``None``: no domain has
     room (the instance stays on Nova's CPUs; two claims raced for the last
     room between two agent syncs).
     """
@@ -169,7 +186,7 @@ def assign_domains(capacity, instances, base=None):
             used[domain] += vcpus
             memory[domain] += memory_bound
     fresh = []
-    for vm in sorted(instances, key=lambda i: i.uuid):
+    for vm in sorted(instances, key=arrival_key):
         home = vm.previous if vm.previous in capacity else (
             vm.current if vm.current in capacity else None)
         if home is None:
@@ -266,6 +283,13 @@ INSTANCE_SCHEMA = {
     'vcpus': (_VCPUS, schema.AS_NULL),
     'current': (_OPTIONAL_NAME, None),
     'previous': (_OPTIONAL_NAME, None),
+    # A database id (Nova's claim order): no small bound, unlike counts.
+    'order': (schema.Check(
+        lambda v: v is None or (isinstance(v, int)
+                                and not isinstance(v, bool)
+                                and 0 <= v < 1 << 63),
+        'order of %(where)s must be a non-negative integer, not '
+        '%(value)r'), None),
 }
 _PAIR = schema.Check(lambda v: schema.is_list(v) and len(v) == 2,
                      'base of %(where)s must be [vCPUs, memory-bound VMs]')
@@ -276,8 +300,8 @@ def choice_from_dict(doc):
 
     ``{"capacity": {domain: vCPUs}, "base": {domain: [vCPUs, memory-bound
     VMs]}, "instances": [{"uuid", "vcpus", "memory_bound", "current",
-    "previous"}]}`` - what the agent writes as ``agent.domain_choice`` in
-    ``--dump-state``.
+    "previous", "order"}]}`` (``order`` optional) - what the agent writes
+    as ``agent.domain_choice`` in ``--dump-state``.
     """
     if not isinstance(doc, dict):
         raise _bad('the input must be a JSON object')
@@ -325,5 +349,6 @@ def choice_to_dict(capacity, instances, base=None):
             'base': {d: list(v) for d, v in sorted((base or {}).items())},
             'instances': [{'uuid': i.uuid, 'vcpus': i.vcpus,
                            'memory_bound': i.memory_bound,
-                           'current': i.current, 'previous': i.previous}
+                           'current': i.current, 'previous': i.previous,
+                           'order': i.order}
                           for i in sorted(instances, key=lambda i: i.uuid)]}

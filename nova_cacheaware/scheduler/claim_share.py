@@ -15,15 +15,31 @@ add`). A claim received counts exactly like one made: until the live
 state lists the instance, until a state received ``claim_settle_seconds``
 later still does not, or at most ``claim_memory_seconds``.
 
-Sending never fails a request: one attempt, errors logged at DEBUG (the
-claim is then known to this worker only, as before). Payloads from the bus
-are validated (:func:`from_payload`); a bad one is logged and dropped.
+Sending never slows, blocks or fails a request: the scheduling path only
+puts the claim in a bounded in-memory queue (:class:`ClaimPublisher`), and
+one daemon thread per process sends it - one attempt, errors logged at
+DEBUG (the claim is then known to this worker only, as without sharing).
+When the queue is full (the bus is down or slow) the oldest claim is
+dropped and counted: a claim is worth something for one agent period, a
+backlog of old ones is not. Payloads from the bus are validated
+(:func:`from_payload`); a bad one is logged and dropped.
+
+The thread is a :class:`threading.Thread`: Nova 34's nova-scheduler
+starts with native threads by default (``nova.monkey_patch.patch(
+backend='threading')``; ``OS_NOVA_DISABLE_EVENTLET_PATCHING`` can still
+choose eventlet). Under eventlet monkey patching it is a green thread, the
+queue's condition a green one, and the send yields on the socket as Nova's
+own notifications do.
 """
 
+import collections
 import math
+import threading
+import uuid
 
 from oslo_log import log as logging
 import oslo_messaging
+from oslo_utils import timeutils
 
 from nova_cacheaware import exception
 from nova_cacheaware.scheduler import claims
@@ -31,6 +47,8 @@ from nova_cacheaware.scheduler import claims
 LOG = logging.getLogger(__name__)
 
 EVENT_TYPE = 'cacheaware.host.claim'
+#: Claims waiting to be sent at most; the oldest is dropped beyond.
+QUEUE_SIZE = 256
 VERSION = '1.0'
 MAJOR = 1
 
@@ -80,26 +98,109 @@ def from_payload(payload, now):
         memory_bound=memory, at=now)
 
 
-class ClaimPublisher:
-    """Sends this worker's claims (``ledger.on_claim``); never raises."""
+def bus_sender(transport, topic, origin):
+    """``send(host, claim)``: one notification on ``topic``, one attempt.
 
-    def __init__(self, transport, topic, origin):
+    The message is what oslo.messaging's ``messagingv2`` notification
+    driver sends (``<topic>.info``, priority INFO), handed to the transport
+    itself with ``retry=0``: an ``oslo_messaging.Notifier`` would catch a
+    failed delivery, log it at ERROR with a traceback for every claim, and
+    return as if it had been sent. This one raises, so the publisher
+    counts it.
+    """
+    target = oslo_messaging.Target(topic='%s.info' % topic)
+    publisher_id = 'nova-cacheaware-scheduler.%s' % origin
+
+    def send(host, claim):
+        message = {'message_id': str(uuid.uuid4()),
+                   'publisher_id': publisher_id, 'event_type': EVENT_TYPE,
+                   'priority': 'INFO',
+                   'payload': to_payload(host, claim, origin),
+                   'timestamp': str(timeutils.utcnow())}
+        transport._send_notification(target, {}, message, version=2.0,
+                                     retry=0)
+    return send
+
+
+class ClaimPublisher:
+    """Sends this worker's claims (``ledger.on_claim``) in the background.
+
+    Calling it only queues the claim (never blocks on the bus, never
+    raises); one daemon thread, started on the first claim, sends the
+    queue's claims one at a time. Counters (read them under no lock; they
+    only grow): ``queued``, ``sent``, ``failed`` (one attempt each),
+    ``dropped`` (the oldest, pushed out of a full queue).
+
+    :param send: ``send(host, claim)`` publishing one claim, raising when
+        it was not delivered; the default is :func:`bus_sender`.
+    :param size: the queue's capacity (:data:`QUEUE_SIZE`).
+    """
+
+    def __init__(self, transport, topic, origin, send=None, size=QUEUE_SIZE):
         self.origin = origin
-        self.sent = 0
-        self.failed = 0
-        self._notifier = oslo_messaging.Notifier(
-            transport, publisher_id='nova-cacheaware-scheduler.%s' % origin,
-            driver='messagingv2', topics=[topic], retry=0)
+        self.queued = self.sent = self.failed = self.dropped = 0
+        self._size = max(1, int(size))
+        self._pending = collections.deque()
+        self._cond = threading.Condition()
+        self._thread = None
+        self._stopping = False
+        self._send = send or bus_sender(transport, topic, origin)
 
     def __call__(self, host, claim):
-        """Publish ``claim`` on ``host``."""
+        """Queue ``claim`` on ``host`` for sending; returns at once."""
         try:
-            self._notifier.info({}, EVENT_TYPE,
-                                to_payload(host, claim, self.origin))
-            self.sent += 1
+            with self._cond:
+                if len(self._pending) >= self._size:
+                    self._pending.popleft()
+                    self.dropped += 1
+                self._pending.append((host, claim))
+                self.queued += 1
+                if self._thread is None and not self._stopping:
+                    self._thread = threading.Thread(
+                        target=self._run, daemon=True,
+                        name='cacheaware-claim-share')
+                    self._thread.start()
+                self._cond.notify()
         except Exception as e:   # never fail a scheduling request
-            self.failed += 1
-            LOG.debug('cannot share claim on %s: %s', host, e)
+            LOG.debug('cannot queue claim on %s: %s', host, e)
+
+    def pending(self):
+        """The claims queued and not yet taken by the sender (a list)."""
+        with self._cond:
+            return list(self._pending)
+
+    def _next(self):
+        with self._cond:
+            while not self._pending and not self._stopping:
+                self._cond.wait()
+            return self._pending.popleft() if self._pending else None
+
+    def _run(self):
+        while True:
+            item = self._next()
+            if item is None:
+                return
+            host, claim = item
+            try:
+                self._send(host, claim)
+                self.sent += 1
+            except Exception as e:   # the claim stays known here only
+                self.failed += 1
+                LOG.debug('cannot share claim on %s: %s', host, e)
+
+    def stop(self, timeout=None):
+        """Send what is queued, then end the thread (tests, reload).
+
+        Returns True when the thread has ended (or never started).
+        """
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+            thread = self._thread
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
 
 
 class HostClaimEndpoint:

@@ -28,7 +28,7 @@ LOG = logging.getLogger(__name__)
 CONF = ca_conf.CONF
 
 _lock = threading.Lock()
-_process = {'cache': None, 'listener': None}
+_process = {'cache': None, 'listener': None, 'publisher': None}
 
 
 def get_cache():
@@ -63,7 +63,7 @@ def _forget_in_child():
     # parent's queue is not the child's (one pool per process).
     global _lock
     _lock = threading.Lock()
-    _process.update(cache=None, listener=None)
+    _process.update(cache=None, listener=None, publisher=None)
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
@@ -80,8 +80,10 @@ def _start_listener(cache, opts):
             endpoints.append(claim_share.HostClaimEndpoint(
                 lambda: claims.get_ledger(opts.claim_memory_seconds,
                                           opts.claim_settle_seconds), pool))
-            claims.share_with(claim_share.ClaimPublisher(
-                transport, opts.host_state_topic, pool))
+            publisher = claim_share.ClaimPublisher(
+                transport, opts.host_state_topic, pool)
+            _process['publisher'] = publisher
+            claims.share_with(publisher)
         return notifications.start_host_state_listener(
             transport, cache, opts.host_state_topic, pool,
             endpoints=endpoints)
@@ -94,9 +96,11 @@ def _start_listener(cache, opts):
 def reset():
     """Stop this process's listener and forget its cache (tests, reload)."""
     with _lock:
-        listener = _process['listener']
-        _process.update(cache=None, listener=None)
+        listener, publisher = _process['listener'], _process['publisher']
+        _process.update(cache=None, listener=None, publisher=None)
     claims.share_with(None)
+    if publisher is not None:
+        publisher.stop(timeout=5)
     if listener is not None:
         listener.stop()
         listener.wait()

@@ -145,14 +145,19 @@ class HostStateBusTest(testtools.TestCase):
             publishers[name] = claim_share.ClaimPublisher(
                 self.transport, self.topic, pool)
             ledger.on_claim = publishers[name]
+            self.addCleanup(publishers[name].stop, 10)
         # Worker a sees its hand-out on cn-1 claimed (Nova consumed it).
         ledgers['a'].hand_out('cn-1', 0, claims.Claim(
             None, 'vm-1', 2, True, ledgers['a'].now()),
             resolve=lambda: 'L3-2')
         ledgers['a'].observe('cn-1', 1)
-        self.assertEqual((1, 0), (publishers['a'].sent,
-                                  publishers['a'].failed))
+        # The request path only queued it; a's sender thread sends it.
+        self.assertEqual(1, publishers['a'].queued)
         self.assertTrue(wait_for(lambda: ledgers['b'].claims('cn-1')))
+        self.assertTrue(wait_for(lambda: publishers['a'].sent == 1))
+        self.assertEqual((1, 0, 0), (publishers['a'].sent,
+                                     publishers['a'].failed,
+                                     publishers['a'].dropped))
         (got,) = ledgers['b'].claims('cn-1')
         self.assertEqual(('L3-2', 'vm-1', 2, True),
                          (got.provider, got.instance, got.vcpus,

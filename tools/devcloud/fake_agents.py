@@ -258,7 +258,11 @@ class NovaMirror(object):
             self.spec_map[uuid] = {str(k): str(v) for k, v in (
                 flavor.get('extra_specs') or {}).items()}
             conn.defineXML(DOMAIN_XML.format(
-                name='instance-%s' % uuid[:8], uuid=uuid,
+                # Nova's own domain name (instance-%08x of its id): the
+                # agent places new instances in that order.
+                name=_xml_text(s.get('OS-EXT-SRV-ATTR:instance_name')
+                               or 'server-%s' % uuid),
+                uuid=uuid,
                 server=_xml_text(s['name']),
                 flavor=_xml_text(flavor['original_name']),
                 ram=flavor['ram'], vcpus=flavor['vcpus'])).create()

@@ -15,8 +15,12 @@ state.
 import collections
 import datetime
 
+from nova.tests.fixtures import libvirt as fakelibvirt
+
+from nova_cacheaware.agent import domain_xml
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import names
+from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.scheduler import claim_share
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import host_state
@@ -93,6 +97,61 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
                                  if s['OS-EXT-SRV-ATTR:host'] == hostname))
         return dict(collections.Counter(c.provider
                                         for c in ledger.claims(uuid)))
+
+    def _predicted_by_instance(self, hostname, servers):
+        """``{instance uuid: domain id}`` this scheduler predicted."""
+        uuid = self.compute_rp_uuids[hostname]
+        opts = ca_conf.CONF.cacheaware_scheduler
+        ledger = claims.get_ledger(opts.claim_memory_seconds,
+                                   opts.claim_settle_seconds)
+        ledger.observe(uuid, sum(1 for s in servers
+                                 if s['OS-EXT-SRV-ATTR:host'] == hostname))
+        return {c.instance: c.provider for c in ledger.claims(uuid)}
+
+    def _agent_one_pass(self, hostname, vcpus, memory_bound):
+        """The agent's choice when it sees the host's instances at once.
+
+        From what the agent reads: the libvirt domains Nova defined there
+        (uuid, name - Nova's order), the domains' capacity (usable CPUs
+        at ratio 1.0, as in the injected live state).
+        """
+        conn = self.computes[hostname].driver._host.get_connection()
+        held = [domain_choice.HostHeld(
+            uuid=dom.UUIDString(), vcpus=vcpus, memory_bound=memory_bound,
+            order=domain_xml.creation_order(dom.name()))
+            for dom in conn.listAllDomains(
+                fakelibvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE)]
+        self.assertNotIn(None, [vm.order for vm in held])
+        capacity = {d.id: len(d.cpus)
+                    for d in self.domain_sets[hostname].domains}
+        return domain_choice.assign_domains(capacity, held)
+
+    def _check_agent_agrees(self, keys, count, memory_bound):
+        # The agent places a multi-create's instances in Nova's claim
+        # order, not uuid order: its choice in one pass is, instance by
+        # instance, what the scheduler predicted claim after claim.
+        self._start()
+        self._live('compute1')
+        self._live('compute2')
+        servers = self._multi_create(self._flavor(2, **keys), count)
+        for hostname in ('compute1', 'compute2'):
+            predicted = self._predicted_by_instance(hostname, servers)
+            self.assertEqual(
+                sorted(s['id'] for s in servers
+                       if s['OS-EXT-SRV-ATTR:host'] == hostname),
+                sorted(predicted))
+            self.assertEqual(predicted, self._agent_one_pass(
+                hostname, 2, memory_bound))
+
+    def test_agent_places_required_multi_create_as_predicted(self):
+        self._check_agent_agrees({'clean': 'required'}, 6, True)
+
+    def test_agent_places_preferred_multi_create_as_predicted(self):
+        self._check_agent_agrees({'clean': 'preferred'}, 8, True)
+
+    def test_agent_places_cpu_bound_multi_create_as_predicted(self):
+        self._check_agent_agrees({'clean': 'off', 'workload': 'cpu'}, 8,
+                                 False)
 
     def _check(self, keys, count, hosts, first, second):
         servers = self._multi_create(self._flavor(2, **keys), count)

@@ -80,6 +80,20 @@ class ParseNovaDomainTest(testtools.TestCase):
         self.assertEqual([0, 1], sorted(parse(xml).allowed))
 
 
+class CreationOrderTest(testtools.TestCase):
+
+    def test_table(self):
+        for name, order in (('instance-0000000a', 10),
+                            ('instance-000f4240', 1000000),
+                            ('instance-100000000', 1 << 32),
+                            ('instance-0000000A', None),
+                            ('instance-1', None),
+                            ('instance-2f6b3e1c-0a0b-4c', None),
+                            ('server-0000000a', None),
+                            ('', None), (None, None)):
+            self.assertEqual(order, domain_xml.creation_order(name), name)
+
+
 class AgentMetadataTest(testtools.TestCase):
 
     def test_parse_agent_pins(self):

@@ -4,6 +4,7 @@ import hypothesis
 from hypothesis import strategies as st
 import testtools
 
+from nova_cacheaware import exception
 from nova_cacheaware.policy import domain_choice as dc
 
 L = dc.DomainLoad
@@ -136,9 +137,10 @@ class PropertiesTest(testtools.TestCase):
         self.assertEqual({x.provider for x in loads}, firsts)
 
 
-def _held(uuid, vcpus, memory=False, current=None, previous=None):
+def _held(uuid, vcpus=1, memory=False, current=None, previous=None,
+          order=None):
     return dc.HostHeld(uuid=uuid, vcpus=vcpus, memory_bound=memory,
-                       current=current, previous=previous)
+                       current=current, previous=previous, order=order)
 
 
 class AssignDomainsTest(testtools.TestCase):
@@ -203,6 +205,72 @@ class AssignDomainsTest(testtools.TestCase):
             {'a': 2, 'b': 3, 'c': 8}))
         self.assertEqual(1, dc.largest_room({'L3-0': 2}, {'a': 'L3-0'},
                                             {'a': 2}))
+
+
+class ClaimOrderTest(testtools.TestCase):
+    """New instances are placed in Nova's claim order (database id)."""
+
+    def test_a_multi_create_seen_in_one_pass_is_the_scheduler_sequence(self):
+        capacity = {'L3-%d' % i: 3 for i in range(4)}
+        # Nova claimed 'd' (id 7), then 'c' (8), 'b' (9), 'a' (10): the
+        # reverse of uuid order.
+        held = [_held(u, 2, True, order=o)
+                for u, o in (('a', 10), ('b', 9), ('c', 8), ('d', 7))]
+        self.assertEqual(scheduler_sequence(capacity, held),
+                         dc.assign_domains(capacity, held))
+
+    def test_instances_without_an_order_follow_in_uuid_order(self):
+        self.assertEqual(
+            ['z', 'y', 'a', 'b'],
+            [vm.uuid for vm in sorted(
+                [_held('a'), _held('y', order=5), _held('b'),
+                 _held('z', order=2)], key=dc.arrival_key)])
+
+    def test_replay_document_carries_the_order(self):
+        held = [_held('a', 2, True, order=12), _held('b', 1)]
+        doc = dc.choice_to_dict({'L3-0': 4}, held)
+        self.assertEqual([12, None], [i['order'] for i in doc['instances']])
+        self.assertEqual(({'L3-0': 4}, held, {}), dc.choice_from_dict(doc))
+        doc['instances'][0]['order'] = -1
+        self.assertRaisesRegex(
+            exception.InvalidInput,
+            'order of a must be a non-negative integer, not -1',
+            dc.choice_from_dict, doc)
+
+    @hypothesis.given(
+        st.lists(st.integers(1, 6), min_size=1, max_size=6),
+        st.lists(st.tuples(st.integers(1, 8), st.booleans(),
+                           st.uuids().map(str)),
+                 max_size=12, unique_by=lambda t: t[2]))
+    def test_one_pass_equals_the_claim_by_claim_prediction(self, sizes,
+                                                           vms):
+        # Room for every instance in any one domain: the scheduler then
+        # predicts every claim, the agent places every instance.
+        capacity = {'L3-%d' % i: 96 + s for i, s in enumerate(sizes)}
+        held = [_held(u, v, m, order=index)
+                for index, (v, m, u) in enumerate(vms)]
+        self.assertEqual(scheduler_sequence(capacity, held),
+                         dc.assign_domains(capacity, held))
+
+
+def scheduler_sequence(capacity, held):
+    """The scheduler's predictions, one claim after the other.
+
+    Each instance is predicted as ``scheduler.domain_order.predict_domain``
+    does: the loads of the earlier claims, the instance's own seed.
+    """
+    used = {d: 0 for d in capacity}
+    clean = {d: 0 for d in capacity}
+    out = {}
+    for vm in sorted(held, key=lambda vm: vm.order):
+        loads = [dc.DomainLoad(d, clean[d], used[d], capacity[d])
+                 for d in sorted(capacity)]
+        first = dc.order_domains(loads, vm.vcpus, vm.memory_bound,
+                                 vm.uuid)[0]
+        out[vm.uuid] = first
+        used[first] += vm.vcpus
+        clean[first] += int(vm.memory_bound)
+    return out
 
 
 class AssignDomainsPropertiesTest(testtools.TestCase):

@@ -1,5 +1,8 @@
 """Scheduler workers sharing their claims: payload, endpoint, ledger."""
 
+import logging
+import threading
+
 import fixtures
 from oslo_config import fixture as config_fixture
 import oslo_messaging
@@ -128,14 +131,116 @@ class ShareWithTest(testtools.TestCase):
         claims.share_with(sink)
         self.assertIs(sink, claims.get_ledger(60, 30).on_claim)
 
-    def test_a_publisher_that_cannot_send_never_raises(self):
-        class Broken:
-            def info(self, *args):
-                raise OSError('bus down')
+    def test_the_default_publisher_sends_the_payload_on_the_topic(self):
+        sent = []
 
-        publisher = claim_share.ClaimPublisher.__new__(
-            claim_share.ClaimPublisher)
-        publisher.origin, publisher.sent, publisher.failed = 'o', 0, 0
-        publisher._notifier = Broken()
+        class Transport:
+            def _send_notification(self, target, ctxt, message, version,
+                                   retry=None):
+                sent.append((target.topic, ctxt, version, retry,
+                             {k: v for k, v in message.items()
+                              if k not in ('message_id', 'timestamp')}))
+
+        publisher = claim_share.ClaimPublisher(Transport(), 'topic-t', 'w1')
         publisher('cn-1', claim())
-        self.assertEqual((0, 1), (publisher.sent, publisher.failed))
+        self.assertTrue(publisher.stop(timeout=10))
+        # What the messagingv2 notification driver sends, one attempt.
+        self.assertEqual([('topic-t.info', {}, 2.0, 0, {
+            'publisher_id': 'nova-cacheaware-scheduler.w1',
+            'event_type': 'cacheaware.host.claim', 'priority': 'INFO',
+            'payload': claim_share.to_payload('cn-1', claim(), 'w1')})],
+            sent)
+        self.assertEqual((1, 1, 0, 0), (publisher.queued, publisher.sent,
+                                        publisher.failed, publisher.dropped))
+
+    def test_a_delivery_failure_is_counted_not_sent(self):
+        class Transport:
+            def _send_notification(self, *args, **kwargs):
+                raise oslo_messaging.MessageDeliveryFailure('refused')
+
+        publisher = claim_share.ClaimPublisher(Transport(), 't', 'w1')
+        publisher('cn-1', claim())
+        self.assertTrue(publisher.stop(timeout=10))
+        self.assertEqual((1, 0, 1, 0), (publisher.queued, publisher.sent,
+                                        publisher.failed, publisher.dropped))
+
+
+class BackgroundSenderTest(testtools.TestCase):
+    """The request path only queues; one thread sends; full drops oldest."""
+
+    def test_full_queue_drops_the_oldest_and_counts(self):
+        taken, release = threading.Event(), threading.Event()
+        sent, threads = [], set()
+
+        def send(host, c):
+            threads.add(threading.current_thread().name)
+            taken.set()
+            release.wait(10)     # the bus hangs until released
+            sent.append((host, c.instance))
+
+        publisher = claim_share.ClaimPublisher(None, 't', 'o', send=send,
+                                               size=3)
+        publisher('cn-1', claim(instance='vm-0'))
+        self.assertTrue(taken.wait(10))   # the sender holds vm-0
+        for index in range(1, 6):
+            publisher('cn-1', claim(instance='vm-%d' % index))
+        # Six calls returned while the one send hangs: vm-1 and vm-2 were
+        # pushed out by vm-4 and vm-5.
+        self.assertEqual(['vm-3', 'vm-4', 'vm-5'],
+                         [c.instance for _, c in publisher.pending()])
+        self.assertEqual((6, 0, 0, 2), (publisher.queued, publisher.sent,
+                                        publisher.failed, publisher.dropped))
+        release.set()
+        self.assertTrue(publisher.stop(timeout=10))
+        self.assertEqual([('cn-1', 'vm-0'), ('cn-1', 'vm-3'),
+                          ('cn-1', 'vm-4'), ('cn-1', 'vm-5')], sent)
+        self.assertEqual((6, 4, 0, 2), (publisher.queued, publisher.sent,
+                                        publisher.failed, publisher.dropped))
+        self.assertEqual({'cacheaware-claim-share'}, threads)
+
+    def test_a_publisher_that_cannot_send_never_raises(self):
+        log = self.useFixture(fixtures.FakeLogger(level=logging.DEBUG))
+
+        def send(host, c):
+            raise OSError('bus down')
+
+        publisher = claim_share.ClaimPublisher(None, 't', 'o', send=send)
+        for index in range(3):
+            publisher('cn-%d' % index, claim())
+        self.assertTrue(publisher.stop(timeout=10))
+        self.assertEqual((3, 0, 3, 0), (publisher.queued, publisher.sent,
+                                        publisher.failed, publisher.dropped))
+        self.assertIn('cannot share claim on cn-2: bus down', log.output)
+
+    def test_one_sender_thread_for_many_claims(self):
+        started = []
+        real = threading.Thread
+
+        def counting(*args, **kwargs):
+            started.append(kwargs.get('name'))
+            return real(*args, **kwargs)
+
+        self.useFixture(fixtures.MockPatchObject(threading, 'Thread',
+                                                 counting))
+        publisher = claim_share.ClaimPublisher(
+            None, 't', 'o', send=lambda host, c: None)
+        self.assertEqual([], started)     # none before the first claim
+        for index in range(20):
+            publisher('cn-1', claim(instance='vm-%d' % index))
+        self.assertTrue(publisher.stop(timeout=10))
+        self.assertEqual(['cacheaware-claim-share'], started)
+        self.assertEqual((20, 20, 0, 0), (publisher.queued, publisher.sent,
+                                          publisher.failed,
+                                          publisher.dropped))
+
+    def test_stopped_before_any_claim(self):
+        publisher = claim_share.ClaimPublisher(
+            None, 't', 'o', send=lambda host, c: None, size=2)
+        self.assertTrue(publisher.stop())
+        for index in range(3):
+            publisher('cn-1', claim(instance='vm-%d' % index))
+        # No thread any more: claims are kept (the newest two), not sent.
+        self.assertEqual(['vm-1', 'vm-2'],
+                         [c.instance for _, c in publisher.pending()])
+        self.assertEqual((3, 0, 0, 1), (publisher.queued, publisher.sent,
+                                        publisher.failed, publisher.dropped))
