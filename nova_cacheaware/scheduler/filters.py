@@ -103,7 +103,11 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             return False
         if not request.all_share:
             return True
+        return self._candidates_pass(host_state, spec_obj, request, live,
+                                     cache)
 
+    def _candidates_pass(self, host_state, spec_obj, request, live, cache):
+        """All-share: keep the candidates with one domain, best first."""
         busy = frozenset()
         if request.clean_required and live is not None:
             busy = live.busy_providers

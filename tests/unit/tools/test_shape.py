@@ -33,6 +33,11 @@ class ShapeTest(testtools.TestCase):
         self.assertEqual(0, figures['modules_over_400'],
                          figures['largest_modules'])
 
+    def test_no_function_over_60_lines(self):
+        figures = _metrics()
+        self.assertEqual(0, figures['functions_over_60'],
+                         figures['largest_functions'])
+
     def test_no_raw_extra_spec_keys_outside_the_contracts(self):
         found = []
         for folder, _dirs, files in os.walk(PACKAGE):
