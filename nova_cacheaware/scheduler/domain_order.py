@@ -24,7 +24,7 @@ import functools
 
 from oslo_log import log as logging
 
-from nova_cacheaware import names
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.placement import host_provider
 from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.scheduler import claims as claims_mod

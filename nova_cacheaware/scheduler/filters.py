@@ -50,8 +50,8 @@ from oslo_log import log as logging
 from nova.scheduler import filters
 
 from nova_cacheaware import conf as ca_conf
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import exception
-from nova_cacheaware import names
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import domain_order
 from nova_cacheaware.scheduler import full_numa

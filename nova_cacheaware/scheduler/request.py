@@ -20,7 +20,7 @@ import dataclasses
 import typing as ty
 
 from nova_cacheaware.api import spec_rules
-from nova_cacheaware.api import specs
+from nova_cacheaware.contracts import extra_specs as specs
 from nova_cacheaware import exception
 from nova_cacheaware.policy import vcpu_sizing
 

@@ -34,9 +34,9 @@ Host policies (how the vCPUs of a fixed set of VMs are placed):
 import itertools
 import math
 
+from nova_cacheaware.contracts import limits
 from nova_cacheaware import exception
 from nova_cacheaware.policy import cachedomain
-from nova_cacheaware.policy import limits
 from nova_cacheaware.sim import classifier_trace
 from nova_cacheaware.sim import cloud
 from nova_cacheaware.sim import cloud_run

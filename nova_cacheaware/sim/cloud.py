@@ -39,7 +39,7 @@ import functools
 import typing as ty
 
 from nova_cacheaware.api import flavor_specs
-from nova_cacheaware.api import specs as api_specs
+from nova_cacheaware.contracts import extra_specs as api_specs
 from nova_cacheaware.policy import cachedomain
 from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.scheduler import domain_order

@@ -6,7 +6,7 @@ from nova import objects
 from nova.scheduler import host_manager
 from nova.scheduler import weights as nova_weights
 
-from nova_cacheaware.api import specs
+from nova_cacheaware.contracts import extra_specs as specs
 from nova_cacheaware import exception
 from nova_cacheaware.policy import pcpu_headroom
 from nova_cacheaware.scheduler import filters
