@@ -14,7 +14,7 @@ ratios spread over 0..1, every VM's room below its cap spread evenly over
   plan, write the JSON) with the O(n log n) water-filling;
 * ``new_plan_s``: :func:`balloon.study_plan` alone;
 * ``old_cli_s``: the same command with the original input check (a
-  ``list.count`` per VM id) and round (:mod:`tests.unit.balloon_quadratic`)
+  ``list.count`` per VM id) and round (:mod:`tests.fixtures.balloon_quadratic`)
   put back in, stopped after ``--old-budget-s`` (``null``);
 * ``old_plan_s``: the original round alone, same budget (``null`` past it,
   with ``old_finished: false``).
@@ -40,7 +40,7 @@ from unittest import mock
 from benchmarks import common
 from nova_cacheaware.cmd import cli
 from nova_cacheaware.policy import balloon
-from tests.unit import balloon_quadratic
+from tests.fixtures import balloon_quadratic
 
 PARAMS = {'threshold': 0.99, 'alpha': 0.1, 'beta': 0.1, 'mode': 'A',
           'interval_s': 10}

@@ -1,7 +1,7 @@
 """The O(n log n) water-filling of ``balloon-plan`` equals the old one.
 
 The reference is the original quadratic implementation
-(:mod:`tests.unit.balloon_quadratic`); the results must be identical,
+(:mod:`tests.fixtures.balloon_quadratic`); the results must be identical,
 Fraction for Fraction, on any input, ties and zero weights included.
 """
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import testtools
 
 from nova_cacheaware.policy import balloon
-from tests.unit import balloon_quadratic as reference
+from tests.fixtures import balloon_quadratic as reference
 
 F = fractions.Fraction
 
