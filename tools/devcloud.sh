@@ -252,10 +252,10 @@ one_libvirtd_up() {
     rm -f "$dir/libvirtd.pid" "$dir/virtlogd.pid"
     "$VENV/bin/nova-cacheaware" install-hook --hooks-dir "$dir/hooks" \
         >> "$LOGS/install-hook.log" 2>&1 || die "nova-cacheaware install-hook failed ($LOGS/install-hook.log)"
-    local name=''
-    if [ "$i" != 1 ]; then ns+=(-u); name=$(lv_host "$i"); fi
+    local args=("$dir")
+    if [ "$i" != 1 ]; then ns+=(-u); args+=("$(lv_host "$i")"); fi
     INSTANCES=$DC/nova/$(lv_host "$i")/instances INSTANCES_PATH=$LIBVIRT_INSTANCES \
-        unshare "${ns[@]}" --propagation private bash "$TOOLS/libvirt_ns.sh" "$dir" $name \
+        unshare "${ns[@]}" --propagation private bash "$TOOLS/libvirt_ns.sh" "${args[@]}" \
         >> "$LOGS/libvirtd$sfx.log" 2>&1 || die "private libvirtd failed ($LOGS/libvirtd$sfx.log)"
     local _
     for _ in $(seq 100); do
