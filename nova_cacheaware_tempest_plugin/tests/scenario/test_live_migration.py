@@ -165,11 +165,18 @@ class LiveMigrationTest(base.CacheAwareScenarioTest):
         self.assertEqual(dest, now['OS-EXT-SRV-ATTR:host'],
                          'the migration of %s to %s did not happen (rolled '
                          'back?)' % (server['id'], dest))
-        migrations = [m for m in self.migrations_client.list_migrations(
-            instance_uuid=server['id'])['migrations']
-            if m['migration_type'] == 'live-migration'
-            and m['dest_compute'] == dest]
-        self.assertEqual(1, len(migrations), migrations)
+        # Nova clears the task state before it marks the migration
+        # completed (the source's clean-up comes last): wait for that.
+        while True:
+            migrations = [m for m in self.migrations_client.list_migrations(
+                instance_uuid=server['id'])['migrations']
+                if m['migration_type'] == 'live-migration'
+                and m['dest_compute'] == dest]
+            self.assertEqual(1, len(migrations), migrations)
+            if (migrations[0]['status'] not in ('running', 'post-migrating')
+                    or time.time() > deadline):
+                break
+            time.sleep(1)
         self.assertEqual(('completed', source),
                          (migrations[0]['status'],
                           migrations[0]['source_compute']))
