@@ -62,6 +62,24 @@ CacheAwareGroup = [
                help='Compute host (libvirt) whose agent runs '
                     'agent_capabilities; the capability tests boot there. '
                     'Empty: the scheduler chooses.'),
+    cfg.ListOpt('live_migration_hosts', default=[],
+                help='Live-migration test: two libvirt compute hosts, the '
+                     'source first, that live-migrate to each other, with '
+                     'an agent on each. The source\'s agent must run the '
+                     'per-domain provider model ([placement] provider_model '
+                     '= domain) on a host of two or more domains, so that a '
+                     'cache-aware server there holds one domain provider '
+                     'and is pinned into it (the devcloud: '
+                     'devcloud-libvirt2,devcloud-libvirt). Empty: the test '
+                     'skips.'),
+    cfg.DictOpt('libvirt_uris', default={},
+                help='Live-migration test, optional: a libvirt URI per '
+                     'compute host in live_migration_hosts that tempest '
+                     'may open read-only, to check the agent\'s live pins '
+                     'and its pin record in the domain XML before and '
+                     'after the migration (the devcloud sets its private '
+                     'daemons\' sockets). Empty: those checks are left out '
+                     'and only public APIs are used.'),
     cfg.BoolOpt('networks_none', default=True,
                 help='Create test servers with "networks": "none" '
                      '(compute API 2.37+): for clouds without Neutron '

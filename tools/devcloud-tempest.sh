@@ -41,6 +41,18 @@ if [ "${DEVCLOUD_LIBVIRT:-1}" = 1 ] && [ -f "$agent_conf" ]; then
     agent_host=devcloud-libvirt
     capabilities=$(sed -n 's/^capabilities *= *//p' "$agent_conf")
 fi
+# The live-migration test: from devcloud-libvirt2 (per-domain agent, L2
+# domains: it pins the guest) to devcloud-libvirt and back; tempest reads
+# the pins through the private daemons' sockets (read-only).
+live_migration=False
+migration_hosts=''
+libvirt_uris=''
+if [ -f "$DC/run/compute-devcloud-libvirt2.pid" ] \
+        && kill -0 "$(cat "$DC/run/compute-devcloud-libvirt2.pid")" 2>/dev/null; then
+    live_migration=True
+    migration_hosts=devcloud-libvirt2,devcloud-libvirt
+    libvirt_uris="devcloud-libvirt:qemu+unix:///system?socket=$DC/libvirt/sock/libvirt-sock,devcloud-libvirt2:qemu+unix:///system?socket=$DC/libvirt2/sock/libvirt-sock"
+fi
 
 # The workspace registry stays inside .devcloud: tempest's default one
 # (~/.tempest/workspace.yaml) is per user and refuses a second workspace of
@@ -76,6 +88,8 @@ min_microversion = 2.1
 max_microversion = latest
 [compute-feature-enabled]
 console_output = True
+live_migration = $live_migration
+block_migration_for_live_migration = False
 [service_available]
 nova = True
 glance = False
@@ -91,6 +105,8 @@ agent_host = $agent_host
 agent_capabilities = $capabilities
 vcpu_sizing_apply_when = always
 networks_none = True
+live_migration_hosts = $migration_hosts
+libvirt_uris = $libvirt_uris
 EOC
 
 t1=$(date +%s)

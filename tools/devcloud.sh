@@ -8,7 +8,8 @@
 #
 # Keystone, Placement, the Nova API (stdlib WSGI server each), nova-conductor,
 # nova-scheduler, one libvirt nova-compute on QEMU TCG (its own libvirtd in a
-# private mount namespace) with nova-cacheaware-agent next to it, and two
+# private mount namespace) with nova-cacheaware-agent next to it, a second
+# one for live migration (DEVCLOUD_LIBVIRT_COMPUTES), and two
 # fake-driver computes with NUMA topologies, plus a read-only image/network
 # stub. Uses this machine's MariaDB and
 # RabbitMQ. See doc/source/contributor/devcloud.rst.
@@ -40,8 +41,24 @@ WEIGHERS=${DEVCLOUD_WEIGHERS:-nova_cacheaware.scheduler.weights.all_weighers}
 # DEVCLOUD_DEBUG=1 turns on debug logging in every service (at the next up).
 # DEVCLOUD_LIBVIRT=0 leaves out the libvirt compute (no root / no libvirtd).
 WITH_LIBVIRT=${DEVCLOUD_LIBVIRT:-1}
-LIBVIRT_DIR=$DC/libvirt
-LIBVIRT_URI="qemu+unix:///system?socket=$LIBVIRT_DIR/sock/libvirt-sock"
+# DEVCLOUD_LIBVIRT_COMPUTES=2 (the default) adds devcloud-libvirt2, a second
+# libvirt compute with its own private libvirtd and agent, so that guests
+# can live-migrate between the two; 1 leaves it out.
+LIBVIRT_COMPUTES=${DEVCLOUD_LIBVIRT_COMPUTES:-2}
+[ "$WITH_LIBVIRT" = 1 ] || LIBVIRT_COMPUTES=0
+case "$LIBVIRT_COMPUTES" in 0|1|2) ;; *)
+    echo "devcloud: DEVCLOUD_LIBVIRT_COMPUTES must be 1 or 2" >&2; exit 2 ;;
+esac
+# Libvirt compute N (1, 2): its name suffix, host, libvirtd directory, URI.
+lv_sfx() { [ "$1" = 1 ] || echo "$1"; }
+lv_host() { echo "devcloud-libvirt$(lv_sfx "$1")"; }
+lv_dir() { echo "$DC/libvirt$(lv_sfx "$1")"; }
+lv_uri() { echo "qemu+unix:///system?socket=$(lv_dir "$1")/sock/libvirt-sock"; }
+LIBVIRT_DIR=$(lv_dir 1)
+# instances_path of every libvirt compute: in each one's mount namespace
+# its own $DC/nova/<host>/instances is mounted there (libvirt_ns.sh).
+LIBVIRT_INSTANCES=$DC/nova/libvirt-instances
+LIBVIRT_URI=$(lv_uri 1)
 # Fake-driver computes: one per name; the topology is the name without a
 # trailing "-plain" and/or "-NN" (fake-zen-03 -> topologies/fake-zen.json);
 # "-plain" hosts get no cache-domain providers (a host not opted in).
@@ -64,10 +81,11 @@ topology_of() {  # fake compute name -> topology file name
 mysql_q() { mysql -h "$DB_HOST" -u "$DB_USER" -N -B -e "$1"; }
 
 computes_json() {
-    local out="[" sep=""
-    if [ "$WITH_LIBVIRT" = 1 ]; then
-        out+='{"name": "devcloud-libvirt", "driver": "libvirt"}'; sep=", "
-    fi
+    local out="[" sep="" i
+    for i in $(seq "$LIBVIRT_COMPUTES"); do
+        out+="$sep{\"name\": \"$(lv_host "$i")\", \"driver\": \"libvirt\", \"index\": $i, \"libvirt_uri\": \"$(lv_uri "$i")\"}"
+        sep=", "
+    done
     for t in $FAKE_COMPUTES; do
         out+="$sep{\"name\": \"devcloud-$t\", \"driver\": \"fake\", \"topology\": \"$(topology_of "$t")\"}"
         sep=", "
@@ -214,30 +232,52 @@ nova_db() {
 }
 
 libvirt_up() {
+    local i
     [ "$WITH_LIBVIRT" = 1 ] || return 0
-    if alive libvirtd; then return 0; fi
     [ "$(id -u)" = 0 ] || die "the libvirt compute needs root (or DEVCLOUD_LIBVIRT=0)"
     command -v libvirtd >/dev/null || die "libvirtd is not installed (bash tools/setup.sh) or DEVCLOUD_LIBVIRT=0"
-    rm -f "$LIBVIRT_DIR/libvirtd.pid" "$LIBVIRT_DIR/virtlogd.pid"
-    unshare -m --propagation private bash "$TOOLS/libvirt_ns.sh" "$LIBVIRT_DIR" \
-        >> "$LOGS/libvirtd.log" 2>&1 || die "private libvirtd failed ($LOGS/libvirtd.log)"
+    for i in $(seq "$LIBVIRT_COMPUTES"); do one_libvirtd_up "$i"; done
+}
+
+# Libvirt compute N's virtlogd + libvirtd (libvirt_ns.sh), with
+# nova-cacheaware's qemu hook installed in its private hooks directory the
+# way an operator installs it ("nova-cacheaware install-hook"), so that
+# live migrations of agent-pinned guests between the two go through it.
+# The second daemon also gets its own UTS namespace and host name.
+one_libvirtd_up() {
+    local i=$1 sfx dir uri ns=(-m)
+    sfx=$(lv_sfx "$1"); dir=$(lv_dir "$1"); uri=$(lv_uri "$1")
+    if alive "libvirtd$sfx"; then return 0; fi
+    mkdir -p "$dir/hooks"
+    rm -f "$dir/libvirtd.pid" "$dir/virtlogd.pid"
+    "$VENV/bin/nova-cacheaware" install-hook --hooks-dir "$dir/hooks" \
+        >> "$LOGS/install-hook.log" 2>&1 || die "nova-cacheaware install-hook failed ($LOGS/install-hook.log)"
+    local args=("$dir")
+    if [ "$i" != 1 ]; then ns+=(-u); args+=("$(lv_host "$i")"); fi
+    INSTANCES=$DC/nova/$(lv_host "$i")/instances INSTANCES_PATH=$LIBVIRT_INSTANCES \
+        unshare "${ns[@]}" --propagation private bash "$TOOLS/libvirt_ns.sh" "${args[@]}" \
+        >> "$LOGS/libvirtd$sfx.log" 2>&1 || die "private libvirtd failed ($LOGS/libvirtd$sfx.log)"
     local _
     for _ in $(seq 100); do
-        [ -S "$LIBVIRT_DIR/sock/libvirt-sock" ] && [ -s "$LIBVIRT_DIR/libvirtd.pid" ] && break
+        [ -S "$dir/sock/libvirt-sock" ] && [ -s "$dir/libvirtd.pid" ] && break
         sleep 0.1
     done
-    cp "$LIBVIRT_DIR/libvirtd.pid" "$RUN/libvirtd.pid"
-    cp "$LIBVIRT_DIR/virtlogd.pid" "$RUN/virtlogd.pid"
-    virsh -c "$LIBVIRT_URI" version >/dev/null 2>&1 || die "private libvirtd does not answer ($LOGS/libvirtd.log)"
+    cp "$dir/libvirtd.pid" "$RUN/libvirtd$sfx.pid"
+    cp "$dir/virtlogd.pid" "$RUN/virtlogd$sfx.pid"
+    virsh -c "$uri" version >/dev/null 2>&1 || die "private libvirtd does not answer ($LOGS/libvirtd$sfx.log)"
 }
 
 computes_up() {
-    local conf=$DC/etc/nova/nova.conf t
-    if [ "$WITH_LIBVIRT" = 1 ]; then
-        mkdir -p "$DC/nova/devcloud-libvirt/instances" "$DC/nova/devcloud-libvirt/lock"
-        start_svc compute-devcloud-libvirt "$VENV/bin/nova-compute" --config-file "$conf" \
-            --config-file "$DC/etc/nova/compute-devcloud-libvirt.conf"
-    fi
+    local conf=$DC/etc/nova/nova.conf t i h
+    for i in $(seq "$LIBVIRT_COMPUTES"); do
+        h=$(lv_host "$i")
+        mkdir -p "$DC/nova/$h/instances" "$DC/nova/$h/lock"
+        # In its libvirtd's mount namespace: there, LIBVIRT_INSTANCES is
+        # this compute's own instances directory.
+        start_svc "compute-$h" nsenter -t "$(cat "$RUN/libvirtd$(lv_sfx "$i").pid")" -m -- \
+            "$VENV/bin/nova-compute" --config-file "$conf" \
+            --config-file "$DC/etc/nova/compute-$h.conf"
+    done
     for t in $FAKE_COMPUTES; do
         mkdir -p "$DC/nova/devcloud-$t/instances" "$DC/nova/devcloud-$t/lock"
         DEVCLOUD_TOPOLOGY=$TOOLS/topologies/$(topology_of "$t").json start_svc "compute-devcloud-$t" \
@@ -250,19 +290,24 @@ computes_up() {
 # libvirtd, with its own config (rendered by render.py). It must stay up:
 # a config or import error shows within seconds, so wait a little and check.
 agent_up() {
-    [ "$WITH_LIBVIRT" = 1 ] || return 0
-    if alive agent; then return 0; fi
-    start_svc agent "$VENV/bin/nova-cacheaware-agent" \
-        --config-file "$DC/etc/nova-cacheaware/agent.conf"
+    local i
+    for i in $(seq "$LIBVIRT_COMPUTES"); do one_agent_up "agent$(lv_sfx "$i")" "$(lv_host "$i")"; done
+}
+
+one_agent_up() {  # service name, host
+    local name=$1 conf=$DC/etc/nova-cacheaware/agent.conf
+    [ "$2" = devcloud-libvirt ] || conf=$DC/etc/nova-cacheaware/agent-$2.conf
+    if alive "$name"; then return 0; fi
+    start_svc "$name" "$VENV/bin/nova-cacheaware-agent" --config-file "$conf"
     local _
     for _ in $(seq 50); do
-        grep -q 'nova-cacheaware-agent .* starting' "$LOGS/agent.log" 2>/dev/null && break
-        alive agent || break
+        grep -q 'nova-cacheaware-agent .* starting' "$LOGS/$name.log" 2>/dev/null && break
+        alive "$name" || break
         sleep 0.2
     done
-    if ! alive agent; then
-        tail -n 30 "$LOGS/agent.log" >&2
-        die "nova-cacheaware-agent exited (log: $LOGS/agent.log)"
+    if ! alive "$name"; then
+        tail -n 30 "$LOGS/$name.log" >&2
+        die "nova-cacheaware-agent exited (log: $LOGS/$name.log)"
     fi
 }
 
@@ -368,20 +413,24 @@ cmd_status() {
 }
 
 cmd_down() {
-    local name db
-    if [ -f "$RUN/libvirtd.pid" ] && alive libvirtd; then
-        for name in $(virsh -c "$LIBVIRT_URI" list --all --name 2>/dev/null); do
-            virsh -c "$LIBVIRT_URI" destroy "$name" >/dev/null 2>&1
-            virsh -c "$LIBVIRT_URI" undefine --nvram "$name" >/dev/null 2>&1 \
-                || virsh -c "$LIBVIRT_URI" undefine "$name" >/dev/null 2>&1
+    local name db i uri
+    # Both libvirt computes, whatever DEVCLOUD_LIBVIRT_COMPUTES says now.
+    for i in 1 2; do
+        alive "libvirtd$(lv_sfx "$i")" || continue
+        uri=$(lv_uri "$i")
+        for name in $(virsh -c "$uri" list --all --name 2>/dev/null); do
+            virsh -c "$uri" destroy "$name" >/dev/null 2>&1
+            virsh -c "$uri" undefine --nvram "$name" >/dev/null 2>&1 \
+                || virsh -c "$uri" undefine "$name" >/dev/null 2>&1
         done
-    fi
+    done
     # Nova services first (they talk to the rest while shutting down), all
     # at once: nova-compute's graceful stop takes seconds each.
-    local first=(agent fake-agents nova-api scheduler conductor compute-devcloud-libvirt)
+    local first=(agent agent2 fake-agents nova-api scheduler conductor
+                 compute-devcloud-libvirt compute-devcloud-libvirt2)
     for t in $FAKE_COMPUTES; do first+=("compute-devcloud-$t"); done
     stop_many "${first[@]}"
-    stop_many placement keystone image libvirtd virtlogd
+    stop_many placement keystone image libvirtd virtlogd libvirtd2 virtlogd2
     for f in "$RUN"/*.pid; do [ -e "$f" ] && stop_many "$(basename "$f" .pid)"; done
     if mysql_q "SELECT 1" >/dev/null 2>&1; then
         for db in $DATABASES; do mysql_q "DROP DATABASE IF EXISTS \`$DB_PREFIX$db\`"; done
@@ -389,7 +438,7 @@ cmd_down() {
     if rabbitmqctl -q list_vhosts 2>/dev/null | grep -qx "$RABBIT_VHOST"; then
         rabbitmqctl -q delete_vhost "$RABBIT_VHOST" >/dev/null 2>&1
     fi
-    rm -rf "${DC:?}/nova" "${DC:?}/keystone" "${DC:?}/etc" "${LIBVIRT_DIR:?}" "${RUN:?}" "${DC:?}/etc-plugins.out"
+    rm -rf "${DC:?}/nova" "${DC:?}/keystone" "${DC:?}/etc" "${LIBVIRT_DIR:?}" "$(lv_dir 2)" "${RUN:?}" "${DC:?}/etc-plugins.out"
     if [ "${1:-}" = "--purge" ]; then
         rm -rf "$DC"
     fi

@@ -28,6 +28,10 @@ COMPUTE_VERSION = '2.95'
 PLACEMENT_VERSION = '1.39'
 DISK_IMAGE_ID = '5b0c2ea4-2a4b-4e57-9c43-6d3b8a1f0a03'  # image_stub.DISK_ID
 LIBVIRT_HOST = 'devcloud-libvirt'
+#: The second libvirt compute (DEVCLOUD_LIBVIRT_COMPUTES=2): its agent
+#: reports one provider per L2 domain (render_libvirt.py).
+LIBVIRT2_HOST = 'devcloud-libvirt2'
+LIBVIRT_HOSTS = (LIBVIRT_HOST, LIBVIRT2_HOST)
 
 
 class Cloud(object):
@@ -100,8 +104,9 @@ def _domain_set_for(host):
     from nova_cacheaware.topology import domains
     from nova_cacheaware.topology import report
     from nova_cacheaware.topology import sysfs
-    if host == LIBVIRT_HOST:
-        return domains.cache_domains(sysfs.read_topology())
+    if host in LIBVIRT_HOSTS:
+        return domains.cache_domains(
+            sysfs.read_topology(), 2 if host == LIBVIRT2_HOST else 'auto')
     name = re.sub(r'-[0-9]+$', '', host.replace('devcloud-', '', 1))
     if name.endswith('-plain'):
         # A host that did not opt in: no cache-domain providers.
@@ -113,8 +118,9 @@ def _domain_set_for(host):
         return domains.cache_domains(report.from_report(json.load(f)))
 
 
-def _wait_for_agent_sync(placement, cn_uuid, domain_set, timeout=120):
-    """Wait until the agent created the libvirt compute's cache providers.
+def _wait_for_agent_sync(placement, cn_uuid, domain_set, timeout=120,
+                         host=LIBVIRT_HOST):
+    """Wait until the agent created a libvirt compute's cache providers.
 
     One per host (``[placement] provider_model = host``, the default) or
     one per domain (``domain``).
@@ -126,12 +132,12 @@ def _wait_for_agent_sync(placement, cn_uuid, domain_set, timeout=120):
                 if p['uuid'] != cn_uuid]
         if len(kids) >= want or any(k.endswith(':cacheaware') for k in kids):
             print('cache providers of %s synced by the agent: %s'
-                  % (LIBVIRT_HOST, ', '.join(sorted(kids))))
+                  % (host, ', '.join(sorted(kids))))
             return
         if time.time() > deadline:
             raise SystemExit('the agent did not sync the domain providers of '
-                             '%s in %ds (see .devcloud/logs/agent.log)'
-                             % (LIBVIRT_HOST, timeout))
+                             '%s in %ds (see .devcloud/logs/agent*.log)'
+                             % (host, timeout))
         time.sleep(1)
 
 
@@ -164,11 +170,12 @@ def sync_domains(cloud):
         domain_set = _domain_set_for(host)
         if domain_set is None:
             continue
-        if host == LIBVIRT_HOST:
-            # The agent next to the libvirt compute owns its providers
+        if host in LIBVIRT_HOSTS:
+            # The agent next to a libvirt compute owns its providers
             # (and their MEMBOUND reserved): wait for its sync, never
             # write over it.
-            _wait_for_agent_sync(placement, hv['id'], domain_set)
+            _wait_for_agent_sync(placement, hv['id'], domain_set,
+                                 host=host)
             continue
         provider_sync.sync_domain_providers(placement, hv['id'], domain_set)
         print('domain providers synced for %s: %d domains (L%s)' % (

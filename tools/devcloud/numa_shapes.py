@@ -24,7 +24,7 @@ from nova_cacheaware.topology import sysfs
 
 def topology_of(host):
     """The ``Topology`` a devcloud compute reports, or None."""
-    if host == devcloud.LIBVIRT_HOST:
+    if host in devcloud.LIBVIRT_HOSTS:
         return sysfs.read_topology()
     name = re.sub(r'-[0-9]+$', '', host.replace('devcloud-', '', 1))
     name = re.sub(r'-plain$', '', name)
@@ -52,7 +52,7 @@ def main():
         if topology is None:
             continue
         usable = None
-        if host == devcloud.LIBVIRT_HOST and shared:
+        if host in devcloud.LIBVIRT_HOSTS and shared:
             usable = cpulist.parse_cpulist(shared)
         items.append('%s:%s' % (host, shape(topology, usable)))
     print(','.join(sorted(items)))

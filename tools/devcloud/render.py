@@ -15,6 +15,13 @@ import os
 import shutil
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import render_libvirt  # noqa: E402
+
+#: The first libvirt compute's agent config (tests and callers use it here).
+agent_conf = render_libvirt.agent_conf
+
 # Nova 34's default enabled_filters, plus NUMATopologyFilter (the fake
 # computes report NUMA cells and the tests use hw:numa_nodes).
 NOVA_FILTERS = ['ComputeFilter', 'ComputeCapabilitiesFilter',
@@ -113,70 +120,13 @@ service_token_roles_required = True
 """.format(user=user, **v)
 
 
-def _ksa(group, v, extra=''):
-    return """
-[{group}]
-auth_type = password
-auth_url = {keystone}
-username = nova
-password = {service_password}
-user_domain_name = Default
-project_name = service
-project_domain_name = Default
-region_name = RegionOne
-{extra}""".format(group=group, extra=extra, **v)
+_ksa = render_libvirt.ksa
 
 
 def online_cpus(path='/sys/devices/system/cpu/online'):
     """This machine's online CPUs as a cpulist (``0-1``)."""
     with open(path) as f:
         return f.read().strip()
-
-
-def agent_conf(v):
-    """``nova-cacheaware-agent``'s config for the libvirt compute.
-
-    Same libvirtd and the same ``cpu_shared_set`` as that nova-compute;
-    specs from the Nova API with the ``nova`` service user. The
-    ``[placement]`` and ``[oslo_messaging_notifications]`` sections are for
-    the agent's Placement sync and host-state notifications.
-    """
-    return """\
-[DEFAULT]
-debug = {debug}
-transport_url = {transport}
-[agent]
-libvirt_uri = {libvirt_uri}
-# A few seconds, so the demo sees pins soon after a server is ACTIVE (the
-# agent also wakes on every libvirt lifecycle event).
-period_s = {agent_period}
-cpu_shared_set = {cpu_shared_set}
-spec_source = nova
-# No hardware PMU in a TCG devcloud; reading vCPU thread ids would also
-# taint every guest with "custom-monitor".
-counters = False
-# Report to Placement (domain providers, MEMBOUND reserved, allocations)
-# and send cacheaware.host.state for the scheduler, as the libvirt
-# compute's service host.
-report_placement = True
-notifications = True
-host = devcloud-libvirt
-# vCPU sizing for flavors that ask (cacheaware:vcpu_sizing); the tempest
-# plugin checks it through the guest console. No kvm_exit tracepoint (TCG).
-# apply_when = always: vcpu_sizing=apply sizes at every pass, not only in a
-# spin storm (the default), so the tempest scenario sees it without one.
-capabilities = vcpu_sizing
-[vcpu_sizing]
-kvm_exit_tracepoint = False
-apply_when = always
-[topology]
-libvirt_uri = {libvirt_uri}
-""".format(**v) + _ksa('nova', v, 'interface = public\n') + _ksa(
-        'placement', v, 'valid_interfaces = public\n') + """
-[oslo_messaging_notifications]
-driver = messagingv2
-transport_url = {transport}
-""".format(**v)
 
 
 def log_levels(debug_loggers):
@@ -317,6 +267,7 @@ stale_host_state = trust_placement
                     os.path.join(etc, 'nova', 'api-paste.ini'))
 
     computes = json.loads(_env('COMPUTES'))
+    libvirts = [c for c in computes if c['driver'] == 'libvirt']
     for c in computes:
         conf = os.path.join(etc, 'nova', 'compute-%s.conf' % c['name'])
         text = """\
@@ -327,25 +278,7 @@ state_path = {dc}/nova/{name}
 lock_path = {dc}/nova/{name}/lock
 """.format(name=c['name'], **v)
         if c['driver'] == 'libvirt':
-            helper = ('{venv}/bin/privsep-helper --config-file '
-                      '{dc}/etc/nova/nova.conf --config-file {conf}'
-                      ).format(conf=conf, **v)
-            text += """\
-[DEFAULT]
-compute_driver = libvirt.LibvirtDriver
-[compute]
-cpu_shared_set = {cpu_shared_set}
-[libvirt]
-virt_type = qemu
-cpu_mode = none
-connection_uri = {libvirt_uri}
-[nova_sys_admin]
-helper_command = {helper}
-[vif_plug_ovs_privileged]
-helper_command = {helper}
-[vif_plug_linux_bridge_privileged]
-helper_command = {helper}
-""".format(helper=helper, **v)
+            text += render_libvirt.compute_conf(v, c, libvirts, conf)
         else:
             text += '[DEFAULT]\ncompute_driver = topofake.TopologyFakeDriver\n'
         _write(conf, text)
@@ -385,9 +318,8 @@ export OS_REGION_NAME=RegionOne
 export OS_IDENTITY_API_VERSION=3
 export OS_CLOUD=
 """.format(**v))
-    if any(c['driver'] == 'libvirt' for c in computes):
-        _write(os.path.join(etc, 'nova-cacheaware', 'agent.conf'),
-               agent_conf(v))
+    for name, text in render_libvirt.agent_files(v, libvirts).items():
+        _write(os.path.join(etc, 'nova-cacheaware', name), text)
     _write(os.path.join(etc, 'plugins.json'), json.dumps(plugins, indent=1))
     json.dump(plugins, sys.stdout)
     print()
