@@ -14,6 +14,7 @@ import logging
 import typing as ty
 
 from nova_cacheaware.agent import domain_xml
+from nova_cacheaware.agent import libvirt_hook
 from nova_cacheaware.agent import threads
 from nova_cacheaware import exception
 from nova_cacheaware.virt import connection as port
@@ -142,7 +143,8 @@ class LibvirtHypervisor(port.Connection, Hypervisor):
         if cached is not None and cached[0] == (inactive, host):
             nova = cached[1]
         else:
-            nova = domain_xml.parse_nova_domain(inactive, inactive, host)
+            saved = _without_agent_pins(dom.uuid, inactive)
+            nova = domain_xml.parse_nova_domain(saved, saved, host)
             self._parsed[dom.uuid] = ((inactive, host), nova)
         if nova is None:
             return None
@@ -237,3 +239,27 @@ def vcpu_thread_ids(hypervisor, instances):
         except DomainGone:
             continue
     return threads
+
+
+def _without_agent_pins(uuid, saved_xml):
+    """Nova's saved definition, without pins an agent recorded as its own.
+
+    The agent pins live only, so its pins and record are never in a saved
+    definition - except after a live migration: Nova 34 sends the source's
+    running XML as the destination's saved definition too, and libvirt runs
+    the hook on the running one only. Read as Nova's, those pins would make
+    the guest look pinned by Nova and the agent would never move it.
+    """
+    if domain_xml.AGENT_NS not in saved_xml:
+        return saved_xml
+    try:
+        stripped = libvirt_hook.strip_agent_pins(saved_xml)
+    except Exception as e:   # unreadable record: parse it as it is
+        LOG.warning('saved definition of %s carries agent pins that could '
+                    'not be read (%s); left as it is', uuid, e)
+        return saved_xml
+    if stripped is None:
+        return saved_xml
+    LOG.warning('saved definition of %s carries agent pins (copied by a '
+                'live migration); Nova\'s CPUs read without them', uuid)
+    return stripped

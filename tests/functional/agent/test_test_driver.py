@@ -2,6 +2,7 @@
 
 import threading
 import time
+import uuid as uuid_mod
 
 import fixtures
 
@@ -11,6 +12,7 @@ from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import reporting
 from nova_cacheaware.policy import cachedomain
 from nova_cacheaware.virt import domain as port_domain
+from tests.fixtures import nova_domains
 from tests.functional.agent import base
 
 ALL = tuple(range(8))
@@ -155,6 +157,25 @@ class ReconcileTest(base.AgentTestCase):
     def test_stopped_domains_are_ignored(self):
         self.define(2, cpuset='0-7', workload='memory', start=False)
         self.assertEqual([], self.agent(FOUR).reconcile().decisions)
+
+    def test_agent_pins_in_a_migrated_saved_definition(self):
+        # After a live migration the saved definition is the source's
+        # running XML: the source agent's pin of vCPU 1 and its record.
+        uuid = str(uuid_mod.uuid4())
+        xml = nova_domains.domain_xml('nca-%s' % uuid[:8], 2, cpuset='0-7',
+                                      pins={1: '5'}, uuid=uuid)
+        xml = xml.replace('</metadata>', (
+            '<pins xmlns="%s"><vcpu id="1" nova_cpuset=""/></pins>'
+            '</metadata>') % domain_xml.AGENT_NS)
+        self._define_mine(uuid, xml, 'memory', None)
+        [instance] = self.hv.list_instances()
+        # Nova's CPUs, not the source agent's pin.
+        self.assertEqual({0: ALL, 1: ALL}, instance.nova.allowed)
+        self.assertFalse(instance.nova.nova_pinned)
+        got = {d.uuid: d for d in self.agent(FOUR).reconcile().decisions}
+        self.assertEqual(decide.REPIN, got[uuid].action)
+        pins = self.live_pins(uuid)
+        self.assertEqual(1, len(set(pins.values())), pins)
 
     def test_dump_state_is_the_plan_input(self):
         uuid = self.define(2, cpuset='0-7', workload='memory')
