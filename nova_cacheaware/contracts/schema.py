@@ -183,6 +183,31 @@ def is_list(value):
 BOOL = Check(is_bool, '%(where)s: "%(key)s" must be true or false')
 
 
+def is_integral(value):
+    """True for a number (already known finite) with no fraction."""
+    return value == int(value)
+
+
+#: The simulators' scenarios word "a finite number" and "a whole number"
+#: so (a whole float such as ``2.0`` is accepted and converted).
+SIM_NUMBER = Check(is_number,
+                   '%(where)s: "%(key)s" must be a number, not %(value)r')
+SIM_WHOLE = Check(is_integral,
+                  '%(where)s: "%(key)s" must be an integer (%(value)r)')
+
+
+def sim_number(kind, test, words):
+    """A simulator's number: finite, whole if ``kind`` is int, ``test``.
+
+    ``words`` says what ``test`` wants (``'>= 1'``); the value is returned
+    as ``kind``.
+    """
+    checks = [SIM_NUMBER] + ([SIM_WHOLE] if kind is int else [])
+    checks.append(Check(test, '%%(where)s: "%%(key)s" must be %s '
+                        '(%%(value)r)' % words.replace('%', '%%')))
+    return All(*checks, convert=kind)
+
+
 class CpuList:
     """A non-repeating list of CPU ids (``0 .. MAX_CPUS - 1``): a sorted tuple.
 

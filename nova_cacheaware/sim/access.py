@@ -59,25 +59,10 @@ class AccessSpec:
         return self.pattern
 
 
-def _integral(value):
-    return value == int(value)
-
-
 def _ranged(lo, hi, kind=float):
-    """A finite number in ``lo .. hi`` (integral for ``int``) as ``kind``.
-
-    The checks run in the old walker's order (number, integral, range) so
-    that each refusal keeps its words.
-    """
-    checks = [schema.Check(schema.is_number, '%(where)s: "%(key)s" must be '
-                           'a number, not %(value)r')]
-    if kind is int:
-        checks.append(schema.Check(_integral, '%(where)s: "%(key)s" must be '
-                                   'an integer (%(value)r)'))
-    checks.append(schema.Check(
-        lambda value: lo <= value <= hi,
-        '%%(where)s: "%%(key)s" must be in %s..%s (%%(value)r)' % (lo, hi)))
-    return schema.All(*checks, convert=kind)
+    """A finite number in ``lo .. hi`` (whole for ``int``) as ``kind``."""
+    return schema.sim_number(kind, lambda value: lo <= value <= hi,
+                             'in %s..%s' % (lo, hi))
 
 
 #: ``{key: (field, default)}``; absent keys take :data:`DEFAULTS`.

@@ -13,11 +13,13 @@ import testtools
 
 from nova_cacheaware import exception
 from nova_cacheaware.sim import access
+from nova_cacheaware.sim import balloon
 from nova_cacheaware.sim import estimator
 from tests.unit.policy.test_declared_schemas import _edit
 from tests.unit.policy.test_declared_schemas import mutate
 from tests.unit.policy.test_declared_schemas import outcome
 from tests.unit.sim.legacy import access as old_access
+from tests.unit.sim.legacy import balloon as old_balloon
 from tests.unit.sim.legacy import estimator as old_estimator
 
 ACCESS = {'pattern': 'hotcold', 'exponent': 1.2, 'hot_files': 0.3,
@@ -25,6 +27,14 @@ ACCESS = {'pattern': 'hotcold', 'exponent': 1.2, 'hot_files': 0.3,
           'drift_reads': 7.0}
 ESTIMATOR = {'nonfile_mib_s': 2, 'readahead': 0.5, 'blind_vms': [2, 0, 2],
              'sample_s': 1.5, 'cache_extra_mib': 16.0}
+BALLOON = {'seed': 3, 'duration_s': 300, 'phase_s': 100.0,
+           'host_memory_mib': 4000, 'vms': 2, 'process_mib': 300.0,
+           'files': 2000, 'file_mib': 1, 'working_sets': [0, 20, 2000],
+           'disk_mib_s': 60, 'cache_mib_s': 1200, 'min_mib': 500,
+           'max_mib': 3000, 'committed_as_mib': None, 'tick_s': 1,
+           'access': [{'pattern': 'zipf'}, {}],
+           'estimator': {'readahead': 0.5},
+           'params': {'threshold': 0.9, 'alpha': 0, 'period_s': 2}}
 
 
 class SameAsOldWalkerTest(testtools.TestCase):
@@ -49,8 +59,15 @@ class SameAsOldWalkerTest(testtools.TestCase):
                                                           vms),
             data, {'estimator': ESTIMATOR})
 
+    @settings(max_examples=500, deadline=None)
+    @given(st.data())
+    def test_balloon_scenario(self, data):
+        self._same(balloon.scenario_from_dict,
+                   old_balloon.scenario_from_dict, data, BALLOON)
+
     def test_bases_are_valid(self):
         for parse, doc in ((access.access_from_dict, ACCESS),
+                           (balloon.scenario_from_dict, BALLOON),
                            (lambda d: estimator.estimator_from_dict(d, 3),
                             ESTIMATOR)):
             self.assertEqual('ok', outcome(parse, doc)[0])
@@ -132,3 +149,59 @@ class MessageTableTest(testtools.TestCase):
                                      blind_vms=(0, 2), sample_s=1.5,
                                      cache_extra_mib=16.0),
             estimator.estimator_from_dict(ESTIMATOR, 3))
+
+    def test_balloon_scenario(self):
+        b, w = BALLOON, 'scenario: '
+        self._table(balloon.scenario_from_dict, [
+            ([], w + 'must be a JSON object'),
+            (_edit(b, z=1, b=2), w + 'unknown key(s): b, z'),
+            (_edit(b, params=[]), w + '"params" must be an object'),
+            (_edit(b, 'params', z=1, y=2), w + 'unknown params key(s): y, z'),
+            (_edit(b, seed=None), w + '"seed" must be a number, not None'),
+            (_edit(b, vms=1.5), w + '"vms" must be an integer (1.5)'),
+            (_edit(b, vms=0), w + '"vms" must be >= 1 (0)'),
+            (_edit(b, duration_s=0), w + '"duration_s" must be > 0 (0)'),
+            # Numbers in the table's order, params among them.
+            (_edit(b, tick_s='x', params={'alpha': -1, 'beta': True}),
+             w + '"tick_s" must be a number, not \'x\''),
+            (_edit(b, 'params', threshold=1.5),
+             w + '"threshold" must be between 0 and 1'),
+            (_edit(b, disk_mib_s=2000),
+             w + '"disk_mib_s" must not exceed "cache_mib_s"'),
+            (_edit(b, working_sets=[2001]), w + '"working_sets" must be a '
+             'non-empty list of file counts between 0 and "files"'),
+            (_edit(b, working_sets=[]), w + '"working_sets" must be a '
+             'non-empty list of file counts between 0 and "files"'),
+            (_edit(b, min_mib=-1), w + '"min_mib" must be >= 0 (-1)'),
+            (_edit(b, max_mib=0.5), w + '"max_mib" must be an integer (0.5)'),
+            (_edit(b, committed_as_mib='1'),
+             w + '"committed_as_mib" must be a number, not \'1\''),
+            (_edit(b, min_mib=2001),
+             w + 'vms * min_mib exceeds host_memory_mib'),
+            (_edit(b, max_mib=1999),
+             w + 'the static split must lie in [min_mib, max_mib]'),
+            (_edit(b, phase_s=0.5), w + '"phase_s" must be at least "tick_s"'),
+            (_edit(b, duration_s=10 ** 8, phase_s=10),
+             w + '"duration_s" / "tick_s" must be at most 10000000 ticks'),
+            (_edit(b, access=[{}]),
+             w + '"access" must be one pattern or a list of 2'),
+            (_edit(b, access=[{}, {'x': 1}]),
+             w + 'access[1]: unknown key(s): x'),
+            (_edit(b, access={'hot_reads': 0}),
+             w + 'access: "hot_reads" must be in 1..1000000000 (0)'),
+            (_edit(b, estimator={'blind_vms': [2]}), w + '"estimator": '
+             '"blind_vms" must be a list of VM numbers 0..1'),
+        ])
+
+    def test_balloon_scenario_values(self):
+        sc = balloon.scenario_from_dict(BALLOON)
+        self.assertEqual(
+            (3, 300.0, float, 300, int, 500, 3000, 300, 0.9, 0.0, 0.1, 2.0,
+             10.0, ('zipf-0.9', 'uniform'), 0.5),
+            (sc.seed, sc.duration_s, type(sc.duration_s), sc.process_mib,
+             type(sc.process_mib), sc.min_mib,
+             sc.max_mib, sc.committed_as_mib, sc.threshold, sc.alpha,
+             sc.beta, sc.period_s, sc.interval_s,
+             tuple(a.label() for a in sc.access), sc.estimator.readahead))
+        self.assertEqual(old_balloon.scenario_from_dict({}),
+                         balloon.scenario_from_dict({}))
