@@ -15,12 +15,14 @@ from nova_cacheaware import exception
 from nova_cacheaware.sim import access
 from nova_cacheaware.sim import balloon
 from nova_cacheaware.sim import estimator
+from nova_cacheaware.sim import numa
 from tests.unit.policy.test_declared_schemas import _edit
 from tests.unit.policy.test_declared_schemas import mutate
 from tests.unit.policy.test_declared_schemas import outcome
 from tests.unit.sim.legacy import access as old_access
 from tests.unit.sim.legacy import balloon as old_balloon
 from tests.unit.sim.legacy import estimator as old_estimator
+from tests.unit.sim.legacy import numa as old_numa
 
 ACCESS = {'pattern': 'hotcold', 'exponent': 1.2, 'hot_files': 0.3,
           'hot_share': 0.9, 'hot_reads': 500, 'scan_share': 0.2,
@@ -35,6 +37,9 @@ BALLOON = {'seed': 3, 'duration_s': 300, 'phase_s': 100.0,
            'access': [{'pattern': 'zipf'}, {}],
            'estimator': {'readahead': 0.5},
            'params': {'threshold': 0.9, 'alpha': 0, 'period_s': 2}}
+NUMA = {'nodes': 2, 'cpus_per_node': 4, 'node_bandwidth': 3, 'work': 20.0,
+        'remote_penalty': 1.5, 'jobs': 2, 'period_s': 0, 'handoff_s': 0.5,
+        'cpu_moves': 2, 'dt': 0.1}
 
 
 class SameAsOldWalkerTest(testtools.TestCase):
@@ -65,8 +70,15 @@ class SameAsOldWalkerTest(testtools.TestCase):
         self._same(balloon.scenario_from_dict,
                    old_balloon.scenario_from_dict, data, BALLOON)
 
+    @settings(max_examples=400, deadline=None)
+    @given(st.data())
+    def test_numa_scenario(self, data):
+        self._same(numa.scenario_from_dict, old_numa.scenario_from_dict,
+                   data, NUMA)
+
     def test_bases_are_valid(self):
         for parse, doc in ((access.access_from_dict, ACCESS),
+                           (numa.scenario_from_dict, NUMA),
                            (balloon.scenario_from_dict, BALLOON),
                            (lambda d: estimator.estimator_from_dict(d, 3),
                             ESTIMATOR)):
@@ -205,3 +217,31 @@ class MessageTableTest(testtools.TestCase):
              tuple(a.label() for a in sc.access), sc.estimator.readahead))
         self.assertEqual(old_balloon.scenario_from_dict({}),
                          balloon.scenario_from_dict({}))
+
+    def test_numa_scenario(self):
+        n, k = NUMA, 'scenario key '
+        bounds = ('bandwidth, work, dt > 0; remote_penalty >= 1; '
+                  'jobs, cpu_moves >= 1; period_s, handoff_s >= 0')
+        self._table(numa.scenario_from_dict, [
+            ([], 'the scenario must be a JSON object'),
+            (_edit(n, z=1, b=2), 'unknown scenario keys: b, z'),
+            (_edit(n, nodes=True), k + 'nodes must be a number, not True'),
+            (_edit(n, dt=None), k + 'dt must be a number, not None'),
+            # As before, even a string field takes only a number.
+            (_edit(n, blackbox_memory='interleaved'),
+             k + "blackbox_memory must be a number, not 'interleaved'"),
+            # The document's order, not the fields'.
+            ({'dt': '1', 'nodes': '2'}, k + "dt must be a number, not '1'"),
+            (_edit(n, cpus_per_node=1), 'need at least one node of two CPUs'),
+            (_edit(n, remote_penalty=0.5), bounds),
+            (_edit(n, blackbox_memory=1),
+             'blackbox_memory: one-node or interleaved'),
+        ])
+
+    def test_numa_values(self):
+        # The values are taken as given, an int for a float field too.
+        sc = numa.scenario_from_dict(NUMA)
+        self.assertEqual((3, int, 2, 0.1), (sc.node_bandwidth,
+                                            type(sc.node_bandwidth),
+                                            sc.nodes, sc.dt))
+        self.assertEqual(numa.Scenario(), numa.scenario_from_dict({}))
