@@ -20,6 +20,7 @@ Leaf module: standard library and :mod:`.limits` only.
 import collections
 import contextlib
 import math
+import sys
 
 from nova_cacheaware.contracts import limits
 
@@ -188,9 +189,20 @@ def is_integral(value):
     return value == int(value)
 
 
+def is_sim_number(value):
+    """A finite number that a float can hold (the simulators use floats).
+
+    An int beyond a float's range made the old walkers crash in
+    ``math.isfinite``; it is refused instead.
+    """
+    return is_number(value) and (isinstance(value, float)
+                                 or -sys.float_info.max <= value
+                                 <= sys.float_info.max)
+
+
 #: The simulators' scenarios word "a finite number" and "a whole number"
 #: so (a whole float such as ``2.0`` is accepted and converted).
-SIM_NUMBER = Check(is_number,
+SIM_NUMBER = Check(is_sim_number,
                    '%(where)s: "%(key)s" must be a number, not %(value)r')
 SIM_WHOLE = Check(is_integral,
                   '%(where)s: "%(key)s" must be an integer (%(value)r)')

@@ -138,7 +138,7 @@ NUMBER_SCHEMA = {
     'interval_s': _positive(), 'period_s': _positive()}
 #: ``null`` (the default worked out from the others) or a count.
 _OPTIONAL_MIB = schema.All(
-    schema.Check(lambda value: value is None or schema.is_number(value),
+    schema.Check(lambda value: value is None or schema.is_sim_number(value),
                  schema.SIM_NUMBER.message),
     schema.Check(lambda value: value is None or schema.is_integral(value),
                  schema.SIM_WHOLE.message),

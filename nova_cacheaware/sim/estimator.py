@@ -70,7 +70,7 @@ WHERE = 'scenario: "estimator"'
 
 def _nonneg():
     return schema.Check(
-        lambda value: schema.is_number(value) and value >= 0,
+        lambda value: schema.is_sim_number(value) and value >= 0,
         '%(where)s: "%(key)s" must be a non-negative number, not %(value)r',
         convert=float)
 
@@ -89,7 +89,7 @@ def _vm_numbers(vms):
 
 #: ``sample_s``: null (the whole interval) or a positive number.
 SAMPLE = schema.All(
-    schema.Check(lambda value: value is None or schema.is_number(value)
+    schema.Check(lambda value: value is None or schema.is_sim_number(value)
                  and value >= 0, '%(where)s: "%(key)s" must be a '
                  'non-negative number, not %(value)r'),
     schema.Check(_is_sample, '%(where)s: "%(key)s" must be positive'),

@@ -245,3 +245,19 @@ class MessageTableTest(testtools.TestCase):
                                             type(sc.node_bandwidth),
                                             sc.nodes, sc.dt))
         self.assertEqual(numa.Scenario(), numa.scenario_from_dict({}))
+
+
+class HugeIntegerTest(testtools.TestCase):
+    """An int beyond a float's range: refused in one line (was a crash)."""
+
+    def test_refused(self):
+        huge = 10 ** 400
+        for parse, doc, key in (
+                (access.access_from_dict, {'hot_reads': huge}, 'hot_reads'),
+                (lambda d: estimator.estimator_from_dict(d, 3),
+                 {'readahead': huge}, 'readahead'),
+                (balloon.scenario_from_dict, {'seed': huge}, 'seed'),
+                (balloon.scenario_from_dict, {'min_mib': -huge}, 'min_mib')):
+            e = self.assertRaises(exception.InvalidInput, parse, doc)
+            self.assertIn('"%s" must be a' % key, str(e))
+            self.assertEqual(1, len(str(e).splitlines()))
