@@ -20,6 +20,7 @@ Leaf module: standard library and :mod:`.limits` only.
 import collections
 import contextlib
 import math
+import sys
 
 from nova_cacheaware.contracts import limits
 
@@ -181,6 +182,42 @@ def is_list(value):
 
 #: ``true`` or ``false``.
 BOOL = Check(is_bool, '%(where)s: "%(key)s" must be true or false')
+
+
+def is_integral(value):
+    """True for a number (already known finite) with no fraction."""
+    return value == int(value)
+
+
+def is_sim_number(value):
+    """A finite number that a float can hold (the simulators use floats).
+
+    An int beyond a float's range made the old walkers crash in
+    ``math.isfinite``; it is refused instead.
+    """
+    return is_number(value) and (isinstance(value, float)
+                                 or -sys.float_info.max <= value
+                                 <= sys.float_info.max)
+
+
+#: The simulators' scenarios word "a finite number" and "a whole number"
+#: so (a whole float such as ``2.0`` is accepted and converted).
+SIM_NUMBER = Check(is_sim_number,
+                   '%(where)s: "%(key)s" must be a number, not %(value)r')
+SIM_WHOLE = Check(is_integral,
+                  '%(where)s: "%(key)s" must be an integer (%(value)r)')
+
+
+def sim_number(kind, test, words):
+    """A simulator's number: finite, whole if ``kind`` is int, ``test``.
+
+    ``words`` says what ``test`` wants (``'>= 1'``); the value is returned
+    as ``kind``.
+    """
+    checks = [SIM_NUMBER] + ([SIM_WHOLE] if kind is int else [])
+    checks.append(Check(test, '%%(where)s: "%%(key)s" must be %s '
+                        '(%%(value)r)' % words.replace('%', '%%')))
+    return All(*checks, convert=kind)
 
 
 class CpuList:

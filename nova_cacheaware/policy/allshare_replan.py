@@ -14,6 +14,7 @@ few milliseconds); otherwise, and on smaller hosts, the full
 :func:`~nova_cacheaware.policy.cachedomain.plan`.
 """
 
+from nova_cacheaware.contracts import schema
 from nova_cacheaware import exception
 from nova_cacheaware.policy import allshare_heuristic
 from nova_cacheaware.policy import allshare_incremental
@@ -94,6 +95,29 @@ def _clean_enough(inst, placements, bound):
                                             bound)
 
 
+#: The ``previous`` section: ``input`` and ``unplaced`` only.
+SECTION = schema.Check(
+    lambda value: (isinstance(value, dict)
+                   and not set(value) - {'input', 'unplaced'}),
+    '"previous" must be an object with "input" and "unplaced" only')
+#: Its fields, in the order they are checked (each message a whole line).
+SECTION_SCHEMA = {
+    'unplaced': (schema.Check(
+        lambda value: (isinstance(value, list)
+                       and all(isinstance(v, str) for v in value)),
+        '"previous.unplaced" must be a list of VM ids', convert=frozenset),
+        frozenset()),
+    'input': (schema.Check(
+        lambda value: isinstance(value, dict) and 'previous' not in value,
+        '"previous.input" must be a plan input without "previous"'),
+        schema.AS_NULL),
+}
+
+
+def _invalid(message):
+    return exception.InvalidInput(reason=message)
+
+
 def previous_from_dict(doc):
     """The ``previous`` section of a ``plan`` input: ``(input, unplaced)``.
 
@@ -105,21 +129,11 @@ def previous_from_dict(doc):
     section = doc.get('previous') if isinstance(doc, dict) else None
     if section is None:
         return None
-    if not isinstance(section, dict) or set(section) - {'input', 'unplaced'}:
-        raise exception.InvalidInput(
-            reason='"previous" must be an object with "input" and '
-                   '"unplaced" only')
-    unplaced = section.get('unplaced', [])
-    if (not isinstance(unplaced, list)
-            or not all(isinstance(v, str) for v in unplaced)):
-        raise exception.InvalidInput(
-            reason='"previous.unplaced" must be a list of VM ids')
-    inner = section.get('input')
-    if not isinstance(inner, dict) or 'previous' in inner:
-        raise exception.InvalidInput(
-            reason='"previous.input" must be a plan input without '
-                   '"previous"')
-    return cachedomain.input_from_dict(inner), frozenset(unplaced)
+    with schema.reraise(_invalid):
+        SECTION.check(section, 'previous', 'previous')
+        values = schema.fields(section, SECTION_SCHEMA, 'previous')
+    # The inner plan input words its own problems.
+    return cachedomain.input_from_dict(values['input']), values['unplaced']
 
 
 def plan_from_dict(doc):

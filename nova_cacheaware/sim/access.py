@@ -30,8 +30,8 @@ import bisect
 import dataclasses
 import functools
 import itertools
-import math
 
+from nova_cacheaware.contracts import schema
 from nova_cacheaware import exception
 
 PATTERNS = ('uniform', 'zipf', 'hotcold', 'scan', 'scan_mix', 'moving')
@@ -59,41 +59,38 @@ class AccessSpec:
         return self.pattern
 
 
-def _bad(where, what):
-    raise exception.InvalidInput(reason='%s: %s' % (where, what))
+def _ranged(lo, hi, kind=float):
+    """A finite number in ``lo .. hi`` (whole for ``int``) as ``kind``."""
+    return schema.sim_number(kind, lambda value: lo <= value <= hi,
+                             'in %s..%s' % (lo, hi))
 
 
-def _number(doc, key, where, lo, hi, kind=float):
-    value = doc[key]
-    if (isinstance(value, bool) or not isinstance(value, (int, float))
-            or not math.isfinite(value)):
-        _bad(where, '"%s" must be a number, not %r' % (key, value))
-    if kind is int and value != int(value):
-        _bad(where, '"%s" must be an integer (%r)' % (key, value))
-    if not lo <= value <= hi:
-        _bad(where, '"%s" must be in %s..%s (%r)' % (key, lo, hi, value))
-    return kind(value)
+#: ``{key: (field, default)}``; absent keys take :data:`DEFAULTS`.
+ACCESS_SCHEMA = {
+    'pattern': (schema.Check(
+        lambda value: value in PATTERNS,
+        '%%(where)s: unknown "%%(key)s" %%(value)r (one of %s)'
+        % ', '.join(PATTERNS)), DEFAULTS['pattern']),
+    'exponent': (_ranged(0, 5), DEFAULTS['exponent']),
+    'hot_files': (_ranged(0, 1), DEFAULTS['hot_files']),
+    'hot_share': (_ranged(0, 1), DEFAULTS['hot_share']),
+    'hot_reads': (_ranged(1, 10 ** 9, int), DEFAULTS['hot_reads']),
+    'scan_share': (_ranged(0, 1), DEFAULTS['scan_share']),
+    'drift_reads': (_ranged(1, 10 ** 9, int), DEFAULTS['drift_reads']),
+}
+
+
+def _invalid(message):
+    return exception.InvalidInput(reason=message)
 
 
 def access_from_dict(doc, where='access'):
     """Validate one pattern object (missing keys take ``DEFAULTS``)."""
-    if not isinstance(doc, dict):
-        _bad(where, 'must be a JSON object')
-    unknown = set(doc) - set(DEFAULTS)
-    if unknown:
-        _bad(where, 'unknown key(s): %s' % ', '.join(sorted(unknown)))
-    merged = dict(DEFAULTS, **doc)
-    if merged['pattern'] not in PATTERNS:
-        _bad(where, 'unknown "pattern" %r (one of %s)'
-             % (merged['pattern'], ', '.join(PATTERNS)))
-    return AccessSpec(
-        pattern=merged['pattern'],
-        exponent=_number(merged, 'exponent', where, 0, 5),
-        hot_files=_number(merged, 'hot_files', where, 0, 1),
-        hot_share=_number(merged, 'hot_share', where, 0, 1),
-        hot_reads=_number(merged, 'hot_reads', where, 1, 10 ** 9, int),
-        scan_share=_number(merged, 'scan_share', where, 0, 1),
-        drift_reads=_number(merged, 'drift_reads', where, 1, 10 ** 9, int))
+    with schema.reraise(_invalid):
+        schema.obj(doc, where)
+        schema.only_keys(doc, ACCESS_SCHEMA, where,
+                         '%(where)s: unknown key(s): %(keys)s')
+        return AccessSpec(**schema.fields(doc, ACCESS_SCHEMA, where))
 
 
 @functools.lru_cache(maxsize=64)

@@ -24,6 +24,7 @@ import dataclasses
 import math
 import random
 
+from nova_cacheaware.contracts import schema
 from nova_cacheaware import exception
 from nova_cacheaware.sim import access as access_mod
 from nova_cacheaware.sim import balloon_oracle
@@ -104,40 +105,77 @@ class Scenario:
                  for _ in range(self.vms)] for _ in range(self.phases())]
 
 
+WHERE = 'scenario'
+
+
 def _bad(what):
-    raise exception.InvalidInput(reason='scenario: %s' % what)
+    raise exception.InvalidInput(reason='%s: %s' % (WHERE, what))
 
 
-def _num(doc, key, kind=float, minimum=0, strict=False):
-    value = doc[key]
-    if (isinstance(value, bool) or not isinstance(value, (int, float))
-            or not math.isfinite(value)):
-        _bad('"%s" must be a number, not %r' % (key, value))
-    if kind is int and value != int(value):
-        _bad('"%s" must be an integer (%r)' % (key, value))
-    if value < minimum or (strict and value == minimum):
-        _bad('"%s" must be %s %s (%r)' % (key, '>' if strict else '>=',
-                                          minimum, value))
-    return kind(value)
+def _invalid(message):
+    return exception.InvalidInput(reason=message)
+
+
+def _at_least(kind, minimum):
+    return schema.sim_number(kind, lambda value: value >= minimum,
+                             '>= %s' % minimum)
+
+
+def _positive(kind=float):
+    return schema.sim_number(kind, lambda value: value > 0, '> 0')
+
+
+#: The scenario's plain numbers (``params`` flattened in), in the order
+#: they are checked (the first bad one is reported).
+NUMBER_SCHEMA = {
+    'seed': _at_least(int, 0), 'duration_s': _positive(),
+    'phase_s': _positive(), 'host_memory_mib': _at_least(int, 1),
+    'vms': _at_least(int, 1), 'process_mib': _at_least(int, 0),
+    'files': _at_least(int, 1), 'file_mib': _at_least(int, 1),
+    'disk_mib_s': _positive(), 'cache_mib_s': _positive(),
+    'tick_s': _positive(), 'threshold': _at_least(float, 0),
+    'alpha': _at_least(float, 0), 'beta': _at_least(float, 0),
+    'interval_s': _positive(), 'period_s': _positive()}
+#: ``null`` (the default worked out from the others) or a count.
+_OPTIONAL_MIB = schema.All(
+    schema.Check(lambda value: value is None or schema.is_sim_number(value),
+                 schema.SIM_NUMBER.message),
+    schema.Check(lambda value: value is None or schema.is_integral(value),
+                 schema.SIM_WHOLE.message),
+    schema.Check(lambda value: value is None or value >= 0,
+                 '%(where)s: "%(key)s" must be >= 0 (%(value)r)'),
+    convert=lambda value: value if value is None else int(value))
+MEMORY_FIELDS = dict.fromkeys(('min_mib', 'committed_as_mib', 'max_mib'),
+                              _OPTIONAL_MIB)
+PARAMS = schema.Check(schema.is_object,
+                      '%(where)s: "%(key)s" must be an object')
+
+
+def _file_counts(files):
+    return schema.Check(
+        lambda value: isinstance(value, list) and value and all(
+            type(w) is int and 0 <= w <= files for w in value),
+        '%(where)s: "%(key)s" must be a non-empty list of file counts '
+        'between 0 and "files"', convert=list)
+
+
+def _fields(doc, checks):
+    return schema.fields(doc, {key: (field, schema.REQUIRED)
+                               for key, field in checks.items()}, WHERE)
 
 
 def scenario_from_dict(doc):
     """Validate a scenario document, filling in the study's defaults."""
-    merged = _with_defaults(doc)
-    out = {key: _num(merged, key, *NUMBER_FIELDS[key])
-           for key in NUMBER_FIELDS}
-    if out['threshold'] > 1:
-        _bad('"threshold" must be between 0 and 1')
-    if out['disk_mib_s'] > out['cache_mib_s']:
-        _bad('"disk_mib_s" must not exceed "cache_mib_s"')
-    ws = merged['working_sets']
-    if (not isinstance(ws, list) or not ws
-            or any(isinstance(w, bool) or not isinstance(w, int)
-                   or not 0 <= w <= out['files'] for w in ws)):
-        _bad('"working_sets" must be a non-empty list of file counts '
-             'between 0 and "files"')
-    out['working_sets'] = list(ws)
-    _memory_bounds(merged, out)
+    with schema.reraise(_invalid):
+        merged = _with_defaults(doc)
+        out = _fields(merged, NUMBER_SCHEMA)
+        if out['threshold'] > 1:
+            _bad('"threshold" must be between 0 and 1')
+        if out['disk_mib_s'] > out['cache_mib_s']:
+            _bad('"disk_mib_s" must not exceed "cache_mib_s"')
+        out.update(_fields(merged, {
+            'working_sets': _file_counts(out['files'])}))
+        _memory_bounds(_fields(merged, MEMORY_FIELDS), out)
     if out['phase_s'] < out['tick_s']:
         _bad('"phase_s" must be at least "tick_s"')
     if out['duration_s'] / out['tick_s'] > MAX_TICKS:
@@ -148,50 +186,28 @@ def scenario_from_dict(doc):
     return Scenario(**out)
 
 
-#: The scenario's plain numbers: ``(kind, minimum, strict)`` per key, in
-#: the order they are checked (the first bad one is reported).
-NUMBER_FIELDS = {
-    'seed': (int, 0, False), 'duration_s': (float, 0, True),
-    'phase_s': (float, 0, True), 'host_memory_mib': (int, 1, False),
-    'vms': (int, 1, False), 'process_mib': (int, 0, False),
-    'files': (int, 1, False), 'file_mib': (int, 1, False),
-    'disk_mib_s': (float, 0, True), 'cache_mib_s': (float, 0, True),
-    'tick_s': (float, 0, True), 'threshold': (float, 0, False),
-    'alpha': (float, 0, False), 'beta': (float, 0, False),
-    'interval_s': (float, 0, True), 'period_s': (float, 0, True)}
-
-
 def _with_defaults(doc):
     """The document over the study's defaults, ``params`` flattened in."""
-    if not isinstance(doc, dict):
-        _bad('must be a JSON object')
-    unknown = set(doc) - set(DEFAULTS)
-    if unknown:
-        _bad('unknown key(s): %s' % ', '.join(sorted(unknown)))
-    merged = dict(DEFAULTS)
-    merged.update(doc)
-    params = dict(DEFAULTS['params'])
-    if not isinstance(merged['params'], dict):
-        _bad('"params" must be an object')
-    unknown = set(merged['params']) - set(params)
-    if unknown:
-        _bad('unknown params key(s): %s' % ', '.join(sorted(unknown)))
-    params.update(merged['params'])
-    merged.update(params)
-    del merged['params']
+    schema.obj(doc, WHERE)
+    schema.only_keys(doc, DEFAULTS, WHERE,
+                     '%(where)s: unknown key(s): %(keys)s')
+    merged = dict(DEFAULTS, **doc)
+    params = PARAMS.check(merged.pop('params'), 'params', WHERE)
+    schema.only_keys(params, DEFAULTS['params'], WHERE,
+                     '%(where)s: unknown params key(s): %(keys)s')
+    merged.update(DEFAULTS['params'], **params)
     return merged
 
 
-def _memory_bounds(merged, out):
+def _memory_bounds(given, out):
     """Fill ``min_mib``, ``committed_as_mib`` and ``max_mib`` into ``out``."""
     for key, default in (
             ('min_mib', out['process_mib'] + 128),
             ('committed_as_mib', out['process_mib'])):
-        out[key] = (default if merged[key] is None
-                    else _num(merged, key, int))
+        out[key] = default if given[key] is None else given[key]
     default_max = out['host_memory_mib'] - (out['vms'] - 1) * out['min_mib']
-    out['max_mib'] = (default_max if merged['max_mib'] is None
-                      else _num(merged, 'max_mib', int))
+    out['max_mib'] = (default_max if given['max_mib'] is None
+                      else given['max_mib'])
     if out['min_mib'] * out['vms'] > out['host_memory_mib']:
         _bad('vms * min_mib exceeds host_memory_mib')
     if not out['min_mib'] <= out['host_memory_mib'] // out['vms'] \

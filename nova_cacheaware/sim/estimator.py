@@ -32,8 +32,8 @@ satisfied).
 """
 
 import dataclasses
-import math
 
+from nova_cacheaware.contracts import schema
 from nova_cacheaware import exception
 
 DEFAULTS = {'nonfile_mib_s': 0.0, 'readahead': 0.0, 'blind_vms': [],
@@ -65,40 +65,56 @@ class EstimatorModel:
         return cached_mib + self.cache_extra_mib
 
 
-def _bad(what):
-    raise exception.InvalidInput(reason='scenario: "estimator": %s' % what)
+WHERE = 'scenario: "estimator"'
 
 
-def _nonneg(doc, key):
-    value = doc[key]
-    if (isinstance(value, bool) or not isinstance(value, (int, float))
-            or not math.isfinite(value) or value < 0):
-        _bad('"%s" must be a non-negative number, not %r' % (key, value))
-    return float(value)
+def _nonneg():
+    return schema.Check(
+        lambda value: schema.is_sim_number(value) and value >= 0,
+        '%(where)s: "%(key)s" must be a non-negative number, not %(value)r',
+        convert=float)
+
+
+def _is_sample(value):
+    return value is None or value > 0
+
+
+def _vm_numbers(vms):
+    return schema.Check(
+        lambda value: isinstance(value, list) and all(
+            type(v) is int and 0 <= v < vms for v in value),
+        '%%(where)s: "%%(key)s" must be a list of VM numbers 0..%d'
+        % (vms - 1), convert=lambda value: tuple(sorted(set(value))))
+
+
+#: ``sample_s``: null (the whole interval) or a positive number.
+SAMPLE = schema.All(
+    schema.Check(lambda value: value is None or schema.is_sim_number(value)
+                 and value >= 0, '%(where)s: "%(key)s" must be a '
+                 'non-negative number, not %(value)r'),
+    schema.Check(_is_sample, '%(where)s: "%(key)s" must be positive'),
+    convert=lambda value: value if value is None else float(value))
+
+
+def _schema(vms):
+    # In the old walker's order: the VM list, the sample, then the rest.
+    return {'blind_vms': (_vm_numbers(vms), ()),
+            'sample_s': (SAMPLE, None),
+            'nonfile_mib_s': (_nonneg(), DEFAULTS['nonfile_mib_s']),
+            'readahead': (_nonneg(), DEFAULTS['readahead']),
+            'cache_extra_mib': (_nonneg(), DEFAULTS['cache_extra_mib'])}
+
+
+def _invalid(message):
+    return exception.InvalidInput(reason=message)
 
 
 def estimator_from_dict(doc, vms):
     """Validate the scenario's ``estimator`` object (None: exact ratios)."""
     if doc is None:
         return EstimatorModel()
-    if not isinstance(doc, dict):
-        _bad('must be a JSON object')
-    unknown = set(doc) - set(DEFAULTS)
-    if unknown:
-        _bad('unknown key(s): %s' % ', '.join(sorted(unknown)))
-    merged = dict(DEFAULTS, **doc)
-    blind = merged['blind_vms']
-    if (not isinstance(blind, list)
-            or any(isinstance(v, bool) or not isinstance(v, int)
-                   or not 0 <= v < vms for v in blind)):
-        _bad('"blind_vms" must be a list of VM numbers 0..%d' % (vms - 1))
-    sample = merged['sample_s']
-    if sample is not None:
-        sample = _nonneg(merged, 'sample_s')
-        if sample <= 0:
-            _bad('"sample_s" must be positive')
-    return EstimatorModel(nonfile_mib_s=_nonneg(merged, 'nonfile_mib_s'),
-                          readahead=_nonneg(merged, 'readahead'),
-                          blind_vms=tuple(sorted(set(blind))),
-                          sample_s=sample,
-                          cache_extra_mib=_nonneg(merged, 'cache_extra_mib'))
+    with schema.reraise(_invalid):
+        schema.obj(doc, WHERE)
+        schema.only_keys(doc, DEFAULTS, WHERE,
+                         '%(where)s: unknown key(s): %(keys)s')
+        return EstimatorModel(**schema.fields(doc, _schema(vms), WHERE))

@@ -37,6 +37,7 @@ Blackbox) and 34 % (vs vNUMA) reductions of execution time.
 
 import dataclasses
 
+from nova_cacheaware.contracts import schema
 from nova_cacheaware import exception
 
 POLICIES = ('blackbox', 'vnuma', 'full-numa')
@@ -162,34 +163,35 @@ def compare(scenario):
     }
 
 
-def _typed(name, kind, value):
-    """``value`` if it has the field's type (ints are floats too)."""
-    if kind == 'str':
-        ok = isinstance(value, str)
-    elif kind == 'int':
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    else:
-        ok = (isinstance(value, (int, float))
-              and not isinstance(value, bool))
-    if not ok:
-        raise exception.InvalidInput(
-            reason='scenario key %s must be %s, not %r'
-                   % (name, {'str': 'a string', 'int': 'an integer'}.get(
-                       kind, 'a number'), value))
-    return value
+def is_plain_number(value):
+    """True for an int or a float (not a bool; NaN and infinity pass)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+#: What every key takes. The old walker compared each field's type with a
+#: type's name, which never matched, so every key -- ``blackbox_memory``
+#: and the integer fields included -- has taken any number (no finiteness
+#: check) and nothing else; the declared schema keeps exactly that (issue
+#: 18: tightening it changes the accepted documents, a change of its own).
+PLAIN_NUMBER = schema.Check(
+    is_plain_number, 'scenario key %(key)s must be a number, not %(value)r')
+SCENARIO_SCHEMA = {f.name: PLAIN_NUMBER for f in dataclasses.fields(Scenario)}
+OBJECT = schema.Check(schema.is_object, 'the scenario must be a JSON object')
+
+
+def _invalid(message):
+    return exception.InvalidInput(reason=message)
 
 
 def scenario_from_dict(doc):
     """A :class:`Scenario` from a JSON object; unknown keys are an error."""
-    if not isinstance(doc, dict):
-        raise exception.InvalidInput(reason='the scenario must be a JSON '
-                                            'object')
-    kinds = {f.name: f.type for f in dataclasses.fields(Scenario)}
-    unknown = set(doc) - set(kinds)
-    if unknown:
-        raise exception.InvalidInput(reason='unknown scenario keys: %s'
-                                     % ', '.join(sorted(unknown)))
-    scenario = Scenario(**{name: _typed(name, kinds[name], value)
-                           for name, value in doc.items()})
+    with schema.reraise(_invalid):
+        OBJECT.check(doc, 'scenario', 'scenario')
+        schema.only_keys(doc, SCENARIO_SCHEMA, 'scenario',
+                         'unknown scenario keys: %(keys)s')
+        # The keys are checked in the document's order, as before.
+        scenario = Scenario(**schema.fields(
+            doc, {key: (SCENARIO_SCHEMA[key], schema.REQUIRED)
+                  for key in doc}, 'scenario'))
     scenario.validate()
     return scenario

@@ -16,10 +16,12 @@ from hypothesis import strategies as st
 import testtools
 
 from nova_cacheaware import exception
+from nova_cacheaware.policy import allshare_replan
 from nova_cacheaware.policy import balloon_default
 from nova_cacheaware.policy import cachedomain_model
 from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.policy import spin_storm
+from tests.unit.policy.legacy import allshare_replan as old_replan
 from tests.unit.policy.legacy import balloon_default as old_balloon_default
 from tests.unit.policy.legacy import cachedomain_model as old_cachedomain
 from tests.unit.policy.legacy import domain_choice as old_domain_choice
@@ -57,6 +59,9 @@ BALLOON = {
             {'id': 'b', 'memory_mib': 600, 'hit_ratio': 1,
              'min_mib': 512, 'max_mib': 700, 'used_mib': 100.5,
              'cache_mib': 0, 'free_mib': 0}]}
+
+
+PREVIOUS = {'previous': {'input': PLAN_INPUT, 'unplaced': ['v', 'w']}}
 
 
 def _paths(doc, prefix=()):
@@ -130,6 +135,12 @@ class SameAsOldWalkerTest(testtools.TestCase):
         self._same(balloon_default.request_from_dict,
                    old_balloon_default.request_from_dict, data, BALLOON)
 
+    @settings(max_examples=400, deadline=None)
+    @given(st.data())
+    def test_previous_section(self, data):
+        self._same(allshare_replan.previous_from_dict,
+                   old_replan.previous_from_dict, data, PREVIOUS)
+
     @settings(max_examples=300, deadline=None)
     @given(st.sampled_from([(spin_storm.StormState, 'storm state'),
                             (spin_storm.StormThresholds, 'storm thresholds')]),
@@ -153,7 +164,8 @@ class SameAsOldWalkerTest(testtools.TestCase):
     def test_bases_are_valid(self):
         for parse, doc in ((cachedomain_model.input_from_dict, PLAN_INPUT),
                            (domain_choice.choice_from_dict, CHOICE),
-                           (balloon_default.request_from_dict, BALLOON)):
+                           (balloon_default.request_from_dict, BALLOON),
+                           (allshare_replan.previous_from_dict, PREVIOUS)):
             self.assertEqual('ok', outcome(parse, doc)[0])
 
 
@@ -271,6 +283,32 @@ class MessageTableTest(testtools.TestCase):
             (_edit(c, base={'': [0, 0]}),
              "a domain id must be a non-empty string, not ''"),
         ])
+
+    def test_previous_section(self):
+        p, only = PREVIOUS['previous'], ('"previous" must be an object with '
+                                         '"input" and "unplaced" only')
+        inner = '"previous.input" must be a plan input without "previous"'
+        self._table(allshare_replan.previous_from_dict, [
+            ({'previous': []}, only),
+            ({'previous': dict(p, x=1)}, only),
+            # unplaced is checked before input.
+            ({'previous': {'unplaced': 'v'}},
+             '"previous.unplaced" must be a list of VM ids'),
+            ({'previous': {'unplaced': [1], 'input': 1}},
+             '"previous.unplaced" must be a list of VM ids'),
+            ({'previous': {}}, inner),
+            ({'previous': {'input': dict(PLAN_INPUT, previous=None)}},
+             inner),
+            ({'previous': {'input': dict(PLAN_INPUT, domains=[])}},
+             '"domains" must not be empty'),
+        ])
+        for doc in ([], {}, {'previous': None}):
+            self.assertIsNone(allshare_replan.previous_from_dict(doc))
+        plan_input, unplaced = allshare_replan.previous_from_dict(PREVIOUS)
+        self.assertEqual((frozenset({'v', 'w'}), 2),
+                         (unplaced, len(plan_input.vms)))
+        self.assertEqual(frozenset(), allshare_replan.previous_from_dict(
+            {'previous': {'input': PLAN_INPUT}})[1])
 
     def test_spin_storm_objects(self):
         for doc, message in (
