@@ -56,10 +56,11 @@ storming VM its lowest weight.
 import dataclasses
 import datetime
 import functools
-import math
+import sys
 import typing as ty
 
 from nova_cacheaware.contracts import cache_state
+from nova_cacheaware.contracts import schema
 from nova_cacheaware.contracts import vcpu_affinity as affinity_docs
 from nova_cacheaware import exception
 
@@ -227,134 +228,127 @@ def to_payload(state):
     }
 
 
+def _is_text(value):
+    return isinstance(value, str) and value != ''
+
+
+def _is_count(value):
+    return (isinstance(value, int) and not isinstance(value, bool)
+            and value >= 0)
+
+
+def _is_amount(value):
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            value = float(value)
+        except OverflowError:
+            # Beyond a float's range: refused (the old walker crashed).
+            return False
+    return isinstance(value, float) and 0 <= value <= sys.float_info.max
+
+
+def _to_float(value):
+    return None if value is None else float(value)
+
+
+# The payload, declared once. Messages are whole lines worded as before
+# the declared schema (they name the field). Keys a schema does not name
+# are ignored: a newer minor version may add fields.
+_TEXT = schema.Check(_is_text, '%(key)s must be a non-empty string')
+_LIST = '%(key)s must be a list'
+_OPTIONAL_COUNT = schema.Check(
+    lambda v: v is None or _is_count(v), '%(key)s must be an int >= 0 or null')
+_OPTIONAL_AMOUNT = schema.Check(
+    lambda v: v is None or _is_amount(v),
+    '%(key)s must be a finite number >= 0', _to_float)
+_OPTIONAL_STR = schema.Check(
+    lambda v: v is None or isinstance(v, str), '%(key)s must be a string')
+
+#: One cache domain (its state must match its memory-bound VMs: checked
+#: by :func:`from_payload` after the shape).
+DOMAIN = schema.Obj({
+    'memory_bound_vms': (schema.ListOf(_TEXT, _LIST), ()),
+    'state': (schema.All(_TEXT, schema.Check(
+        lambda v: v in DOMAIN_STATES,
+        'domain state %%(value)r not one of %s' % (DOMAIN_STATES,))),
+        schema.AS_NULL),
+    'usable_cpus': (schema.Check(_is_count, '%(key)s must be an int >= 0'),
+                    0),
+    'provider_uuid': (_OPTIONAL_STR, None),
+    'vcpus_used': (_OPTIONAL_COUNT, None),
+    'vcpus_capacity': (_OPTIONAL_COUNT, None),
+    'clean_holders': (_OPTIONAL_COUNT, None),
+    'id': (_TEXT, schema.AS_NULL),
+}, 'domain must be an object', make=DomainState)
+#: One instance.
+VM = schema.Obj({
+    'workload_class': (schema.Check(
+        lambda v: v in VM_CLASSES,
+        '%%(key)s %%(value)r not one of %s' % (VM_CLASSES,)), 'unknown'),
+    'pcpu_estimate': (_OPTIONAL_AMOUNT, None),
+    'domain_id': (_OPTIONAL_STR, None),
+    'spin_storm': (schema.Check(lambda v: v is None or isinstance(v, bool),
+                                '%(key)s must be a bool'), None),
+    'instance_uuid': (_TEXT, schema.AS_NULL),
+}, 'vm must be an object', make=VmState)
+#: Checked first, alone: another major version may have another shape.
+VERSION = schema.Obj({'version': (_TEXT, schema.AS_NULL)},
+                     'payload must be an object')
+#: The rest of a payload of this major version. ``vcpu_affinity`` is the
+#: ``pcpu-est`` input document, checked by its own contract.
+PAYLOAD = schema.Obj({
+    'domains': (schema.ListOf(DOMAIN, _LIST), ()),
+    'available_pcpus': (_OPTIONAL_AMOUNT, None),
+    'agent_healthy': (schema.Check(schema.is_bool, '%(key)s must be a bool'),
+                      schema.AS_NULL),
+    'host_provider': (schema.Check(lambda v: v is None or _is_text(v),
+                                   '%(key)s must be a non-empty string'),
+                      None),
+    'host': (_TEXT, schema.AS_NULL),
+    'timestamp': (_TEXT, schema.AS_NULL),
+    'vms': (schema.ListOf(VM, _LIST), ()),
+})
+
+
+def _invalid(message):
+    return exception.InvalidInput(reason=message)
+
+
 def from_payload(payload):
     """Parse a payload dict into a :class:`HostCacheState`.
 
     Raises :class:`~nova_cacheaware.exception.InvalidInput` naming the first
     problem: wrong major version, missing or mistyped field, unknown domain
     state or VM class, a domain state that contradicts its VM list.
+    Unknown fields are ignored (a newer minor version's).
     """
-    doc = _mapping(payload, 'payload')
-    version = _str(doc, 'version')
+    with schema.reraise(_invalid):
+        version = VERSION.check(payload, 'payload', '')['version']
     if version.split('.')[0] != str(MAJOR):
-        raise exception.InvalidInput(
-            reason='payload version %s not supported (major %d expected)'
-                   % (version, MAJOR))
-    domains = tuple(_domain(d) for d in _list(doc, 'domains'))
+        raise _invalid('payload version %s not supported (major %d '
+                       'expected)' % (version, MAJOR))
+    with schema.reraise(_invalid):
+        doc = PAYLOAD.check(payload, 'payload', '')
+    # The rules across fields, on a payload of the right shape.
+    domains = doc['domains']
+    for d in domains:
+        if d.state != domain_state(len(d.memory_bound_vms)):
+            raise _invalid('domain %s is %s but lists %d memory-bound VMs'
+                           % (d.id, d.state, len(d.memory_bound_vms)))
     ids = [d.id for d in domains]
     if len(set(ids)) != len(ids):
-        raise exception.InvalidInput(reason='duplicate domain ids %s' % ids)
-    pcpus = doc.get('available_pcpus')
-    if pcpus is not None:
-        pcpus = _number(pcpus, 'available_pcpus')
-    affinity = doc.get('vcpu_affinity')
+        raise _invalid('duplicate domain ids %s' % ids)
+    affinity = payload.get('vcpu_affinity')
     if affinity is not None:
         try:
             affinity = affinity_docs.EstimateRequest.from_dict(affinity)
         except exception.InvalidInput as e:
-            raise exception.InvalidInput(
-                reason='vcpu_affinity: %s' % e.kwargs.get('reason', e))
-    healthy = doc.get('agent_healthy')
-    if not isinstance(healthy, bool):
-        raise exception.InvalidInput(reason='agent_healthy must be a bool')
-    host_provider = doc.get('host_provider')
-    if host_provider is not None:
-        host_provider = _str_item(host_provider, 'host_provider')
+            raise _invalid('vcpu_affinity: %s' % e.kwargs.get('reason', e))
     return HostCacheState(
-        host=_str(doc, 'host'),
-        timestamp=_parse_time(_str(doc, 'timestamp')),
-        agent_healthy=healthy,
-        domains=domains,
-        vms=tuple(_vm(v) for v in _list(doc, 'vms')),
-        available_pcpus=pcpus,
-        version=version,
-        vcpu_affinity=affinity,
-        host_provider=host_provider)
-
-
-def _domain(raw):
-    doc = _mapping(raw, 'domain')
-    vms = tuple(_str_item(v, 'memory_bound_vms')
-                for v in _list(doc, 'memory_bound_vms'))
-    state = _str(doc, 'state')
-    if state not in DOMAIN_STATES:
-        raise exception.InvalidInput(
-            reason='domain state %r not one of %s' % (state, DOMAIN_STATES))
-    if state != domain_state(len(vms)):
-        raise exception.InvalidInput(
-            reason='domain %s is %s but lists %d memory-bound VMs'
-                   % (doc.get('id'), state, len(vms)))
-    usable = doc.get('usable_cpus', 0)
-    if not isinstance(usable, int) or isinstance(usable, bool) or usable < 0:
-        raise exception.InvalidInput(reason='usable_cpus must be an int >= 0')
-    provider = doc.get('provider_uuid')
-    if provider is not None and not isinstance(provider, str):
-        raise exception.InvalidInput(reason='provider_uuid must be a string')
-    counts = {key: _optional_count(doc, key) for key in (
-        'vcpus_used', 'vcpus_capacity', 'clean_holders')}
-    return DomainState(id=_str(doc, 'id'), state=state, memory_bound_vms=vms,
-                       usable_cpus=usable, provider_uuid=provider, **counts)
-
-
-def _optional_count(doc, key):
-    value = doc.get(key)
-    if value is not None and (not isinstance(value, int)
-                              or isinstance(value, bool) or value < 0):
-        raise exception.InvalidInput(
-            reason='%s must be an int >= 0 or null' % key)
-    return value
-
-
-def _vm(raw):
-    doc = _mapping(raw, 'vm')
-    klass = doc.get('workload_class', 'unknown')
-    if klass not in VM_CLASSES:
-        raise exception.InvalidInput(
-            reason='workload_class %r not one of %s' % (klass, VM_CLASSES))
-    estimate = doc.get('pcpu_estimate')
-    if estimate is not None:
-        estimate = _number(estimate, 'pcpu_estimate')
-    domain = doc.get('domain_id')
-    if domain is not None and not isinstance(domain, str):
-        raise exception.InvalidInput(reason='domain_id must be a string')
-    storm = doc.get('spin_storm')
-    if storm is not None and not isinstance(storm, bool):
-        raise exception.InvalidInput(reason='spin_storm must be a bool')
-    return VmState(instance_uuid=_str(doc, 'instance_uuid'),
-                   workload_class=klass, domain_id=domain,
-                   pcpu_estimate=estimate, spin_storm=storm)
-
-
-def _mapping(value, what):
-    if not isinstance(value, dict):
-        raise exception.InvalidInput(reason='%s must be an object' % what)
-    return value
-
-
-def _list(doc, key):
-    value = doc.get(key, [])
-    if not isinstance(value, list):
-        raise exception.InvalidInput(reason='%s must be a list' % key)
-    return value
-
-
-def _str(doc, key):
-    return _str_item(doc.get(key), key)
-
-
-def _str_item(value, key):
-    if not isinstance(value, str) or not value:
-        raise exception.InvalidInput(
-            reason='%s must be a non-empty string' % key)
-    return value
-
-
-def _number(value, key):
-    if (isinstance(value, bool) or not isinstance(value, (int, float))
-            or not math.isfinite(value) or value < 0):
-        raise exception.InvalidInput(
-            reason='%s must be a finite number >= 0' % key)
-    return float(value)
+        host=doc['host'], timestamp=_parse_time(doc['timestamp']),
+        agent_healthy=doc['agent_healthy'], domains=domains, vms=doc['vms'],
+        available_pcpus=doc['available_pcpus'], version=version,
+        vcpu_affinity=affinity, host_provider=doc['host_provider'])
 
 
 def _format_time(moment):
@@ -371,4 +365,10 @@ def _parse_time(text):
     if moment.tzinfo is None:
         raise exception.InvalidInput(
             reason='timestamp %r has no time zone' % text)
-    return moment.astimezone(datetime.timezone.utc)
+    try:
+        return moment.astimezone(datetime.timezone.utc)
+    except OverflowError:
+        # 0001-01-01T00:00+01:00 is before the first UTC moment (the old
+        # walker crashed on it).
+        raise exception.InvalidInput(
+            reason='timestamp %r is out of range' % text) from None

@@ -41,6 +41,7 @@ from oslo_log import log as logging
 import oslo_messaging
 from oslo_utils import timeutils
 
+from nova_cacheaware.contracts import schema
 from nova_cacheaware import exception
 from nova_cacheaware.scheduler import claims
 
@@ -64,38 +65,55 @@ def to_payload(host, claim, origin):
             'vcpus': claim.vcpus, 'memory_bound': claim.memory_bound}
 
 
+def _is_text(value):
+    return isinstance(value, str) and value != ''
+
+
+def _is_vcpus(value):
+    return (isinstance(value, int) and not isinstance(value, bool)
+            and 0 < value <= 1 << 16)
+
+
+_TEXT = schema.Check(_is_text, '%(key)s must be a non-empty string')
+#: A claim, declared once, checked in this order (the first problem speaks).
+CLAIM = schema.Obj({
+    'origin': (_TEXT, schema.AS_NULL),
+    'host': (_TEXT, schema.AS_NULL),
+    'domain': (_TEXT, schema.AS_NULL),
+    'instance': (schema.Check(lambda v: v is None or isinstance(v, str),
+                              '%(key)s must be a string'), None),
+    'vcpus': (schema.Check(_is_vcpus, '%(key)s must be an int >= 1'),
+              schema.AS_NULL),
+    'memory_bound': (schema.Check(schema.is_bool, '%(key)s must be a bool'),
+                     schema.AS_NULL),
+}, 'payload must be an object')
+
+
+def _invalid(message):
+    return exception.InvalidInput(reason=message)
+
+
 def from_payload(payload, now):
     """``(origin, host, Claim)`` of a payload; the claim made at ``now``.
 
     Raises :class:`~nova_cacheaware.exception.InvalidInput` naming the
     first problem (wrong major version, missing or mistyped field).
+    Unknown fields are ignored (a newer minor version's).
     """
     if not isinstance(payload, dict):
-        raise exception.InvalidInput(reason='payload must be an object')
+        raise _invalid('payload must be an object')
+    # Checked first, alone: another major version may have another shape.
     version = payload.get('version')
     if not isinstance(version, str) or version.split('.')[0] != str(MAJOR):
-        raise exception.InvalidInput(
-            reason='claim payload version %r not supported (major %d '
-                   'expected)' % (version, MAJOR))
-    for key in ('origin', 'host', 'domain'):
-        if not isinstance(payload.get(key), str) or not payload[key]:
-            raise exception.InvalidInput(
-                reason='%s must be a non-empty string' % key)
-    instance = payload.get('instance')
-    if instance is not None and not isinstance(instance, str):
-        raise exception.InvalidInput(reason='instance must be a string')
-    vcpus = payload.get('vcpus')
-    if (not isinstance(vcpus, int) or isinstance(vcpus, bool)
-            or not 0 < vcpus <= 1 << 16):
-        raise exception.InvalidInput(reason='vcpus must be an int >= 1')
-    memory = payload.get('memory_bound')
-    if not isinstance(memory, bool):
-        raise exception.InvalidInput(reason='memory_bound must be a bool')
+        raise _invalid('claim payload version %r not supported (major %d '
+                       'expected)' % (version, MAJOR))
+    with schema.reraise(_invalid):
+        doc = CLAIM.check(payload, 'payload', '')
     if not isinstance(now, float) or not math.isfinite(now):
-        raise exception.InvalidInput(reason='now must be a finite float')
-    return payload['origin'], payload['host'], claims.Claim(
-        provider=payload['domain'], instance=instance, vcpus=vcpus,
-        memory_bound=memory, at=now)
+        raise _invalid('now must be a finite float')
+    return doc['origin'], doc['host'], claims.Claim(
+        provider=doc['domain'], instance=doc['instance'], vcpus=doc['vcpus'],
+        memory_bound=doc['memory_bound'], at=now)
 
 
 def bus_sender(transport, topic, origin):

@@ -28,6 +28,7 @@ has no parameter in the model; it is reported, not used.
 import dataclasses
 import math
 
+from nova_cacheaware.contracts import schema
 from nova_cacheaware import exception
 from nova_cacheaware.policy import contention_probe as cp
 
@@ -75,39 +76,55 @@ class Calibration:
             'not_modelled': list(self.unused)}
 
 
-def _number(value, where):
-    if not (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value) and value > 0):
-        raise _bad('%s must be a positive number' % where)
-    return float(value)
+def is_positive(value):
+    """A finite number (not a bool) > 0 that a float can hold.
+
+    An int beyond a float's range made the old walker crash in
+    ``math.isfinite``; it is refused instead.
+    """
+    try:
+        return schema.is_number(value) and math.isfinite(value) and value > 0
+    except OverflowError:
+        return False
+
+
+def _one_of(choices):
+    return schema.Check(lambda value: value in choices,
+                        '%%(where)s.%%(key)s must be one of %s'
+                        % ', '.join(choices))
+
+
+_POSITIVE = schema.Check(is_positive,
+                         '%(where)s.%(key)s must be a positive number',
+                         convert=float)
+#: One cell of the probe's matrix; an absent key is checked as null.
+CELL = schema.Obj({
+    'kernel': (_one_of(cp.KERNELS), schema.AS_NULL),
+    'placement': (_one_of(cp.CO_RUNS), schema.AS_NULL),
+    'factor': (_POSITIVE, schema.AS_NULL),
+    'slowdown': (_POSITIVE, schema.AS_NULL),
+    'low': (_POSITIVE, schema.AS_NULL),
+    'high': (_POSITIVE, schema.AS_NULL),
+}, message='%(where)s must be an object', make=cp.Cell)
+#: ``format_version`` compares equal to :data:`FORMAT_VERSION`.
+VERSION = schema.Check(
+    lambda value: value == FORMAT_VERSION,
+    'format_version must be %d (nova-cacheaware probe --format json), '
+    'not %%(value)r' % FORMAT_VERSION)
+PROBE = schema.Check(schema.is_object, 'must be the JSON object of '
+                     'nova-cacheaware probe --format json')
+MATRIX = schema.Check(lambda value: isinstance(value, list) and value,
+                      '"matrix" must be a non-empty list')
 
 
 def _cells(doc):
-    if not isinstance(doc, dict):
-        raise _bad('must be the JSON object of nova-cacheaware probe '
-                   '--format json')
-    if doc.get('format_version') != FORMAT_VERSION:
-        raise _bad('format_version must be %d (nova-cacheaware probe '
-                   '--format json), not %r'
-                   % (FORMAT_VERSION, doc.get('format_version')))
-    cells = doc.get('matrix')
-    if not isinstance(cells, list) or not cells:
-        raise _bad('"matrix" must be a non-empty list')
-    out = []
-    for n, c in enumerate(cells):
-        if not isinstance(c, dict):
-            raise _bad('matrix[%d] must be an object' % n)
-        if c.get('kernel') not in cp.KERNELS:
-            raise _bad('matrix[%d].kernel must be one of %s'
-                       % (n, ', '.join(cp.KERNELS)))
-        if c.get('placement') not in cp.CO_RUNS:
-            raise _bad('matrix[%d].placement must be one of %s'
-                       % (n, ', '.join(cp.CO_RUNS)))
-        out.append(cp.Cell(
-            kernel=c['kernel'], placement=c['placement'],
-            **{k: _number(c.get(k), 'matrix[%d].%s' % (n, k))
-               for k in ('factor', 'slowdown', 'low', 'high')}))
-    return out
+    """The probe document's matrix as :class:`cp.Cell` objects."""
+    with schema.reraise(_bad):
+        PROBE.check(doc, '', '')
+        VERSION.check(doc.get('format_version'), 'format_version', '')
+        cells = MATRIX.check(doc.get('matrix'), 'matrix', '')
+        return [CELL.check(c, 'matrix', 'matrix[%d]' % n)
+                for n, c in enumerate(cells)]
 
 
 def parse_cell(text):

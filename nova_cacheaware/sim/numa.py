@@ -163,19 +163,26 @@ def compare(scenario):
     }
 
 
-def is_plain_number(value):
-    """True for an int or a float (not a bool; NaN and infinity pass)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-#: What every key takes. The old walker compared each field's type with a
-#: type's name, which never matched, so every key -- ``blackbox_memory``
-#: and the integer fields included -- has taken any number (no finiteness
-#: check) and nothing else; the declared schema keeps exactly that (issue
-#: 18: tightening it changes the accepted documents, a change of its own).
-PLAIN_NUMBER = schema.Check(
-    is_plain_number, 'scenario key %(key)s must be a number, not %(value)r')
-SCENARIO_SCHEMA = {f.name: PLAIN_NUMBER for f in dataclasses.fields(Scenario)}
+#: What each key takes: a finite number (an int is kept as given), a whole
+#: number for the counts (``2.0`` is taken as 2) and one of two words for
+#: ``blackbox_memory``. Before, every key took any number, NaN and ``2.5
+#: nodes`` included, and ``blackbox_memory`` could not be set at all.
+NUMBER = schema.Check(
+    schema.is_sim_number,
+    'scenario key %(key)s must be a finite number, not %(value)r')
+WHOLE = schema.All(NUMBER, schema.Check(
+    schema.is_integral,
+    'scenario key %(key)s must be a whole number, not %(value)r'),
+    convert=int)
+MEMORY_LAYOUTS = ('one-node', 'interleaved')
+MEMORY = schema.Check(
+    lambda value: value in MEMORY_LAYOUTS,
+    "scenario key %(key)s must be 'one-node' or 'interleaved', "
+    "not %(value)r")
+SCENARIO_SCHEMA = {
+    f.name: (MEMORY if f.type == 'str' or f.type is str
+             else WHOLE if f.type in ('int', int) else NUMBER)
+    for f in dataclasses.fields(Scenario)}
 OBJECT = schema.Check(schema.is_object, 'the scenario must be a JSON object')
 
 

@@ -147,3 +147,66 @@ class FastPathTest(testtools.TestCase):
             except schema.SchemaError as e:
                 got = str(e)
             self.assertEqual(want, got)
+
+
+class ObjTest(testtools.TestCase):
+    """Obj and ListOf: declared objects and arrays of them."""
+
+    SPEC = {
+        'n': (schema.Check(lambda v: v is None or schema.is_number(v),
+                           '%(key)s: a number or null',
+                           lambda v: v if v is None else float(v)), None),
+        'pair': (schema.All(
+            schema.Check(schema.is_list, 'not a list'),
+            schema.Check(lambda v: len(v) == 2, 'not a pair'),
+            convert=tuple), schema.AS_NULL),
+        'count': (schema.COUNT, 0),
+        'name': (schema.Text(), schema.REQUIRED),
+    }
+
+    @given(st.dictionaries(
+        st.sampled_from(['n', 'pair', 'count', 'name', 'x']),
+        st.one_of(st.none(), st.booleans(), st.integers(-1, 2),
+                  st.floats(allow_nan=False), st.text(max_size=1),
+                  st.lists(st.integers(0, 1), max_size=3))))
+    def test_same_answer_as_fields(self, doc):
+        def answer(parse):
+            try:
+                return parse(doc, self.SPEC, 'w')
+            except schema.SchemaError as e:
+                return str(e)
+        prepared = schema.Obj(self.SPEC)
+        self.assertEqual(answer(schema.fields), answer(
+            lambda doc, spec, where: prepared.check(doc, 'k', where)))
+
+    def test_all_of_checks_has_one_test(self):
+        both = self.SPEC['pair'][0]
+        self.assertEqual((True, False, False),
+                         (both.test([1, 2]), both.test([1]), both.test(3)))
+        self.assertFalse(hasattr(schema.All(schema.COUNT), 'test'))
+
+    def test_make_message_and_lists(self):
+        point = schema.Obj({'x': (schema.COUNT, 0), 'y': (schema.COUNT, 0)},
+                           '%(key)s must be an object, not %(value)r',
+                           make=lambda x, y: (x, y))
+        self.assertEqual((1, 0), point.check({'x': 1, 'z': 'a'}, 'p', 'w'))
+        e = self.assertRaises(schema.SchemaError, point.check, [], 'p', 'w')
+        self.assertEqual('p must be an object, not []', str(e))
+        points = schema.ListOf(point, '%(where)s: "%(key)s" must be a list')
+        self.assertEqual(((1, 0), (0, 2)),
+                         points.check([{'x': 1}, {'y': 2}], 'ps', 'w'))
+        e = self.assertRaises(schema.SchemaError, points.check, {}, 'ps',
+                              'w')
+        self.assertEqual('w: "ps" must be a list', str(e))
+        e = self.assertRaises(schema.SchemaError, points.check,
+                              [{}, {'x': -1}, 1], 'ps', 'w')
+        self.assertEqual('w: "x" must not be negative (-1)', str(e))
+        # Items with a test: checked with it, kept as they are.
+        names = schema.ListOf(schema.Check(
+            lambda v: isinstance(v, str), '%(key)s: %(value)r is no name'),
+            'a list')
+        self.assertEqual(('a', 'b'), names.check(['a', 'b'], 'k', 'w'))
+        e = self.assertRaises(schema.SchemaError, names.check, ['a', 1, 2],
+                              'k', 'w')
+        self.assertEqual('k: 1 is no name', str(e))
+        self.assertEqual((), names.check([], 'k', 'w'))

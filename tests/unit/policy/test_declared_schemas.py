@@ -80,24 +80,27 @@ def _at(doc, path):
     return doc
 
 
-def mutate(data, doc, times):
-    """``doc`` (a copy) mutated ``times`` times as ``data`` draws."""
+def mutate(data, doc, times, odd=ODD, keys=KEYS):
+    """``doc`` (a copy) mutated ``times`` times as ``data`` draws.
+
+    ``odd``: the values put in; ``keys``: the keys added.
+    """
     doc = copy.deepcopy(doc)
     for _ in range(times):
         path = data.draw(st.sampled_from(list(_paths(doc))))
         target = _at(doc, path)
         op = data.draw(st.sampled_from(['replace', 'delete', 'add']))
         if op == 'add' and isinstance(target, dict):
-            target[data.draw(st.sampled_from(KEYS))] = copy.deepcopy(
-                data.draw(st.sampled_from(ODD)))
+            target[data.draw(st.sampled_from(keys))] = copy.deepcopy(
+                data.draw(st.sampled_from(odd)))
         elif op == 'add' and isinstance(target, list):
             target.append(copy.deepcopy(data.draw(st.sampled_from(
-                target + ODD[:8]))))
+                target + odd[:8]))))
         elif op == 'delete' and path:
             del _at(doc, path[:-1])[path[-1]]
         elif path:
             _at(doc, path[:-1])[path[-1]] = copy.deepcopy(
-                data.draw(st.sampled_from(ODD)))
+                data.draw(st.sampled_from(odd)))
     return doc
 
 

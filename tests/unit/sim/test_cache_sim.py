@@ -175,6 +175,8 @@ class SimulateCommandTest(base.CLITestCase):
             ('{"cloud": {"sigma": -1}}', '"sigma"'),
             ('{"cloud": {"schedule": {"passes": 0}}}', '"schedule"'),
             ('{"cluster": {}}', 'retired'),
+            # A key over int()'s 4300 digits was a ValueError traceback.
+            ('{"cloud": {"sizes": {"1%s": 1}}}' % ('0' * 5000), '"sizes"'),
         ]
         for text, fragment in cases:
             err = self.assertOneLineError(

@@ -73,8 +73,20 @@ class SameAsOldWalkerTest(testtools.TestCase):
     @settings(max_examples=400, deadline=None)
     @given(st.data())
     def test_numa_scenario(self, data):
-        self._same(numa.scenario_from_dict, old_numa.scenario_from_dict,
-                   data, NUMA)
+        # Stricter on purpose (finite numbers, whole counts, the memory
+        # layout's two words): a scenario the declared schema accepts is
+        # the old walker's, unless it sets blackbox_memory, which the old
+        # walker never let through; one it refuses that the old walker
+        # took has a value that is not finite or not whole.
+        doc = mutate(data, NUMA, data.draw(st.integers(0, 4)))
+        new = outcome(numa.scenario_from_dict, doc)
+        old = outcome(old_numa.scenario_from_dict, doc)
+        if new[0] == 'ok' and 'blackbox_memory' not in doc:
+            self.assertEqual(old, new, doc)
+        elif new[0] == 'bad' and old[0] == 'ok':
+            self.assertRegex(new[1], 'must be a (finite|whole) number', doc)
+        else:
+            self.assertNotEqual('crash', new[0], doc)
 
     def test_bases_are_valid(self):
         for parse, doc in ((access.access_from_dict, ACCESS),
@@ -225,26 +237,49 @@ class MessageTableTest(testtools.TestCase):
         self._table(numa.scenario_from_dict, [
             ([], 'the scenario must be a JSON object'),
             (_edit(n, z=1, b=2), 'unknown scenario keys: b, z'),
-            (_edit(n, nodes=True), k + 'nodes must be a number, not True'),
-            (_edit(n, dt=None), k + 'dt must be a number, not None'),
-            # As before, even a string field takes only a number.
-            (_edit(n, blackbox_memory='interleaved'),
-             k + "blackbox_memory must be a number, not 'interleaved'"),
+            (_edit(n, nodes=True),
+             k + 'nodes must be a finite number, not True'),
+            (_edit(n, dt=None), k + 'dt must be a finite number, not None'),
+            (_edit(n, dt=float('nan')),
+             k + 'dt must be a finite number, not nan'),
+            (_edit(n, work=float('inf')),
+             k + 'work must be a finite number, not inf'),
+            (_edit(n, nodes=2.5), k + 'nodes must be a whole number, not 2.5'),
+            (_edit(n, jobs=10 ** 400),
+             k + 'jobs must be a finite number, not %r' % 10 ** 400),
             # The document's order, not the fields'.
-            ({'dt': '1', 'nodes': '2'}, k + "dt must be a number, not '1'"),
+            ({'dt': '1', 'nodes': '2'},
+             k + "dt must be a finite number, not '1'"),
             (_edit(n, cpus_per_node=1), 'need at least one node of two CPUs'),
             (_edit(n, remote_penalty=0.5), bounds),
             (_edit(n, blackbox_memory=1),
-             'blackbox_memory: one-node or interleaved'),
+             k + "blackbox_memory must be 'one-node' or 'interleaved', "
+             "not 1"),
+            (_edit(n, blackbox_memory='striped'),
+             k + "blackbox_memory must be 'one-node' or 'interleaved', "
+             "not 'striped'"),
         ])
 
     def test_numa_values(self):
-        # The values are taken as given, an int for a float field too.
+        # Numbers are taken as given, an int for a float field too; a
+        # whole float for a count becomes an int.
         sc = numa.scenario_from_dict(NUMA)
         self.assertEqual((3, int, 2, 0.1), (sc.node_bandwidth,
                                             type(sc.node_bandwidth),
                                             sc.nodes, sc.dt))
         self.assertEqual(numa.Scenario(), numa.scenario_from_dict({}))
+        sc = numa.scenario_from_dict(_edit(NUMA, nodes=4.0, jobs=3.0))
+        self.assertEqual((4, int, 3, int), (sc.nodes, type(sc.nodes),
+                                            sc.jobs, type(sc.jobs)))
+
+    def test_numa_interleaved_memory(self):
+        # The old walker refused every string, so this was unreachable.
+        sc = numa.scenario_from_dict(_edit(NUMA,
+                                           blackbox_memory='interleaved'))
+        self.assertEqual('interleaved', sc.blackbox_memory)
+        self.assertNotEqual(numa.compare(sc)['mean_job_s']['blackbox'],
+                            numa.compare(numa.scenario_from_dict(NUMA))[
+                                'mean_job_s']['blackbox'])
 
 
 class HugeIntegerTest(testtools.TestCase):

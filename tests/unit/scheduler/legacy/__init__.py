@@ -1,0 +1,1 @@
+"""Walkers before the declared schemas, kept to compare against."""
