@@ -3,12 +3,17 @@
 Usage::
 
     python benchmarks/cache_cloud_report.py [RESULTS_JSON]
+        [--compare OTHER_JSON]
 
 RESULTS_JSON defaults to benchmarks/results/cache_cloud.json. Every figure
 of doc/source/evaluation/cache-scheduling.rst comes from these tables
-(RST, printed to standard output).
+(RST, printed to standard output). ``--compare`` adds the headline figures
+of another results file (another calibration) beside the first:
+``--compare benchmarks/results/cache_cloud-loaded-probe.json`` gives the
+page's comparison with the loaded machine's probe.
 """
 
+import argparse
 import json
 import os
 import sys
@@ -90,18 +95,84 @@ def cloud(run):
          'rej mem', 'rej other'], rows)
 
 
+def _headline(doc, label, config):
+    for run in doc['clouds']:
+        if run['label'] == label:
+            res = run['result']
+            return (res['configs'][config]['memory_perf']
+                    / res['upper_bound']['memory_perf'])
+    return None
+
+
+def _small_range(doc, scenario, config):
+    ratios = [case['configs'][config]['memory_perf']
+              / case['optimum']['memory_perf'] for case in doc['small']
+              if case['scenario'] == scenario]
+    return '%.2f-%.2f' % (min(ratios), max(ratios))
+
+
+def compare(old, new):
+    """Headline figures of two results files (old -> new), RST."""
+    cal = table(['', 'dirty_all', 'sigma', 'sigma worst', 'probe'], [
+        [name, '%.3f' % d['calibration']['dirty_all'],
+         '%.3f' % d['calibration']['sigma'],
+         '%.3f' % d['calibration']['sigma_max'],
+         d['calibration']['source'].split(' ')[0]]
+        for name, d in (('old', old), ('new', new))])
+    # The headline runs: 30 % and 70 % memory-bound, and the one that
+    # depends most on the classifier (1.4x effect, worst noise).
+    labels = [run['label'] for run in new['clouds']]
+    runs = [(labels[0], '30 %'), (labels[1], '70 %'),
+            (labels[-1], '1.4x noisy')]
+    rows = []
+    for c in CONFIGS:
+        row = [c]
+        for label, _short in runs:
+            row += ['%.3f' % _headline(d, label, c) for d in (old, new)]
+        for name in ('cache-cloud-small.json', 'cache-cloud-small-tight.json'):
+            row += [_small_range(d, name, c) for d in (old, new)]
+        rows.append(row)
+    head = ['config']
+    for short in [r[1] for r in runs] + ['small', 'tight']:
+        head += [short + ' old', 'new']
+    legend = '\n'.join('%s: %s' % (short, label) for label, short in runs)
+    return '\n\n'.join([cal, legend, table(head, rows),
+                        _compare_classifier(old, new)])
+
+
+def _compare_classifier(old, new):
+    rows = []
+    for a, b in zip(old['classifier'], new['classifier']):
+        row = ['%.2f' % b['split_mem'], b['sigma_source'], b['vcpus']]
+        for r in (a, b):
+            c = r['confusion']
+            row += ['%.3f' % r['sigma'],
+                    _pct(c['memory']['21600'].get('other', 0)),
+                    _minutes(c['delay']['memory']['first_memory_s'])]
+        rows.append(row)
+    return table(['split', 'sigma', 'vCPUs', 'old sigma', 'missed@6h',
+                  'delay', 'new sigma', 'missed@6h', 'delay'], rows)
+
+
 def main(argv=None):
     """Print every table."""
-    argv = sys.argv[1:] if argv is None else argv
-    path = argv[0] if argv else os.path.join(HERE, 'results',
-                                             'cache_cloud.json')
-    with open(path) as f:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('results', nargs='?', default=os.path.join(
+        HERE, 'results', 'cache_cloud.json'))
+    parser.add_argument('--compare', metavar='OTHER_JSON')
+    args = parser.parse_args(argv)
+    with open(args.results) as f:
         doc = json.load(f)
     print('Calibration:', json.dumps(doc['calibration'], indent=1))
     print('\nClassifier\n\n' + classifier(doc))
     print('\nSmall clouds (config / optimum)\n\n' + small(doc))
     for run in doc['clouds']:
         print('\n' + cloud(run))
+    if args.compare:
+        with open(args.compare) as f:
+            other = json.load(f)
+        print('\nCompared with %s (old -> new)\n\n%s'
+              % (args.compare, compare(other, doc)))
     print('\nmachine %s, date %s, load %s -> %s, command %s' % (
         doc['machine'], doc['date'], doc['loadavg_before'],
         doc['loadavg_after'], doc['command']))
