@@ -58,6 +58,11 @@ CacheAwareGroup = [
                     'With the default "storm" the agent sizes an "apply" '
                     'guest down only during a spin storm, which a scenario '
                     'cannot provoke reliably: the apply test skips.'),
+    cfg.IntOpt('balloon_pool_mib', default=0, min=0,
+               help='The agents\' [balloon] pool_mib on agent_host: the '
+                    'MiB the ballooning test expects idle guests there to '
+                    'give, in all. 0 (the agent\'s default) takes nothing '
+                    'from any guest: the ballooning test skips.'),
     cfg.StrOpt('agent_host',
                help='Compute host (libvirt) whose agent runs '
                     'agent_capabilities; the capability tests boot there. '
@@ -80,6 +85,13 @@ CacheAwareGroup = [
                      'after the migration (the devcloud sets its private '
                      'daemons\' sockets). Empty: those checks are left out '
                      'and only public APIs are used.'),
+    cfg.StrOpt('repin_host',
+               help='Repinning test: a libvirt compute host whose agent '
+                    'runs the per-domain provider model ([placement] '
+                    'provider_model = domain) with two to four cache '
+                    'domains and its default [agent] max_vcpus_per_cpu = '
+                    '1 (the devcloud: devcloud-libvirt2). Empty: the test '
+                    'skips.'),
     cfg.BoolOpt('networks_none', default=True,
                 help='Create test servers with "networks": "none" '
                      '(compute API 2.37+): for clouds without Neutron '

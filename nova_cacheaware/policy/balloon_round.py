@@ -26,6 +26,13 @@ decided here, where it can be tested exhaustively:
   most ``budget_mib`` (what is left of the period's allowance) per round;
   growth is served first, and shrinking only as far as it pays for growth
   or stays within the pool.
+* **filling the pool**: Nova boots every instance at its flavor RAM and no
+  instance ever gets more, so no policy finds room to move memory into
+  until something was held back. While the instances together are held
+  back less than ``pool_mib``, a satisfied instance whose policy target
+  is its current size gives the memory its guest leaves free (MemFree
+  beyond the default policy's ``pad_mib``), down to its lower bound, the
+  largest idle first, until the pool is full (:func:`reclaim_idle`).
 * **when it reports next** (study 002's adaptive interval, with
   ``report_interval_s`` gamma > 0): a VM whose report took part gets
   ``next_report_s`` from :func:`next_report_s`: gamma below the threshold,
@@ -278,6 +285,36 @@ def guard(vms, targets, pool_mib, max_step_mib, budget_mib, lows=None):
     return new
 
 
+def reclaim_idle(params, vms, targets, lows):
+    """Lower the targets of idle, satisfied VMs until the pool is full.
+
+    ``targets`` (``{id: MiB}``, updated) are already within each VM's
+    bounds. Only players (an accepted report) at or over ``threshold``
+    whose target is their current size take part; each gives what its
+    guest leaves free beyond ``pad_mib``, never below ``lows``, and all
+    together no more than ``pool_mib`` minus what is held back already.
+    Returns the MiB asked for.
+    """
+    room = params.pool_mib - sum(vm.flavor_mib - vm.memory_mib for vm in vms)
+    pad = balloon_default.DefaultParams().pad_mib
+    offers = []
+    for vm in vms:
+        if (vm.status != OK or vm.stats is None
+                or _hit_ratio(vm.stats) < params.threshold
+                or targets[vm.id] != vm.memory_mib):
+            continue
+        idle = max(0, int(vm.stats.free_mib) - pad)
+        offers.append((min(idle, vm.memory_mib - lows[vm.id]), vm.id))
+    asked = 0
+    for idle, vm_id in sorted(offers, key=lambda o: (-o[0], o[1])):
+        take = min(idle, room - asked)
+        if take <= 0:
+            break
+        targets[vm_id] -= take
+        asked += take
+    return asked
+
+
 def decide_round(params, vms, budget_mib):
     """One balancer round over the opted-in ``vms`` (:class:`VmInput`).
 
@@ -304,6 +341,7 @@ def decide_round(params, vms, budget_mib):
         else:
             target = vm.memory_mib
         targets[vm.id] = max(lows[vm.id], min(vm.flavor_mib, target))
+    reclaim_idle(params, vms, targets, lows)
     new = guard(vms, targets, params.pool_mib, params.max_step_mib,
                 budget_mib, lows)
     outcomes = {}

@@ -44,6 +44,11 @@ region_name = RegionOne
 {extra}""".format(group=group, extra=extra, **v)
 
 
+#: ``[balloon] pool_mib`` of the devcloud's agents (the tempest ballooning
+#: scenario reads it back from agent.conf).
+BALLOON_POOL_MIB = 96
+
+
 def agent_conf(v, host='devcloud-libvirt', second=False):
     """``nova-cacheaware-agent``'s config for one libvirt compute.
 
@@ -53,6 +58,7 @@ def agent_conf(v, host='devcloud-libvirt', second=False):
     the agent's Placement sync and host-state notifications. ``second``:
     the per-domain, L2 agent of ``devcloud-libvirt2``.
     """
+    v = dict(v, balloon_pool_mib=BALLOON_POOL_MIB)
     text = """\
 [DEFAULT]
 debug = {debug}
@@ -77,10 +83,17 @@ host = {host}
 # plugin checks it through the guest console. No kvm_exit tracepoint (TCG).
 # apply_when = always: vcpu_sizing=apply sizes at every pass, not only in a
 # spin storm (the default), so the tempest scenario sees it without one.
-capabilities = vcpu_sizing
+# Hit-ratio ballooning for flavors that ask (cacheaware:memory_policy):
+# a small pool the tempest scenario's idle guests fill exactly, and short
+# rounds so that it sees the balloons move within seconds.
+capabilities = vcpu_sizing, balloon
 [vcpu_sizing]
 kvm_exit_tracepoint = False
 apply_when = always
+[balloon]
+pool_mib = {balloon_pool_mib}
+interval_s = 3
+sample_s = 1
 [topology]
 libvirt_uri = {libvirt_uri}
 {level}""".format(host=host, level='cache_level = 2\n' if second else '',

@@ -12,6 +12,8 @@ from tempest.lib.common.utils import test_utils
 from tempest.lib import exceptions as lib_exc
 from tempest import test
 
+from nova_cacheaware_tempest_plugin.tests.scenario import libvirt_view
+
 CONF = config.CONF
 # 2.74: "host" in server create (admin); 2.86: Nova validates extra specs.
 COMPUTE_MICROVERSION = '2.86'
@@ -192,3 +194,15 @@ class CacheAwareScenarioTest(test.BaseTestCase):
                          'server %s should hold exactly one cache domain, '
                          'its allocation names %s' % (server['id'], used))
         return used[0]
+
+    def libvirt_view(self, host):
+        """A read-only :class:`~.libvirt_view.LibvirtView` of ``host``.
+
+        None without its ``[cacheaware] libvirt_uris`` entry.
+        """
+        uri = CONF.cacheaware.libvirt_uris.get(host)
+        if not uri:
+            return None
+        view = libvirt_view.LibvirtView(uri)
+        self.addCleanup(view.close)
+        return view

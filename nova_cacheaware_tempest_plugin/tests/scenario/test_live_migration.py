@@ -37,43 +37,8 @@ from tempest.lib import decorators
 from nova_cacheaware_tempest_plugin.tests.scenario import base
 
 CONF = config.CONF
-#: The agent's metadata namespace (nova_cacheaware.agent.domain_xml).
-AGENT_NS = 'http://openstack.org/xmlns/nova-cacheaware/agent/1.0'
 MIGRATION_TIMEOUT_S = 300
 PIN_TIMEOUT_S = 120
-
-
-class LibvirtView(object):
-    """Read-only look at one server's domain on one host (devcloud only)."""
-
-    def __init__(self, uri):
-        import libvirt  # only with [cacheaware] libvirt_uris
-        self.libvirt = libvirt
-        self.conn = libvirt.openReadOnly(uri)
-
-    def close(self):
-        """Close the connection."""
-        self.conn.close()
-
-    def pins(self, uuid):
-        """``{vcpu: (host CPUs,)}`` of the running domain's live pins."""
-        dom = self.conn.lookupByUUIDString(uuid)
-        info = dom.vcpuPinInfo(self.libvirt.VIR_DOMAIN_AFFECT_LIVE)
-        return {v: tuple(c for c, on in enumerate(cpus) if on)
-                for v, cpus in enumerate(info)}
-
-    def host_cpus(self):
-        """The host CPUs libvirt reports."""
-        return tuple(range(self.conn.getInfo()[2]))
-
-    def agent_record(self, uuid):
-        """The agent's pin record in the live XML, or None."""
-        dom = self.conn.lookupByUUIDString(uuid)
-        try:
-            return dom.metadata(self.libvirt.VIR_DOMAIN_METADATA_ELEMENT,
-                                AGENT_NS, self.libvirt.VIR_DOMAIN_AFFECT_LIVE)
-        except self.libvirt.libvirtError:
-            return None
 
 
 class LiveMigrationTest(base.CacheAwareScenarioTest):
@@ -95,15 +60,6 @@ class LiveMigrationTest(base.CacheAwareScenarioTest):
     def setup_clients(cls):
         super().setup_clients()
         cls.migrations_client = cls.os_admin.migrations_client
-
-    def view(self, host):
-        """A :class:`LibvirtView` of ``host``, or None without its URI."""
-        uri = CONF.cacheaware.libvirt_uris.get(host)
-        if not uri:
-            return None
-        view = LibvirtView(uri)
-        self.addCleanup(view.close)
-        return view
 
     def cache_holding(self, server, root):
         """The server's one cache provider under ``root``, and its room."""
@@ -217,7 +173,8 @@ class LiveMigrationTest(base.CacheAwareScenarioTest):
         self.assertEqual(room, res)
         self.assertIn(held, domains, 'the source must be in the per-domain '
                       'provider model: %s is no domain provider' % held)
-        src_view, dst_view = self.view(source), self.view(dest)
+        src_view = self.libvirt_view(source)
+        dst_view = self.libvirt_view(dest)
         if src_view:
             self.wait_for_pin(src_view, server, pinned=True)
 

@@ -146,7 +146,9 @@ class TestUntrustedGuest(testtools.TestCase):
     def test_lying_balloon_takes_nothing_from_honest_guests(self):
         truthful = self._round(vm('liar', 1024, used=300.0, s=stats(
             1.0, cache=100, free=600, used=300)))
-        self.assertEqual({'a': 774, 'b': 1018, 'liar': 1024}, truthful)
+        # The honest "liar" is idle and satisfied: it fills the pool's
+        # room (512 - 256 held back) with its free memory.
+        self.assertEqual({'a': 774, 'b': 1018, 'liar': 768}, truthful)
         starving = stats(0.0, cache=900, free=0, used=1000, memory=1024)
         # Believed as is, a claim of 0 MiB makes the liar "urgent" and b
         # pays 256 MiB for it; 10x its flavor makes the agent ask libvirt
@@ -162,6 +164,78 @@ class TestUntrustedGuest(testtools.TestCase):
             self.assertEqual((774, 1018), (out['a'], out['b']),
                              (claim, used))
             self.assertLessEqual(out['liar'], 1024)
+
+
+class TestReclaimIdle(testtools.TestCase):
+    """Filling the pool: Nova boots every instance at its flavor RAM."""
+
+    def booted(self, id, floor, free=180.0, ratio=None, status=br.OK):
+        # A 256-MiB guest as Nova boots it; nothing read: satisfied.
+        return vm(id, 256, flavor=256, floor=floor, used=40.0,
+                  s=stats(ratio, cache=20, free=free, used=40, memory=256),
+                  status=status)
+
+    def test_without_it_nothing_would_ever_move(self):
+        # Every policy leaves instances at their flavor RAM alone: there is
+        # no room to grow into. Only the pool's room makes memory move.
+        for policy in br.POLICIES:
+            params = br.RoundParams(policy=policy, pool_mib=96,
+                                    margin_mib=32)
+            out = br.decide_round(params, [self.booted('floor', 224),
+                                           self.booted('idle', 128)], 4096)
+            self.assertEqual(
+                {'floor': 256, 'idle': 160},
+                {k: v.memory_mib for k, v in out.vms.items()}, policy)
+            self.assertEqual(96, out.held_mib)
+
+    def test_floor_binds_then_the_pool(self):
+        params = br.RoundParams(pool_mib=96, margin_mib=32)
+        vms = [self.booted('floor', 224)]
+        out = br.decide_round(params, vms, 4096)
+        self.assertEqual((224, 224), (out.vms['floor'].memory_mib,
+                                      out.vms['floor'].low_mib))
+        # A second instance gets the pool's rest (96 - 32), exactly.
+        vms = [vm('floor', 224, flavor=256, floor=224, used=40.0,
+                  s=stats(None, cache=20, free=148, used=40, memory=224)),
+               self.booted('idle', 128)]
+        out = br.decide_round(params, vms, 4096)
+        self.assertEqual({'floor': 224, 'idle': 192},
+                         {k: v.memory_mib for k, v in out.vms.items()})
+        self.assertEqual(96, out.held_mib)
+
+    def test_full_pool_is_stable(self):
+        params = br.RoundParams(pool_mib=96, margin_mib=32)
+        vms = [vm('idle', 160, flavor=256, floor=128, used=40.0,
+                  s=stats(None, cache=20, free=84, used=40, memory=160))]
+        out = br.decide_round(params, vms, 4096)
+        self.assertEqual((160, 0), (out.vms['idle'].memory_mib,
+                                    out.moved_mib))
+
+    def test_only_idle_satisfied_reporting_instances_give(self):
+        params = br.RoundParams(pool_mib=512, margin_mib=32)
+        vms = [self.booted('missing', 128, ratio=0.5),
+               self.booted('rejected', 128, status=br.INVALID),
+               self.booted('busy', 128, free=10.0),
+               self.booted('idle', 128, free=100.0)]
+        out = br.decide_round(params, vms, 4096)
+        self.assertEqual(
+            {'missing': 256, 'rejected': 256, 'busy': 256, 'idle': 172},
+            {k: v.memory_mib for k, v in out.vms.items()})
+
+    def test_largest_idle_first_and_zero_pool(self):
+        vms = [self.booted('a', 128, free=100.0),
+               self.booted('b', 128, free=150.0)]
+        targets = {'a': 256, 'b': 256}
+        lows = {'a': 128, 'b': 128}
+        params = br.RoundParams(pool_mib=150)
+        self.assertEqual(150, br.reclaim_idle(params, vms, targets, lows))
+        # b gives all it has above its low (134 idle, capped at 128), a
+        # the pool's rest.
+        self.assertEqual({'a': 234, 'b': 128}, targets)
+        targets = {'a': 256, 'b': 256}
+        self.assertEqual(0, br.reclaim_idle(br.RoundParams(pool_mib=0), vms,
+                                            targets, lows))
+        self.assertEqual({'a': 256, 'b': 256}, targets)
 
 
 class TestGuard(testtools.TestCase):

@@ -183,9 +183,13 @@ class AgentConfTest(testtools.TestCase):
                           conf.agent.notifications, conf.agent.host))
         # vCPU sizing for the tempest plugin, without the kvm_exit
         # tracepoint (TCG guests, no vCPU thread ids).
-        self.assertEqual((['vcpu_sizing'], False),
+        self.assertEqual((['vcpu_sizing', 'balloon'], False),
                          (conf.agent.capabilities,
                           conf.vcpu_sizing.kvm_exit_tracepoint))
+        # Ballooning for the tempest plugin: a small pool, short rounds.
+        self.assertEqual((96, 3.0, 1), (conf.balloon.pool_mib,
+                                        conf.balloon.interval_s,
+                                        conf.balloon.sample_s))
         self.assertIn('\n[placement]\nauth_type = password\n', text)
         self.assertIn('[oslo_messaging_notifications]\ndriver = messagingv2',
                       text)
