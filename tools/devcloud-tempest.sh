@@ -17,7 +17,16 @@ VENV=$DC/venv
 WS=$DC/tempest
 t0=$(date +%s)
 
-bash tools/devcloud.sh up || exit 1
+# One retry from scratch: a cloud that did not come up on a loaded host
+# (or over an earlier cloud's state) is taken down and brought up again;
+# the first attempt's logs are kept beside the new ones.
+if ! bash tools/devcloud.sh up; then
+    echo "devcloud-tempest: the cloud did not come up; down and one more try"
+    rm -rf "$DC/logs.failed-up"
+    cp -a "$DC/logs" "$DC/logs.failed-up" 2>/dev/null
+    bash tools/devcloud.sh down || true
+    bash tools/devcloud.sh up || exit 1
+fi
 # shellcheck disable=SC1091
 . "$DC/secrets.env"
 export DEVCLOUD_DIR=$DC OS_CLIENT_CONFIG_FILE=$DC/clouds.yaml
@@ -37,20 +46,25 @@ numa_shapes=$("$VENV/bin/python" tools/devcloud/numa_shapes.py) || exit 1
 agent_conf=$DC/etc/nova-cacheaware/agent.conf
 agent_host=''
 capabilities=''
+balloon_pool=0
 if [ "${DEVCLOUD_LIBVIRT:-1}" = 1 ] && [ -f "$agent_conf" ]; then
     agent_host=devcloud-libvirt
     capabilities=$(sed -n 's/^capabilities *= *//p' "$agent_conf")
+    balloon_pool=$(sed -n '/^\[balloon\]/,/^\[/s/^pool_mib *= *//p' "$agent_conf")
 fi
 # The live-migration test: from devcloud-libvirt2 (per-domain agent, L2
 # domains: it pins the guest) to devcloud-libvirt and back; tempest reads
 # the pins through the private daemons' sockets (read-only).
+# The repinning test fills devcloud-libvirt2's two L2 domains too.
 live_migration=False
 migration_hosts=''
+repin_host=''
 libvirt_uris=''
 if [ -f "$DC/run/compute-devcloud-libvirt2.pid" ] \
         && kill -0 "$(cat "$DC/run/compute-devcloud-libvirt2.pid")" 2>/dev/null; then
     live_migration=True
     migration_hosts=devcloud-libvirt2,devcloud-libvirt
+    repin_host=devcloud-libvirt2
     libvirt_uris="devcloud-libvirt:qemu+unix:///system?socket=$DC/libvirt/sock/libvirt-sock,devcloud-libvirt2:qemu+unix:///system?socket=$DC/libvirt2/sock/libvirt-sock"
 fi
 
@@ -103,9 +117,11 @@ numa_shapes = $numa_shapes
 guest_image_ref = $image
 agent_host = $agent_host
 agent_capabilities = $capabilities
+balloon_pool_mib = ${balloon_pool:-0}
 vcpu_sizing_apply_when = always
 networks_none = True
 live_migration_hosts = $migration_hosts
+repin_host = $repin_host
 libvirt_uris = $libvirt_uris
 EOC
 

@@ -5,6 +5,7 @@
 #   tools/devcloud.sh status   what runs, where, with which filters/weighers
 #   tools/devcloud.sh down     end the processes it started, drop its databases
 #   tools/devcloud.sh down --purge   ... and remove .devcloud (venv, image)
+#   tools/devcloud.sh backends the MariaDB databases and RabbitMQ vhost only
 #
 # Keystone, Placement, the Nova API (stdlib WSGI server each), nova-conductor,
 # nova-scheduler, one libvirt nova-compute on QEMU TCG (its own libvirtd in a
@@ -32,6 +33,7 @@ NETWORK_PORT=${DEVCLOUD_NETWORK_PORT:-15696}
 DB_HOST=${DEVCLOUD_DB_HOST:-127.0.0.1}
 DB_USER=${DEVCLOUD_DB_USER:-root}
 DB_PREFIX=${DEVCLOUD_DB_PREFIX:-cacheaware_devcloud_}
+DB_MIN_CONNECTIONS=${DEVCLOUD_DB_MIN_CONNECTIONS:-500}
 DATABASES="keystone placement nova_api nova nova_cell0"
 RABBIT_VHOST=${DEVCLOUD_RABBIT_VHOST:-cacheaware_devcloud}
 # Our scheduler plugins; a path that does not import is left out (status says).
@@ -187,9 +189,29 @@ ensure_secrets() {
 ensure_backends() {
     mysql_q "SELECT 1" >/dev/null 2>&1 || die "MariaDB at $DB_HOST:3306 ($DB_USER, no password) is not reachable"
     local db
+    # A fresh devcloud directory over databases an earlier devcloud left
+    # behind (its directory removed without "down"): nova-compute refuses
+    # to start on a host the database already knows ("No local node
+    # identity found, but this is not our first startup"). Start clean.
+    if [ ! -f "$DC/nova/.db-synced" ] && [ ! -f "$DC/keystone/.bootstrapped" ] \
+            && [ -n "$(mysql_q "SHOW DATABASES LIKE '${DB_PREFIX//_/\\_}%'")" ]; then
+        log "dropping databases ${DB_PREFIX}* and vhost $RABBIT_VHOST left by an earlier devcloud (its directory is gone)"
+        for db in $DATABASES; do mysql_q "DROP DATABASE IF EXISTS \`$DB_PREFIX$db\`"; done
+        rabbitmqctl -q delete_vhost "$RABBIT_VHOST" >/dev/null 2>&1 || true
+    fi
     for db in $DATABASES; do
         mysql_q "CREATE DATABASE IF NOT EXISTS \`$DB_PREFIX$db\` CHARACTER SET utf8" || die "cannot create database $DB_PREFIX$db"
     done
+    # Every service process keeps an oslo.db pool per database (up to 5 +
+    # 50 overflow); a burst on 24 computes with two scheduler workers took
+    # more than MariaDB's default 151 and a request was never scheduled.
+    local conns
+    conns=$(mysql_q "SELECT @@GLOBAL.max_connections")
+    if [ "${conns:-0}" -lt "$DB_MIN_CONNECTIONS" ]; then
+        log "raising MariaDB max_connections from $conns to $DB_MIN_CONNECTIONS (until it restarts)"
+        mysql_q "SET GLOBAL max_connections = $DB_MIN_CONNECTIONS" \
+            || die "cannot raise MariaDB max_connections to $DB_MIN_CONNECTIONS (DEVCLOUD_DB_MIN_CONNECTIONS=0 skips it)"
+    fi
     if ! rabbitmqctl -q list_vhosts 2>/dev/null | grep -qx "$RABBIT_VHOST"; then
         rabbitmqctl -q add_vhost "$RABBIT_VHOST" >/dev/null \
             || die "cannot create RabbitMQ vhost $RABBIT_VHOST (rabbitmqctl)"
@@ -377,9 +399,24 @@ cmd_up() {
     wait_http nova-api "http://127.0.0.1:$NOVA_PORT/"
     n=$(echo "$DEVCLOUD_COMPUTES" | grep -o '"name"' | wc -l)
     "$PY" "$TOOLS/cloud.py" wait-computes "$n" --timeout 240 \
-        || { "$0" status; die "computes did not come up; see $LOGS"; }
+        || { "$0" status; dead_logs; die "computes did not come up; see $LOGS"; }
     fake_agents_up
     log "up in $(( $(date +%s) - t0 )) s; credentials: $DC/clouds.yaml (cloud 'devcloud'), $DC/openrc"
+}
+
+# Why services died or computes never reported: the last error lines of
+# each dead service's log and of the conductor's, on stdout, so that a CI
+# log that keeps only the output still says it.
+dead_logs() {
+    local f name
+    for f in "$RUN"/*.pid; do
+        [ -e "$f" ] || continue
+        name=$(basename "$f" .pid)
+        if alive "$name" && [ "$name" != conductor ]; then continue; fi
+        [ -f "$LOGS/$name.log" ] || continue
+        echo "--- $name: last errors in $LOGS/$name.log"
+        grep -E ' (CRITICAL|ERROR) ' "$LOGS/$name.log" | tail -n 8 | cut -c1-400
+    done
 }
 
 cmd_plugins() {
@@ -449,5 +486,6 @@ case "${1:-}" in
 up) cmd_up ;;
 down) shift; cmd_down "$@" ;;
 status) cmd_status ;;
-*) echo "usage: $0 up|down [--purge]|status" >&2; exit 2 ;;
+backends) mkdir -p "$DC"; ensure_backends ;;
+*) echo "usage: $0 up|down [--purge]|status|backends" >&2; exit 2 ;;
 esac
