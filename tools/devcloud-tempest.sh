@@ -47,6 +47,9 @@ agent_conf=$DC/etc/nova-cacheaware/agent.conf
 agent_host=''
 capabilities=''
 balloon_pool=0
+# Real Glance (the devcloud's default) or the read-only image stub.
+glance_available=False
+[ "${DEVCLOUD_GLANCE:-1}" = 1 ] && glance_available=True
 if [ "${DEVCLOUD_LIBVIRT:-1}" = 1 ] && [ -f "$agent_conf" ]; then
     agent_host=devcloud-libvirt
     capabilities=$(sed -n 's/^capabilities *= *//p' "$agent_conf")
@@ -106,7 +109,7 @@ live_migration = $live_migration
 block_migration_for_live_migration = False
 [service_available]
 nova = True
-glance = False
+glance = $glance_available
 neutron = False
 cinder = False
 swift = False

@@ -11,8 +11,8 @@
 # nova-scheduler, one libvirt nova-compute on QEMU TCG (its own libvirtd in a
 # private mount namespace) with nova-cacheaware-agent next to it, a second
 # one for live migration (DEVCLOUD_LIBVIRT_COMPUTES), and two
-# fake-driver computes with NUMA topologies, plus a read-only image/network
-# stub. Uses this machine's MariaDB and
+# fake-driver computes with NUMA topologies, real Glance (file store) and a
+# network stub. Uses this machine's MariaDB and
 # RabbitMQ. See doc/source/contributor/devcloud.rst.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -34,7 +34,7 @@ DB_HOST=${DEVCLOUD_DB_HOST:-127.0.0.1}
 DB_USER=${DEVCLOUD_DB_USER:-root}
 DB_PREFIX=${DEVCLOUD_DB_PREFIX:-cacheaware_devcloud_}
 DB_MIN_CONNECTIONS=${DEVCLOUD_DB_MIN_CONNECTIONS:-500}
-DATABASES="keystone placement nova_api nova nova_cell0"
+DATABASES="keystone placement nova_api nova nova_cell0 glance"
 RABBIT_VHOST=${DEVCLOUD_RABBIT_VHOST:-cacheaware_devcloud}
 # Our scheduler plugins; a path that does not import is left out (status says).
 AVAILABLE_FILTERS=${DEVCLOUD_AVAILABLE_FILTERS:-nova_cacheaware.scheduler.filters.all_filters}
@@ -48,6 +48,12 @@ WITH_LIBVIRT=${DEVCLOUD_LIBVIRT:-1}
 # can live-migrate between the two; 1 leaves it out.
 LIBVIRT_COMPUTES=${DEVCLOUD_LIBVIRT_COMPUTES:-2}
 [ "$WITH_LIBVIRT" = 1 ] || LIBVIRT_COMPUTES=0
+# DEVCLOUD_GLANCE=1 (the default): real Glance (glance-api from the package
+# registry, file store, MariaDB) on the image port with the three guest
+# images uploaded at up; 0: the read-only image stub instead. Switching an
+# up cloud from one to the other needs a down first.
+WITH_GLANCE=${DEVCLOUD_GLANCE:-1}
+if [ "$WITH_GLANCE" = 1 ]; then IMAGE_SVC=glance; else IMAGE_SVC=image; fi
 case "$LIBVIRT_COMPUTES" in 0|1|2) ;; *)
     echo "devcloud: DEVCLOUD_LIBVIRT_COMPUTES must be 1 or 2" >&2; exit 2 ;;
 esac
@@ -102,7 +108,7 @@ export_env() {
         DEVCLOUD_KEYSTONE_PORT=$KEYSTONE_PORT \
         DEVCLOUD_PLACEMENT_PORT=$PLACEMENT_PORT \
         DEVCLOUD_NOVA_PORT=$NOVA_PORT DEVCLOUD_IMAGE_PORT=$IMAGE_PORT \
-        DEVCLOUD_NETWORK_PORT=$NETWORK_PORT \
+        DEVCLOUD_NETWORK_PORT=$NETWORK_PORT DEVCLOUD_GLANCE=$WITH_GLANCE \
         DEVCLOUD_DB_URL="mysql+pymysql://$DB_USER@$DB_HOST" \
         DEVCLOUD_DB_PREFIX=$DB_PREFIX \
         DEVCLOUD_TRANSPORT_URL="rabbit://guest:guest@127.0.0.1:5672/$RABBIT_VHOST" \
@@ -253,6 +259,25 @@ nova_db() {
     touch "$DC/nova/.db-synced"
 }
 
+# Real Glance: its database, stores, the API on the image port, and the
+# three guest images (glance_images.py; kept across ups, like the rest).
+glance_up() {
+    [ "$WITH_GLANCE" = 1 ] || return 0
+    local t0=$SECONDS
+    mkdir -p "$DC/glance/images" "$DC/glance/staging" "$DC/glance/tasks" "$DC/glance/lock"
+    if [ ! -f "$DC/glance/.db-synced" ]; then
+        "$VENV/bin/glance-manage" --config-file "$DC/etc/glance/glance-api.conf" db_sync \
+            >> "$LOGS/glance-manage.log" 2>&1 || die "glance-manage db_sync failed ($LOGS/glance-manage.log)"
+        touch "$DC/glance/.db-synced"
+    fi
+    OS_GLANCE_CONFIG_DIR=$DC/etc/glance start_svc glance \
+        "$PY" "${WSGI_SERVE[@]}" glance.wsgi.api "$IMAGE_PORT"
+    wait_http glance "http://127.0.0.1:$IMAGE_PORT/"
+    "$PY" "$TOOLS/glance_images.py" "$DC/image" >> "$LOGS/glance-images.log" 2>&1 \
+        || { tail -n 20 "$LOGS/glance-images.log" >&2; die "uploading the guest images into Glance failed"; }
+    log "glance up with the guest images in $((SECONDS - t0)) s"
+}
+
 libvirt_up() {
     local i
     [ "$WITH_LIBVIRT" = 1 ] || return 0
@@ -370,12 +395,16 @@ cmd_up() {
     port_free_or_ours keystone "$KEYSTONE_PORT" DEVCLOUD_KEYSTONE_PORT
     port_free_or_ours placement "$PLACEMENT_PORT" DEVCLOUD_PLACEMENT_PORT
     port_free_or_ours nova-api "$NOVA_PORT" DEVCLOUD_NOVA_PORT
-    port_free_or_ours image "$IMAGE_PORT" DEVCLOUD_IMAGE_PORT
+    port_free_or_ours "$IMAGE_SVC" "$IMAGE_PORT" DEVCLOUD_IMAGE_PORT
     "$PY" "$TOOLS/render.py" > "$DC/etc-plugins.out" || die "render.py failed"
     log "configuration in $DC/etc"
     cmd_plugins >&2
 
-    start_svc image "$PY" "$TOOLS/image_stub.py" "$DC/image" "$IMAGE_PORT" "$NETWORK_PORT"
+    if [ "$WITH_GLANCE" = 1 ]; then
+        start_svc image "$PY" "$TOOLS/image_stub.py" "$DC/image" - "$NETWORK_PORT"
+    else
+        start_svc image "$PY" "$TOOLS/image_stub.py" "$DC/image" "$IMAGE_PORT" "$NETWORK_PORT"
+    fi
     keystone_up
     if [ ! -f "$DC/nova/.placement-synced" ]; then
         "$VENV/bin/placement-manage" --config-file "$DC/etc/placement/placement.conf" db sync \
@@ -388,6 +417,7 @@ cmd_up() {
     wait_http keystone "http://127.0.0.1:$KEYSTONE_PORT/v3"
     "$PY" "$TOOLS/keystone_setup.py" >> "$LOGS/keystone-setup.log" 2>&1 \
         || { tail -n 20 "$LOGS/keystone-setup.log" >&2; die "keystone_setup.py failed"; }
+    glance_up
     start_svc conductor "$VENV/bin/nova-conductor" --config-file "$DC/etc/nova/nova.conf"
     start_svc scheduler "$VENV/bin/nova-scheduler" --config-file "$DC/etc/nova/nova.conf"
     OS_NOVA_CONFIG_DIR=$DC/etc/nova start_svc nova-api \
@@ -443,7 +473,7 @@ cmd_status() {
             printf '%-28s %-8s %s\n' "$name" DEAD "$(cat "$f")"; rc=1
         fi
     done
-    echo "endpoints: keystone :$KEYSTONE_PORT, nova :$NOVA_PORT, placement :$PLACEMENT_PORT, image stub :$IMAGE_PORT, network stub :$NETWORK_PORT (127.0.0.1)"
+    echo "endpoints: keystone :$KEYSTONE_PORT, nova :$NOVA_PORT, placement :$PLACEMENT_PORT, $IMAGE_SVC :$IMAGE_PORT, network stub :$NETWORK_PORT (127.0.0.1)"
     cmd_plugins
     echo "logs: $LOGS"
     return $rc
@@ -467,7 +497,7 @@ cmd_down() {
                  compute-devcloud-libvirt compute-devcloud-libvirt2)
     for t in $FAKE_COMPUTES; do first+=("compute-devcloud-$t"); done
     stop_many "${first[@]}"
-    stop_many placement keystone image libvirtd virtlogd libvirtd2 virtlogd2
+    stop_many glance placement keystone image libvirtd virtlogd libvirtd2 virtlogd2
     for f in "$RUN"/*.pid; do [ -e "$f" ] && stop_many "$(basename "$f" .pid)"; done
     if mysql_q "SELECT 1" >/dev/null 2>&1; then
         for db in $DATABASES; do mysql_q "DROP DATABASE IF EXISTS \`$DB_PREFIX$db\`"; done
@@ -475,7 +505,7 @@ cmd_down() {
     if rabbitmqctl -q list_vhosts 2>/dev/null | grep -qx "$RABBIT_VHOST"; then
         rabbitmqctl -q delete_vhost "$RABBIT_VHOST" >/dev/null 2>&1
     fi
-    rm -rf "${DC:?}/nova" "${DC:?}/keystone" "${DC:?}/etc" "${LIBVIRT_DIR:?}" "$(lv_dir 2)" "${RUN:?}" "${DC:?}/etc-plugins.out"
+    rm -rf "${DC:?}/nova" "${DC:?}/keystone" "${DC:?}/glance" "${DC:?}/etc" "${LIBVIRT_DIR:?}" "$(lv_dir 2)" "${RUN:?}" "${DC:?}/etc-plugins.out"
     if [ "${1:-}" = "--purge" ]; then
         rm -rf "$DC"
     fi

@@ -15,6 +15,11 @@ API (``placement.wsgi.api``, quiet), and by the devcloud for Keystone,
 Placement and the Nova API (``--access-log``: one line per request on stderr,
 which is the service's log file). Nothing to compile, one process per
 service; the threaded server is plenty for one developer and a tempest run.
+
+Request bodies sent with ``Transfer-Encoding: chunked`` (glanceclient and
+openstacksdk upload image data that way) are decoded here: ``wsgiref``
+passes the raw socket on, and an app that waits for the body then waits
+for ever. The app gets the decoded bytes and ``wsgi.input_terminated``.
 """
 
 import argparse
@@ -36,14 +41,109 @@ class ThreadingWSGIServer(socketserver.ThreadingMixIn,
     request_queue_size = 128
 
 
-class QuietHandler(simple_server.WSGIRequestHandler):
+class ChunkedReader:
+    """A file over a chunked request body that yields the decoded bytes.
+
+    Reads chunk by chunk from ``raw`` (the connection's buffered reader)
+    and returns ``b''`` after the last chunk and its trailers. A malformed
+    chunk size raises ``ValueError``, which ends the request.
+    """
+
+    def __init__(self, raw):
+        self._raw = raw
+        self._left = 0      # bytes left in the current chunk
+        self._done = False
+
+    def _next_chunk(self):
+        if self._left == 0 and not self._done:
+            line = self._raw.readline(65537)
+            size = int(line.split(b';', 1)[0].strip() or b'x', 16)
+            if size < 0:
+                raise ValueError('negative chunk size')
+            if size == 0:
+                # Trailers, if any, end with an empty line.
+                while self._raw.readline(65537) not in (b'\r\n', b'\n', b''):
+                    pass
+                self._done = True
+            self._left = size
+
+    def read(self, size=-1):
+        """Up to ``size`` decoded bytes (all of them when negative)."""
+        out = []
+        while size != 0:
+            self._next_chunk()
+            if self._done:
+                break
+            n = self._left if size < 0 else min(size, self._left)
+            data = self._raw.read(n)
+            if not data:
+                raise ValueError('chunked body cut short')
+            out.append(data)
+            self._left -= len(data)
+            if size > 0:
+                size -= len(data)
+            if self._left == 0:
+                self._raw.readline(3)   # the CRLF after each chunk
+        return b''.join(out)
+
+    def readline(self, size=-1):
+        """One line of the decoded body (at most ``size`` bytes)."""
+        out = b''
+        while size < 0 or len(out) < size:
+            c = self.read(1)
+            if not c:
+                break
+            out += c
+            if c == b'\n':
+                break
+        return out
+
+    def __iter__(self):
+        line = self.readline()
+        while line:
+            yield line
+            line = self.readline()
+
+
+class ChunkedAwareHandler(simple_server.WSGIRequestHandler):
+    """``wsgiref``'s handler with chunked request bodies decoded."""
+
+    def handle(self):
+        """Handle one request, as wsgiref does, with the body decoded."""
+        self.raw_requestline = self.rfile.readline(65537)
+        if len(self.raw_requestline) > 65536:
+            self.requestline = ''
+            self.request_version = ''
+            self.command = ''
+            self.send_error(414)
+            return
+        if not self.parse_request():
+            return
+        environ = self.get_environ()
+        if (self.headers.get('Expect', '').lower() == '100-continue'
+                and self.request_version != 'HTTP/1.0'):
+            # curl waits a second for this before it sends a large body.
+            self.wfile.write(b'HTTP/1.1 100 Continue\r\n\r\n')
+            self.wfile.flush()
+        stdin = self.rfile
+        if 'chunked' in self.headers.get('Transfer-Encoding', '').lower():
+            stdin = ChunkedReader(self.rfile)
+            environ['wsgi.input_terminated'] = True
+        handler = simple_server.ServerHandler(
+            stdin, self.wfile, self.get_stderr(), environ,
+            multithread=False)
+        handler.request_handler = self
+        handler.run(self.server.get_app())
+
+
+class QuietHandler(ChunkedAwareHandler):
     """Log nothing per request: the apps log what matters."""
 
     def log_message(self, fmt, *args):
         pass
 
 
-class AccessLogHandler(simple_server.WSGIRequestHandler):
+class AccessLogHandler(ChunkedAwareHandler):
     """One access log line per request on stderr."""
 
     def log_message(self, fmt, *args):

@@ -1,9 +1,12 @@
 """A read-only Glance v2 subset and an empty Neutron, for the devcloud.
 
 Usage: ``python image_stub.py IMAGE_DIR GLANCE_PORT NEUTRON_PORT``
+(``-`` as GLANCE_PORT: the network side only, next to a real Glance)
 
-Why a stub: real Glance would add a database, a store and another API
-process for the one job of handing Nova a 10 MB kernel + initramfs. This
+The devcloud runs real Glance by default (``DEVCLOUD_GLANCE=1``) and this
+stub only for its network side; with ``DEVCLOUD_GLANCE=0`` the stub also
+stands in for Glance (no database, store or upload), and ``glance_images.py``
+uploads the same three images into real Glance from ``load_images``. It
 serves exactly what Nova's image API client and the libvirt driver read:
 ``GET /v2/images``, ``/v2/images/{id}``, ``/v2/images/{id}/file`` and the
 image schema, for three images built by ``build_image.sh``:
@@ -186,6 +189,8 @@ def main():
     images = load_images(image_dir)
     servers = []
     for kind, port in (('image', glance_port), ('network', neutron_port)):
+        if port == '-':
+            continue    # real Glance serves images (DEVCLOUD_GLANCE=1)
         srv = http.server.ThreadingHTTPServer(('127.0.0.1', int(port)),
                                               Handler)
         srv.kind, srv.images = kind, images

@@ -4,9 +4,9 @@ Run after ``keystone-manage bootstrap`` (which made the ``admin`` user,
 project and role and the identity endpoint). Idempotent: looks everything up
 by name first. Reads ``DEVCLOUD_*`` variables like ``render.py``.
 
-Creates: project ``service`` with users ``nova`` and ``placement`` (roles
-``admin`` and ``service``), project ``demo`` with user ``demo`` (``member``,
-``reader``) for non-admin tests, and the compute, placement and image
+Creates: project ``service`` with users ``nova``, ``placement`` and
+``glance`` (roles ``admin`` and ``service``), project ``demo`` with user
+``demo`` (``member``, ``reader``) for non-admin tests, and the compute, placement and image
 services with one public/internal/admin endpoint each.
 """
 
@@ -42,6 +42,8 @@ def main():
                  ('admin', 'service')),
                 ('placement', 'service', env['DEVCLOUD_SERVICE_PASSWORD'],
                  ('admin', 'service')),
+                ('glance', 'service', env['DEVCLOUD_SERVICE_PASSWORD'],
+                 ('admin', 'service')),
                 ('demo', 'demo', env['DEVCLOUD_ADMIN_PASSWORD'],
                  ('member', 'reader')))
     for user_name, project, password, role_names in accounts:
@@ -69,8 +71,8 @@ def main():
                                     interface=interface, region='RegionOne')
             elif have[interface].url != url:
                 ks.endpoints.update(have[interface], url=url)
-    print('keystone: projects service/demo, users nova/placement/demo, '
-          'endpoints %s' % ', '.join(s for s, _ in urls))
+    print('keystone: projects service/demo, users nova/placement/glance/'
+          'demo, endpoints %s' % ', '.join(s for s, _ in urls))
 
 
 if __name__ == '__main__':

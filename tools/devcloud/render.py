@@ -17,6 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import render_glance  # noqa: E402
 import render_libvirt  # noqa: E402
 
 #: The first libvirt compute's agent config (tests and callers use it here).
@@ -265,6 +266,13 @@ stale_host_state = trust_placement
     _write(os.path.join(etc, 'nova', 'nova.conf'), nova)
     shutil.copyfile(os.path.join(v['venv'], 'etc', 'nova', 'api-paste.ini'),
                     os.path.join(etc, 'nova', 'api-paste.ini'))
+
+    if os.environ.get('DEVCLOUD_GLANCE', '1') == '1':
+        _write(os.path.join(etc, 'glance', 'glance-api.conf'),
+               render_glance.api_conf(v, _authtoken))
+        shutil.copyfile(
+            os.path.join(v['venv'], 'etc', 'glance', 'glance-api-paste.ini'),
+            os.path.join(etc, 'glance', 'glance-api-paste.ini'))
 
     computes = json.loads(_env('COMPUTES'))
     libvirts = [c for c in computes if c['driver'] == 'libvirt']

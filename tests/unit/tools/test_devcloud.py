@@ -4,6 +4,8 @@ The cloud itself is exercised by tools/devcloud-tempest.sh (opt-in); these
 cover the two pieces with logic of their own, with real HTTP on loopback.
 """
 
+import hashlib
+import http.client
 import http.server
 import importlib.util
 import io
@@ -34,6 +36,11 @@ def _load(name):
 render = _load('render')
 image_stub = _load('image_stub')
 cloud = _load('cloud')
+glance_images = _load('glance_images')
+_spec = importlib.util.spec_from_file_location(
+    'devcloud_wsgi_serve', os.path.join(TOOLS, '..', 'wsgi_serve.py'))
+wsgi_serve = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(wsgi_serve)
 
 
 class ResolvePluginsTest(testtools.TestCase):
@@ -207,15 +214,17 @@ class WsgiServeTest(testtools.TestCase):
     SCRIPT = os.path.join(TOOLS, '..', 'wsgi_serve.py')
 
     def _serve(self, *args):
+        root = os.path.join(TOOLS, '..', '..')
+        env = dict(os.environ, PYTHONPATH=os.path.abspath(root))
         proc = subprocess.Popen(
-            [sys.executable, self.SCRIPT] + list(args),
+            [sys.executable, self.SCRIPT] + list(args), env=env,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.addCleanup(proc.wait, 10)
         self.addCleanup(proc.terminate)
         line = proc.stdout.readline()
-        self.assertTrue(line.startswith('serving wsgiref.simple_server:'
-                                        'demo_app on http://127.0.0.1:'),
-                        line)
+        self.assertTrue(line.startswith('serving %s on http://127.0.0.1:'
+                                        % args[-2 if args[-1] == '0'
+                                               else -1]), line)
         return proc, line.split()[-1]
 
     def test_quiet_by_default_free_port(self):
@@ -235,6 +244,33 @@ class WsgiServeTest(testtools.TestCase):
         ready, _, _ = select.select([proc.stderr], [], [], 10)
         self.assertTrue(ready, 'no access log line within 10 s')
         self.assertIn('"GET /logged HTTP/1.1" 200', proc.stderr.readline())
+
+    def test_chunked_body_decoded(self):
+        # glanceclient uploads image data chunked; wsgiref alone hands the
+        # app the raw socket, and an app reading the body waits for ever.
+        proc, url = self._serve('tests.unit.tools.echo_app:echo')
+        host, port = url.split('//')[1].split(':')
+        body = b'x' * 70000 + b'\nlast line'
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        conn.request('PUT', '/upload', body=iter([body[:5], body[5:]]),
+                     encode_chunked=True)
+        resp = conn.getresponse()
+        self.assertEqual(
+            (200, b'%d %s' % (len(body),
+                              hashlib.sha256(body).hexdigest().encode())),
+            (resp.status, resp.read()))
+
+    def test_chunked_reader_trailers_and_lines(self):
+        raw = io.BytesIO(b'4;ext=1\r\nab\nc\r\n3\r\nd\ne\r\n'
+                         b'0\r\nTrailer: t\r\n\r\nNEXT')
+        reader = wsgi_serve.ChunkedReader(raw)
+        self.assertEqual([b'ab\n', b'cd\n', b'e'], list(reader))
+        self.assertEqual(b'', reader.read())
+        self.assertEqual(b'NEXT', raw.read())
+
+    def test_chunked_reader_refuses_a_bad_size(self):
+        reader = wsgi_serve.ChunkedReader(io.BytesIO(b'zz\r\nab\r\n'))
+        self.assertRaises(ValueError, reader.read)
 
 
 class FormatTableTest(testtools.TestCase):
@@ -299,6 +335,10 @@ class RenderModesTest(testtools.TestCase):
         with open(os.path.join(venv, 'etc', 'nova', 'api-paste.ini'),
                   'w') as f:
             f.write('[composite:x]\n')
+        os.makedirs(os.path.join(venv, 'etc', 'glance'))
+        with open(os.path.join(venv, 'etc', 'glance',
+                               'glance-api-paste.ini'), 'w') as f:
+            f.write('[composite:glance-api]\n')
         env = {'DIR': dc, 'VENV': venv, 'TOOLS': TOOLS,
                'KEYSTONE_PORT': '1', 'PLACEMENT_PORT': '2',
                'IMAGE_PORT': '3', 'NETWORK_PORT': '4',
@@ -323,12 +363,43 @@ class RenderModesTest(testtools.TestCase):
                         'etc/nova/compute-c1.conf',
                         'etc/nova-cacheaware/agent.conf',
                         'etc/placement/placement.conf',
+                        'etc/glance/glance-api.conf',
                         'etc/keystone/keystone.conf']
         for name in secret_files:
             path = os.path.join(dc, name)
             self.assertEqual(0o600, os.stat(path).st_mode & 0o777, name)
         with open(old) as f:
             self.assertIn('password: secret-a', f.read())
+        with open(os.path.join(dc, 'etc', 'glance', 'glance-api.conf')) as f:
+            glance = f.read()
+        for line in ('worker_self_reference_url = http://127.0.0.1:3',
+                     'connection = mysql+pymysql://root@127.0.0.1/'
+                     't_glance?charset=utf8',
+                     'filesystem_store_datadir = %s/glance/images' % dc,
+                     'username = glance', 'password = secret-s'):
+            self.assertIn('\n' + line + '\n', glance)
+
+
+class GlanceImagesTest(testtools.TestCase):
+    """The stub's image documents as ``POST /v2/images`` bodies."""
+
+    def test_create_body_keeps_ids_formats_and_boot_properties(self):
+        image_dir = self.useFixture(fixtures.TempDir()).path
+        for name in ('vmlinuz', 'initrd.gz'):
+            with open(os.path.join(image_dir, name), 'wb') as f:
+                f.write(b'k')
+        doc, data = image_stub.load_images(image_dir)[image_stub.DISK_ID]
+        self.assertEqual(
+            {'id': image_stub.DISK_ID, 'name': 'devcloud-busybox',
+             'visibility': 'public', 'protected': False,
+             'disk_format': 'ami', 'container_format': 'ami',
+             'min_disk': 0, 'min_ram': 0,
+             'kernel_id': image_stub.KERNEL_ID,
+             'ramdisk_id': image_stub.RAMDISK_ID,
+             'os_command_line': 'console=ttyS0 rdinit=/init',
+             'hw_disk_bus': 'virtio', 'hw_qemu_guest_agent': 'yes'},
+            glance_images.create_body(doc))
+        self.assertEqual(image_stub.ROOT_DISK_BYTES, len(data))
 
 
 class LogLevelsTest(testtools.TestCase):
