@@ -6,8 +6,8 @@ by name first. Reads ``DEVCLOUD_*`` variables like ``render.py``.
 
 Creates: project ``service`` with users ``nova``, ``placement`` and
 ``glance`` (roles ``admin`` and ``service``), project ``demo`` with user
-``demo`` (``member``, ``reader``) for non-admin tests, and the compute, placement and image
-services with one public/internal/admin endpoint each.
+``demo`` (``member``, ``reader``) for non-admin tests, and the compute,
+placement and image services with one public/internal/admin endpoint each.
 """
 
 import os
