@@ -389,12 +389,36 @@ def clean_figures(alive, domains_of, domain_count):
     return clean, min(len(memory), domain_count)
 
 
+def clean_misses(wave, alive, domains_of, agent_seen):
+    """The declared memory-bound servers not alone in a domain, and why.
+
+    One record each: the wave, kind, vCPUs, host, domain (None: none at
+    the end of the wave), how many memory-bound servers share it, and the
+    agent's first choice for it (``-`` where no agent decides).
+    """
+    memory = [s for s in alive if s['kind'] in MEMORY_KINDS]
+    per_domain = collections.Counter(
+        domains_of[s['id']] for s in memory if domains_of.get(s['id']))
+    out = []
+    for s in memory:
+        domain = domains_of.get(s['id'])
+        if domain and per_domain[domain] == 1:
+            continue
+        entry = agent_seen.get(s['id'], {})
+        out.append({'wave': wave, 'kind': s['kind'], 'vcpus': s['vcpus'],
+                    'host': s['host'], 'domain': domain,
+                    'sharing': per_domain[domain] if domain else 0,
+                    'first_domain': entry.get('first_domain', '-'),
+                    'unseen': bool(entry.get('unseen'))})
+    return out
+
+
 def run(cloud, config, concurrency, plan, flavors, seed, dc):
     """Every wave of ``plan`` at ``concurrency``; the run's figures."""
     rng = random.Random(seed)
     sched_log = os.path.join(dc, 'logs', 'scheduler.log')
     start = log_size(sched_log)
-    alive, records, clean, best = [], [], 0, 0
+    alive, records, clean, best, misses = [], [], 0, 0, []
     share_ok = share_all = 0
     agent_seen = {}
     if config == 'ours-host':
@@ -428,6 +452,7 @@ def run(cloud, config, concurrency, plan, flavors, seed, dc):
             c, b = clean_figures(alive, domains_of, domain_count)
             clean += c
             best += b
+            misses += clean_misses(w, alive, domains_of, agent_seen)
             aware = [s for s in alive if KINDS[s['kind']][0]]
             share_all += len(aware)
             share_ok += sum(1 for s in aware if domains_of.get(s['id']))
@@ -489,6 +514,7 @@ def run(cloud, config, concurrency, plan, flavors, seed, dc):
         'clean_vs_best': (round(clean / best, 3)
                           if best else None),
         'clean_servers': clean, 'clean_best': best,
+        'clean_misses': misses,
         'latency_p50_s': round(statistics.median(latencies), 3),
         'latency_p95_s': round(_p95(latencies), 3),
     })

@@ -24,18 +24,25 @@ LOG = logging.getLogger(__name__)
 
 
 def clean_slots_reserved(sizes, membound_total, membound_by_domain,
-                         slots_used):
+                         slots_used, room=None):
     """``reserved`` of the host's MEMBOUND slots. Pure.
 
     Placement must offer as many slots as there are free Clean places:
-    ``sum over domains of max(0, slots - memory-bound VMs there)``. Its
-    capacity is ``total - reserved - used``, so ``reserved = total - used -
-    free``, at least 0 (never below what allocations use: an allocation
-    already placed may hold a slot of a domain that is no longer Clean).
+    ``sum over domains of max(0, slots - memory-bound VMs there)``, over
+    the domains with room for one more vCPU (``room``: ``{domain: vCPUs
+    left}``; None: every domain). Its capacity is ``total - reserved -
+    used``, so ``reserved = total - used - free``, at least 0 (never below
+    what allocations use: an allocation already placed may hold a slot of
+    a domain that is no longer Clean).
+
+    Why room: a domain that cpu-bound VMs filled has no memory-bound VM,
+    but no ``cache_clean=required`` VM can go there either; counted as
+    free, it let Placement admit one that the agent could only put next
+    to another memory-bound VM (seen in the concurrency-32 traffic run).
     """
     total = len(sizes) * membound_total
     free = sum(max(0, membound_total - membound_by_domain.get(d, 0))
-               for d in sizes)
+               for d in sizes if room is None or room.get(d, 1) > 0)
     return max(0, min(total - slots_used, total - slots_used - free))
 
 
@@ -96,11 +103,12 @@ placement_report.PlacementSyncReporter` (``child_traits`` is ignored: the
         capacity = self.domain_capacity()
         if not capacity:
             return
-        max_unit = max([1] + [capacity[d] - vcpus_by_domain.get(d, 0)
-                              for d in capacity])
+        room = {d: capacity[d] - vcpus_by_domain.get(d, 0)
+                for d in capacity}
+        max_unit = max([1] + list(room.values()))
         reserved = clean_slots_reserved(
             self._sizes, self.membound_total, membound_by_domain,
-            len(self.membound_holders()))
+            len(self.membound_holders()), room)
         self._load = (max_unit, reserved)
         if self._load != self._load_written and self._last_args:
             LOG.info('cache provider %s: largest domain room %d vCPUs, '

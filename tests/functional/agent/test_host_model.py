@@ -100,14 +100,16 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         self.assertEqual((chosen[m1],), got[m1].domains)
         self.assertEqual('holds room of the host in Placement; the agent '
                          'chose %s' % chosen[m1], got[m1].reason)
-        # One domain left with room for 2; two slots used, two Clean
-        # domains left (the cpu VM's and the empty one): nothing reserved.
+        # One domain left with room for 2; two slots used. The cpu VM's
+        # domain has no memory-bound VM but no room either (2 vCPUs on 2
+        # CPUs), so it is no place for a Clean claim: one free Clean place
+        # (the empty domain) -> 4 - 2 used - 1 free = 1 reserved.
         self.assertEqual(2, self.inventory(host, VCPU)['max_unit'])
-        self.assertEqual(0, self.inventory(host, MEMBOUND)['reserved'])
+        self.assertEqual(1, self.inventory(host, MEMBOUND)['reserved'])
 
         # The last domain taken by a memory-bound VM that has no slot in
-        # its allocation (a flavor without the cache group's slot): one
-        # Clean place fewer than Placement counts -> reserved 1.
+        # its allocation (a flavor without the cache group's slot): no
+        # free Clean place left -> reserved 2, nothing offered.
         m3 = self.boot(root, host, dict(MEMORY, **{
             'cacheaware:cache_clean': 'preferred'}), False)
         agent.handle_events([(m3, 'started')])
@@ -116,9 +118,10 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
             self.live_pins(m3).values()))
         self.assertEqual(4, len(set(agent.last_held.values())))
         self.assertEqual(1, self.inventory(host, VCPU)['max_unit'])
-        self.assertEqual(1, self.inventory(host, MEMBOUND)['reserved'])
-        # Capacity left for a Clean claim: 4 - 1 reserved - 2 used = 1,
-        # the cpu VM's domain. Domains stay put on the next passes.
+        self.assertEqual(2, self.inventory(host, MEMBOUND)['reserved'])
+        # Capacity left for a Clean claim: 4 - 2 reserved - 2 used = 0
+        # (before room counted: 1, the full cpu VM's domain). Domains stay
+        # put on the next passes.
         before = dict(agent.last_held)
         agent.reconcile()
         self.assertEqual(before, agent.last_held)
