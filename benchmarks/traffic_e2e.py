@@ -378,15 +378,21 @@ def agent_domains(dc, servers, timeout=90):
         time.sleep(1)
 
 
-def clean_figures(alive, domains_of, domain_count):
-    """Declared memory-bound servers alone in their domain, and the best."""
+def _memory_sharing(alive, domains_of):
+    """``[(server, domain or None, memory-bound servers in it)]``."""
     memory = [s for s in alive if s['kind'] in MEMORY_KINDS]
     per_domain = collections.Counter(
         domains_of[s['id']] for s in memory if domains_of.get(s['id']))
-    clean = sum(1 for s in memory
-                if domains_of.get(s['id'])
-                and per_domain[domains_of[s['id']]] == 1)
-    return clean, min(len(memory), domain_count)
+    return [(s, domains_of.get(s['id']),
+             per_domain[domains_of[s['id']]] if domains_of.get(s['id'])
+             else 0) for s in memory]
+
+
+def clean_figures(alive, domains_of, domain_count):
+    """Declared memory-bound servers alone in their domain, and the best."""
+    sharing = _memory_sharing(alive, domains_of)
+    return (sum(1 for _, _, n in sharing if n == 1),
+            min(len(sharing), domain_count))
 
 
 def clean_misses(wave, alive, domains_of, agent_seen):
@@ -396,18 +402,13 @@ def clean_misses(wave, alive, domains_of, agent_seen):
     the end of the wave), how many memory-bound servers share it, and the
     agent's first choice for it (``-`` where no agent decides).
     """
-    memory = [s for s in alive if s['kind'] in MEMORY_KINDS]
-    per_domain = collections.Counter(
-        domains_of[s['id']] for s in memory if domains_of.get(s['id']))
     out = []
-    for s in memory:
-        domain = domains_of.get(s['id'])
-        if domain and per_domain[domain] == 1:
+    for s, domain, n in _memory_sharing(alive, domains_of):
+        if n == 1:
             continue
         entry = agent_seen.get(s['id'], {})
         out.append({'wave': wave, 'kind': s['kind'], 'vcpus': s['vcpus'],
-                    'host': s['host'], 'domain': domain,
-                    'sharing': per_domain[domain] if domain else 0,
+                    'host': s['host'], 'domain': domain, 'sharing': n,
                     'first_domain': entry.get('first_domain', '-'),
                     'unseen': bool(entry.get('unseen'))})
     return out
