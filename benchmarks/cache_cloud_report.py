@@ -154,25 +154,40 @@ def _compare_classifier(old, new):
                   'delay', 'new sigma', 'missed@6h', 'delay'], rows)
 
 
-def main(argv=None):
-    """Print every table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def load_results(argv, default_name, description):
+    """``(path, doc, compare path, compare doc)`` from a report's command.
+
+    The command is ``[RESULTS_JSON] [--compare OTHER_JSON]``, RESULTS_JSON
+    defaulting to ``benchmarks/results/<default_name>``; the compared
+    document is None without ``--compare``.
+    """
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument('results', nargs='?', default=os.path.join(
-        HERE, 'results', 'cache_cloud.json'))
+        HERE, 'results', default_name))
     parser.add_argument('--compare', metavar='OTHER_JSON')
     args = parser.parse_args(argv)
-    with open(args.results) as f:
-        doc = json.load(f)
+    docs = []
+    for path in (args.results, args.compare):
+        if path is None:
+            docs.append(None)
+            continue
+        with open(path) as f:
+            docs.append(json.load(f))
+    return args.results, docs[0], args.compare, docs[1]
+
+
+def main(argv=None):
+    """Print every table."""
+    _, doc, other_path, other = load_results(
+        argv, 'cache_cloud.json', __doc__.splitlines()[0])
     print('Calibration:', json.dumps(doc['calibration'], indent=1))
     print('\nClassifier\n\n' + classifier(doc))
     print('\nSmall clouds (config / optimum)\n\n' + small(doc))
     for run in doc['clouds']:
         print('\n' + cloud(run))
-    if args.compare:
-        with open(args.compare) as f:
-            other = json.load(f)
+    if other is not None:
         print('\nCompared with %s (old -> new)\n\n%s'
-              % (args.compare, compare(other, doc)))
+              % (other_path, compare(other, doc)))
     print('\nmachine %s, date %s, load %s -> %s, command %s' % (
         doc['machine'], doc['date'], doc['loadavg_before'],
         doc['loadavg_after'], doc['command']))

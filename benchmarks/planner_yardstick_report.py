@@ -12,14 +12,13 @@ ratios to the class-only references, the distribution and the variants;
 (another calibration) beside the first.
 """
 
-import argparse
-import json
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
+from benchmarks.cache_cloud_report import load_results  # noqa: E402
 from benchmarks.cache_cloud_report import table  # noqa: E402
 
 CLASS = 'class-only optimum (knows classes, not parameters)'
@@ -110,24 +109,17 @@ def compare(old, new):
 
 def main(argv=None):
     """Print every table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('results', nargs='?', default=os.path.join(
-        HERE, 'results', 'planner_yardstick.json'))
-    parser.add_argument('--compare', metavar='OTHER_JSON')
-    args = parser.parse_args(argv)
-    with open(args.results) as f:
-        doc = json.load(f)
+    _, doc, other_path, other = load_results(
+        argv, 'planner_yardstick.json', __doc__.splitlines()[0])
     print('Calibration: %s' % {k: v for k, v in doc['calibration'].items()
                                if k != 'parameters'})
     print('\n' + main_table(doc))
     print('\n' + class_only(doc))
     print('\n' + distribution(doc))
     print('\n' + variants(doc))
-    if args.compare:
-        with open(args.compare) as f:
-            other = json.load(f)
+    if other is not None:
         print('\nCompared with %s (old -> new)\n\n%s'
-              % (args.compare, compare(other, doc)))
+              % (other_path, compare(other, doc)))
     print('\nmachine %s, date %s, load %s -> %s, %s s, command %s' % (
         doc['machine'], doc['date'], doc['loadavg_before'],
         doc['loadavg_after'], doc['wall_s'], doc['command']))

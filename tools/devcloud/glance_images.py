@@ -19,10 +19,9 @@ import os
 import sys
 import time
 
-import openstack.config
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import cloud as cloudlib  # noqa: E402
 import image_stub  # noqa: E402
 
 #: Image attributes Glance sets itself or refuses on create.
@@ -41,8 +40,8 @@ class Glance(object):
     """Image API v2 calls with the devcloud's admin credentials."""
 
     def __init__(self, cloud='devcloud'):
-        region = openstack.config.OpenStackConfig().get_one(cloud)
-        self.session = region.get_session()
+        # The same Keystone session as every other devcloud client.
+        self.session = cloudlib.Cloud(cloud).session
 
     def request(self, method, path, ok=(200, 201, 204), **kwargs):
         """One image API request; ``RuntimeError`` on another status."""
