@@ -123,6 +123,31 @@ def order_domains(loads, vcpus, memory_bound, seed):
     return [provider for _, provider in keyed]
 
 
+def contention_score(rows, vcpus):
+    """CacheContentionWeigher's raw weight of a host, in ``[-1, 1]``.
+
+    :param rows: the host's domains as ``(domain, memory-bound instances,
+        Clean holders, vCPUs used, capacity or None)``, the live state
+        plus the claims the scheduler knows the state lacks.
+    :param vcpus: the new instance's vCPUs.
+
+    ``clean_places / domains - min(1, memory_bound / domains)``, where a
+    Clean place is a domain holding no memory-bound instance *with room
+    for the instance* (unknown capacity counts as room): a domain that
+    cpu-bound instances filled is no place for a memory-bound one. 0 for
+    a host without domains.
+    """
+    if not rows:
+        return 0.0
+    places = memory = 0
+    for _domain, bound, _clean, used, capacity in rows:
+        memory += bound
+        if not bound and (capacity is None or used + vcpus <= capacity):
+            places += 1
+    count = len(rows)
+    return places / count - min(1.0, memory / count)
+
+
 @dataclasses.dataclass(frozen=True)
 class HostHeld:
     """An instance whose allocation holds All-share room of the *host*.

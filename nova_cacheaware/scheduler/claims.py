@@ -99,6 +99,10 @@ class ClaimLedger:
 
         ``num_instances`` is the host's ``HostState.num_instances`` now.
         """
+        if host not in self._handouts:
+            # Most hosts of a request were handed nothing: no lock for
+            # them (a dict lookup is atomic; the check is repeated below).
+            return
         with self._lock:
             handout = self._handouts.get(host)
             if handout is None or num_instances <= handout.num_instances:
@@ -128,6 +132,17 @@ class ClaimLedger:
                       if c.instance is None or c.instance != claim.instance]
             claims.append(claim)
             self._claims[host] = claims[-MAX_CLAIMS_PER_HOST:]
+
+    def has_claims(self, host, num_instances):
+        """:meth:`observe` ``host``, then True when it has claims here.
+
+        A fast path for per-host callers: no lock unless a hand-out is
+        seen claimed; False means :meth:`claims` would return none now.
+        """
+        handout = self._handouts.get(host)
+        if handout is not None and num_instances > handout.num_instances:
+            self.observe(host, num_instances)
+        return host in self._claims
 
     def hand_out(self, host, num_instances, claim, resolve=None):
         """Remember that ``claim``'s domain is first for ``host`` now.
@@ -161,6 +176,8 @@ class ClaimLedger:
             hand-out wrongly seen claimed (another instance made the host
             grow), and is dropped.
         """
+        if host not in self._claims:
+            return []
         now = self._clock()
         with self._lock:
             held = self._claims.get(host)

@@ -11,6 +11,9 @@ order_domains`: it turns the freshest knowledge the scheduler process has
   domain): :func:`order_candidates` reorders the host's candidates and
   tells the ledger which domain it handed out first. Loads are keyed by
   provider uuid.
+* **Both models**: the weigher reads the same rows
+  (:func:`host_domain_rows`, claims matched to domains by id or provider)
+  to count the Clean places a host has left.
 * **Host model** (one ``<root name>:cacheaware`` child per host, one
   candidate per host; the agent chooses the domain on the host with the
   same policy, seeded with the instance uuid): :func:`host_domain_rows`
@@ -178,16 +181,32 @@ def host_domain_rows(host_state, live, received, ledger, elsewhere=None):
     own = ledger.claims(host, received, live.instance_uuids, elsewhere)
     if not own:
         return rows, own
+    # Domain-model claims name the domain's provider, host-model ones its
+    # id (the weigher reads rows in both models).
+    ids = {provider: d.id for provider, d in
+           live.domain_by_provider().items()}
     memory, used = {}, {}
     for claim in own:
-        memory[claim.provider] = (memory.get(claim.provider, 0)
-                                  + int(claim.memory_bound))
-        used[claim.provider] = used.get(claim.provider, 0) + claim.vcpus
+        domain = ids.get(claim.provider, claim.provider)
+        memory[domain] = memory.get(domain, 0) + int(claim.memory_bound)
+        used[domain] = used.get(domain, 0) + claim.vcpus
     return tuple(
         (domain, mem + memory[domain], clean + memory[domain],
          vcpus + used[domain], capacity)
         if domain in used else (domain, mem, clean, vcpus, capacity)
         for domain, mem, clean, vcpus, capacity in rows), own
+
+
+def elsewhere_of(cache, host):
+    """``elsewhere(uuid)``: True when another host's live state lists it.
+
+    For :meth:`~.claims.ClaimLedger.claims`; ``cache`` is the process's
+    :class:`~.state_cache.HostStateCache`, ``host`` Nova's host name.
+    """
+    def elsewhere(uuid):
+        where = cache.located(uuid)
+        return where is not None and where != host
+    return elsewhere
 
 
 def host_loads(rows):

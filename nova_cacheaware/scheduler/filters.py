@@ -184,12 +184,7 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
 
 def _elsewhere(cache, host_state):
     """True for an instance another host's live state lists."""
-    host = host_state.host
-
-    def elsewhere(uuid):
-        where = cache.located(uuid)
-        return where is not None and where != host
-    return elsewhere
+    return domain_order.elsewhere_of(cache, host_state.host)
 
 
 def _instance_uuid(spec_obj):

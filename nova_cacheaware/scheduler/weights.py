@@ -5,9 +5,15 @@
 For requests that may be memory-bound (``cacheaware:workload`` ``memory`` or
 ``auto``, with ``cache_clean`` not ``off``) the raw weight of a host is::
 
-    empty_domains / domains  -  min(1, memory_bound_vms / domains)
+    clean_places / domains  -  min(1, memory_bound_vms / domains)
 
-in ``[-1, 1]``: more Empty domains and fewer memory-bound instances win.
+in ``[-1, 1]``: more Clean places and fewer memory-bound instances win. A
+Clean place is a domain without a memory-bound instance that has room for
+the instance's vCPUs; both counts take in the claims this scheduler process
+knows the live state lacks (its own since the state, and the other
+workers' received over the bus, :mod:`.claims`, :mod:`.claim_share`), so
+in a burst a host's last Clean place stops attracting memory-bound
+requests as soon as one is claimed there.
 Weights are normalised against the fixed bounds ``[-1, 1]`` (not against
 the other hosts), so a host without fresh state - neutral, 0 - always sits
 in the middle. Requests without ``cacheaware:`` keys, with ``cache_clean``
@@ -50,6 +56,9 @@ from nova.scheduler import weights
 
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import exception
+from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.scheduler import claims
+from nova_cacheaware.scheduler import domain_order
 from nova_cacheaware.scheduler import live_state
 from nova_cacheaware.scheduler import request
 
@@ -66,13 +75,24 @@ SCORES_PER_STATE = 32
 flavor_cap = request.flavor_cap
 
 
-def contention_score(state):
-    """Raw weight in ``[-1, 1]`` of a host's :class:`HostCacheState`."""
+def contention_score(state, vcpus=1, cpu_ratio=1.0):
+    """Raw weight in ``[-1, 1]`` of a host's :class:`HostCacheState`.
+
+    :func:`~nova_cacheaware.policy.domain_choice.contention_score` of the
+    state's domains for a ``vcpus``-vCPU instance at ``cpu_ratio``;
+    neutral without fresh, healthy state listing domains. Memoised per
+    state, ratio and vCPUs.
+    """
     if state is None or not state.agent_healthy or not state.domains:
         return NEUTRAL
-    count = len(state.domains)
-    return (state.empty_domains / count
-            - min(1.0, state.memory_bound_vms / count))
+    try:
+        return state.__dict__['_contention_scores'][cpu_ratio, vcpus]
+    except KeyError:
+        value = domain_choice.contention_score(state.domain_rows(cpu_ratio),
+                                               vcpus)
+        state.__dict__.setdefault('_contention_scores', {})[
+            cpu_ratio, vcpus] = value
+        return value
 
 
 class _RequestWeigher(weights.BaseHostWeigher):
@@ -138,10 +158,29 @@ class CacheContentionWeigher(_RequestWeigher):
     def _wanted(self, req):
         # Invalid keys: CacheDomainFilter has already refused the request
         # when it is enabled.
-        return True if req.contention_weighed else None
+        if not req.contention_weighed:
+            return None
+        opts = CONF.cacheaware_scheduler
+        return (req.vcpus, live_state.get_cache(), claims.get_ledger(
+            opts.claim_memory_seconds, opts.claim_settle_seconds))
 
     def _score(self, state, wanted, host_state):
-        return contention_score(state)
+        if state is None or not state.agent_healthy or not state.domains:
+            return NEUTRAL
+        vcpus, cache, ledger = wanted
+        ratio = host_state.cpu_allocation_ratio or 1.0
+        if not ledger.has_claims(host_state.uuid, host_state.num_instances):
+            return contention_score(state, vcpus, ratio)
+        # The claims this process knows the state lacks (its own and the
+        # other workers'), as the filter counts them: in a burst the Clean
+        # places a host has left fall with every claim, not once per
+        # agent period.
+        rows, own = domain_order.host_domain_rows(
+            host_state, state, cache.received(host_state.host), ledger,
+            domain_order.elsewhere_of(cache, host_state.host))
+        if not own:
+            return contention_score(state, vcpus, ratio)
+        return domain_choice.contention_score(rows, vcpus)
 
 
 def availability_score(state, vcpus, cap=None):

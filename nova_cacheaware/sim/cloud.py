@@ -17,8 +17,9 @@ fresh live state, CPU allocation ratio 1.0):
   with room; for ``required`` one without a memory-bound VM);
 * **weighers**: Nova's spreading (``CPUWeigher`` and ``RAMWeigher``, both
   by free vCPUs here, normalised over the hosts as Nova does) plus
-  ``CacheContentionWeigher`` (:func:`contention_score`, the weigher's
-  formula, normalised from ``[-1, 1]``) for requests whose
+  ``CacheContentionWeigher`` (its formula,
+  :func:`nova_cacheaware.policy.domain_choice.contention_score`, on fresh
+  state, normalised from ``[-1, 1]``) for requests whose
   ``clean_wanted`` is true;
 * **the domain**: the agent's choice,
   :func:`nova_cacheaware.policy.domain_choice.assign_domains`;
@@ -140,7 +141,11 @@ class Guest:
 
 
 def contention_score(empty_domains, memory_vms, domains):
-    """CacheContentionWeigher's raw weight (scheduler/weights.py)."""
+    """CacheContentionWeigher's raw weight when every Empty domain has room.
+
+    :func:`nova_cacheaware.policy.domain_choice.contention_score` with
+    ``empty_domains`` Clean places (kept for the tests that compare).
+    """
     return empty_domains / domains - min(1.0, memory_vms / domains)
 
 
@@ -186,19 +191,22 @@ class Host:
             return True
         if req.membound and self.membound_free() < 1:
             return False
-        vcpus, memory = self.loads()
-        # The filter's rows: (domain, memory-bound, Clean holders, vCPUs
-        # used, capacity at ratio 1.0).
-        rows = [('d%03d' % d, memory[d], memory[d], vcpus[d], len(cpus))
-                for d, cpus in enumerate(self.domains)]
         return domain_order.room_reason(
-            rows, req.vcpus, req.cacheaware.clean_required) is None
+            self.rows(), req.vcpus, req.cacheaware.clean_required) is None
 
-    def contention(self):
+    def rows(self):
+        """The filter's and weigher's rows of the host's domains.
+
+        ``(domain, memory-bound, Clean holders, vCPUs used, capacity at
+        ratio 1.0)``.
+        """
+        vcpus, memory = self.loads()
+        return [('d%03d' % d, memory[d], memory[d], vcpus[d], len(cpus))
+                for d, cpus in enumerate(self.domains)]
+
+    def contention(self, vcpus=1):
         """Raw contention weight from the agent's live state."""
-        _vcpus, memory = self.loads()
-        empty = sum(1 for m in memory if not m)
-        return contention_score(empty, sum(memory), len(self.domains))
+        return domain_choice.contention_score(self.rows(), vcpus)
 
     def choose_domain(self, guest):
         """The agent's domain for a new held guest (assign_domains)."""
@@ -227,7 +235,7 @@ def pick_host(hosts, req):
     def weight(i):
         w = 2.0 * (free[i] - low) / span     # CPUWeigher + RAMWeigher
         if weighed:
-            w += (fits[i].contention() + 1.0) / 2.0
+            w += (fits[i].contention(req.vcpus) + 1.0) / 2.0
         return (w, -fits[i].index)
     return fits[max(range(len(fits)), key=weight)]
 

@@ -286,3 +286,32 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
                          self._hosts(servers))
         self.assertEqual({'L3-0': 1, 'L3-3': 1, 'L3-1': 1, 'L3-2': 1},
                          self._predicted('compute1', servers))
+
+    def test_weigher_counts_claims_the_state_lacks(self):
+        # The agents last saw compute1's four domains Empty and one
+        # memory-bound instance on compute2 (one Clean place of two left).
+        # Since then another worker claimed all four of compute1's domains
+        # for memory-bound instances: by the live state alone compute1
+        # would still weigh best (1.0 against 0.0), and a preferred
+        # memory-bound server would land in a Dirty domain there.
+        self.flags(cache_contention_weight_multiplier=100.0,
+                   group='cacheaware_scheduler')
+        self._start()
+        self._live('compute1')
+        self._live('compute2', memory={'L3-0': ('old',)}, used={'L3-0': 2})
+        uuid = self.compute_rp_uuids['compute1']
+        opts = ca_conf.CONF.cacheaware_scheduler
+        endpoint = claim_share.HostClaimEndpoint(
+            lambda: claims.get_ledger(opts.claim_memory_seconds,
+                                      opts.claim_settle_seconds),
+            'this-worker')
+        for i, domain in enumerate(('L3-0', 'L3-1', 'L3-2', 'L3-3')):
+            endpoint.info({}, 'nova-cacheaware-scheduler.other',
+                          claim_share.EVENT_TYPE, claim_share.to_payload(
+                              uuid, claims.Claim(domain, 'other-%d' % i, 1,
+                                                 True, 0.0), 'other-worker'),
+                          {})
+        (server,) = self._multi_create(
+            self._flavor(2, clean='preferred'), 1)
+        self.assertEqual('compute2', server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual({'L3-1': 1}, self._predicted('compute2', [server]))

@@ -143,6 +143,47 @@ def _held(uuid, vcpus=1, memory=False, current=None, previous=None,
                        current=current, previous=previous, order=order)
 
 
+class ContentionScoreTest(testtools.TestCase):
+    """The weigher's raw weight: Clean places with room, memory-bound."""
+
+    TABLE = [
+        # (name, rows, vCPUs, expected)
+        ('no domains: neutral', [], 1, 0.0),
+        ('four Empty domains with room', [('a', 0, 0, 0, 4)] * 4, 2, 1.0),
+        ('one memory-bound VM of four domains',
+         [('a', 1, 1, 1, 4)] + [('b', 0, 0, 0, 4)] * 3, 1, 0.75 - 0.25),
+        ('an Empty domain cpu-bound VMs filled is no Clean place',
+         [('a', 0, 0, 4, 4), ('b', 0, 0, 0, 4)], 1, 0.5),
+        ('room is for the whole instance',
+         [('a', 0, 0, 3, 4), ('b', 0, 0, 0, 4)], 2, 0.5),
+        ('unknown capacity counts as room',
+         [('a', 0, 0, 9, None), ('b', 1, 1, 0, None)], 4, 0.5 - 0.5),
+        ('memory-bound term saturates at -1',
+         [('a', 5, 5, 0, 8), ('b', 0, 0, 0, 8)], 1, 0.5 - 1.0),
+    ]
+
+    def test_table(self):
+        for name, rows, vcpus, expected in self.TABLE:
+            self.assertAlmostEqual(expected, dc.contention_score(rows, vcpus),
+                                   msg=name)
+
+    rows_st = st.lists(st.tuples(
+        st.integers(0, 3), st.integers(0, 8),
+        st.one_of(st.none(), st.integers(1, 8))), min_size=1, max_size=8)
+
+    @hypothesis.given(rows_st, st.integers(1, 8), st.data())
+    def test_a_claim_never_raises_the_score(self, spec, vcpus, data):
+        rows = [('d%d' % i, m, m, u, c) for i, (m, u, c) in enumerate(spec)]
+        before = dc.contention_score(rows, vcpus)
+        self.assertTrue(-1.0 <= before <= 1.0)
+        i = data.draw(st.integers(0, len(rows) - 1))
+        d, m, c, u, cap = rows[i]
+        bound = data.draw(st.booleans())
+        claimed = list(rows)
+        claimed[i] = (d, m + bound, c + bound, u + vcpus, cap)
+        self.assertLessEqual(dc.contention_score(claimed, vcpus), before)
+
+
 class AssignDomainsTest(testtools.TestCase):
     """The agent's choice in the per-host model: tables."""
 

@@ -9,10 +9,12 @@ import testtools
 
 from nova import objects
 from nova.scheduler import host_manager
+from nova.scheduler import weights as weights_base
 
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import names
 from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import filters
 from nova_cacheaware.scheduler import host_state as hs
 from nova_cacheaware.scheduler import live_state
@@ -262,6 +264,34 @@ class CacheContentionWeigherTest(PluginTestCase):
             got = [self.weigher._weigh_object(h, spec(extra))
                    for h in (h1, h2, h3)]
             self.assertEqual(expected, got, extra)
+
+    def test_claims_the_state_lacks_count(self):
+        # h1's agent last saw one Empty and one memory-bound domain; since
+        # then a memory-bound instance was claimed in the Empty one (by
+        # this process or another worker): no Clean place is left.
+        claims.reset()
+        self.addCleanup(claims.reset)
+        self.cache.update(live('h1', [[], ['a']]))
+        self.cache.update(live('h2', [[], ['b']]))
+        h1, h2 = host('h1', []), host('h2', [])
+        h1.uuid, h2.uuid = 'rp-1', 'rp-2'
+        ledger = claims.get_ledger(600, 60)
+        ledger.add('rp-1', claims.Claim(
+            provider='d0', instance='new', vcpus=1, memory_bound=True,
+            at=ledger.now()))
+        got = self.weigher.weigh_objects(
+            [weights_base.WeighedHost(h, 0.0) for h in (h1, h2)],
+            spec({'cacheaware:workload': 'memory'}))
+        self.assertEqual([0.0 - 1.0, 0.5 - 0.5], got)
+        # A cpu-bound claim takes vCPUs, not the Clean place.
+        claims.reset()
+        ledger = claims.get_ledger(600, 60)
+        ledger.add('rp-1', claims.Claim(
+            provider='d0', instance='new', vcpus=1, memory_bound=False,
+            at=ledger.now()))
+        self.assertEqual([0.0, 0.0], self.weigher.weigh_objects(
+            [weights_base.WeighedHost(h, 0.0) for h in (h1, h2)],
+            spec({'cacheaware:workload': 'memory'})))
 
     def test_multiplier_from_conf_and_aggregate(self):
         fixture = self.useFixture(config_fixture.Config(ca_conf.CONF))

@@ -1,7 +1,6 @@
 """The cloud simulator: operator flavors, bounds, optimum, classifier."""
 
 import random
-import types
 
 from hypothesis import given
 from hypothesis import settings
@@ -63,13 +62,30 @@ class RequestTest(testtools.TestCase):
 class WeigherFormulaTest(testtools.TestCase):
 
     def test_matches_the_scheduler_weigher(self):
+        from nova_cacheaware.contracts import host_state as hs
         from nova_cacheaware.scheduler import weights
-        for empty, memory, domains in ((4, 0, 4), (1, 3, 4), (0, 9, 4)):
-            state = types.SimpleNamespace(
-                agent_healthy=True, domains=[None] * domains,
-                empty_domains=empty, memory_bound_vms=memory)
-            self.assertEqual(weights.contention_score(state),
-                             cloud.contention_score(empty, memory, domains))
+        # (memory-bound VMs per domain, vCPUs used per domain, expected)
+        # on 4-CPU domains, for a 2-vCPU instance.
+        table = [
+            ((0, 0, 0, 0), (0, 0, 0, 0), cloud.contention_score(4, 0, 4)),
+            ((1, 1, 1, 0), (1, 1, 1, 0), cloud.contention_score(1, 3, 4)),
+            ((3, 3, 3, 0), (3, 3, 3, 0), cloud.contention_score(1, 9, 4)),
+            # A domain that cpu-bound VMs filled is no Clean place.
+            ((0, 0, 0, 0), (4, 3, 0, 0), cloud.contention_score(2, 0, 4)),
+        ]
+        for memory, used, expected in table:
+            host = cloud.Host(0, [range(4 * d, 4 * d + 4) for d in range(4)])
+            rows = [('d%03d' % d, memory[d], memory[d], used[d], 4)
+                    for d in range(4)]
+            host.rows = lambda rows=rows: rows
+            state = hs.HostCacheState(
+                host='h', timestamp=None, agent_healthy=True,
+                domains=tuple(hs.DomainState(
+                    'd%d' % d, hs.domain_state(memory[d]),
+                    tuple('m%d-%d' % (d, i) for i in range(memory[d])), 4,
+                    vcpus_used=used[d]) for d in range(4)))
+            self.assertEqual(expected, weights.contention_score(state, 2))
+            self.assertEqual(expected, host.contention(2))
 
 
 class HostTest(testtools.TestCase):
