@@ -352,8 +352,10 @@ def from_payload(payload):
 
 
 def _format_time(moment):
-    return moment.astimezone(datetime.timezone.utc).strftime(
-        '%Y-%m-%dT%H:%M:%S.%fZ')
+    # isoformat, not strftime('%Y'): glibc writes year 999 as "999", which
+    # is no ISO 8601 and fromisoformat refuses.
+    return moment.astimezone(datetime.timezone.utc).replace(
+        tzinfo=None).isoformat(timespec='microseconds') + 'Z'
 
 
 def _parse_time(text):

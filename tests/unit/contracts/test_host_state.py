@@ -57,6 +57,16 @@ class PayloadTest(testtools.TestCase):
             'host_provider': None,
         }, hs.to_payload(sample()))
 
+    def test_timestamps_of_any_year_round_trip(self):
+        for year in (1, 999, 2026, 9999):
+            state = hs.HostCacheState(
+                host='h', timestamp=T0.replace(year=year),
+                agent_healthy=True)
+            payload = hs.to_payload(state)
+            self.assertEqual('%04d-11-22T12:00:00.123456Z' % year,
+                             payload['timestamp'])
+            self.assertEqual(state, hs.from_payload(payload))
+
     def test_vcpu_affinity_round_trip_and_1_0_without_it(self):
         doc = {'pcpus': [0, 1, 2, 3],
                'vms': {'vm-a': {'vcpus': {'0': [0, 1], '1': [0, 1]},
