@@ -89,6 +89,10 @@ class ClaimLedger:
         #: Called as ``on_claim(host, claim)`` for each claim this process
         #: records (sharing it with the other workers); None: nobody.
         self.on_claim = on_claim
+        #: True once Nova reported a consumed host (:meth:`record`, from
+        #: :mod:`.consume_hook`): claims are then exact and the hand-out
+        #: heuristic of :meth:`observe` is off.
+        self.exact = False
 
     def now(self):
         """The ledger's clock (monotonic seconds)."""
@@ -98,8 +102,9 @@ class ClaimLedger:
         """Record the last hand-out of ``host`` as claimed if it was.
 
         ``num_instances`` is the host's ``HostState.num_instances`` now.
+        Does nothing once claims are exact (:attr:`exact`).
         """
-        if host not in self._handouts:
+        if self.exact or host not in self._handouts:
             # Most hosts of a request were handed nothing: no lock for
             # them (a dict lookup is atomic; the check is repeated below).
             return
@@ -109,9 +114,30 @@ class ClaimLedger:
                 return
             del self._handouts[host]
             claim = handout.resolved()
-            claims = self._claims.setdefault(host, [])
-            claims.append(claim)
-            del claims[:-MAX_CLAIMS_PER_HOST]
+            self._append(host, claim)
+        self._recorded(host, claim)
+
+    def record(self, host, claim):
+        """Record ``claim``: Nova consumed ``host`` for ``claim.instance``.
+
+        The exact path (:mod:`.consume_hook`): from the first call on,
+        :meth:`observe` no longer guesses claims from hand-outs.
+        """
+        with self._lock:
+            self.exact = True
+            handout = self._handouts.get(host)
+            if handout is not None and handout.claim.instance == \
+                    claim.instance:
+                del self._handouts[host]
+            self._append(host, claim)
+        self._recorded(host, claim)
+
+    def _append(self, host, claim):
+        claims = self._claims.setdefault(host, [])
+        claims.append(claim)
+        del claims[:-MAX_CLAIMS_PER_HOST]
+
+    def _recorded(self, host, claim):
         # Outside the lock. In the host model the domain is the prediction
         # of the agent's choice: compare with the agent's log.
         LOG.debug('claim recorded on host %s: instance %s, domain %s, '

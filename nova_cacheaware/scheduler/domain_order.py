@@ -263,6 +263,36 @@ def predict_domain(loads, vcpus, memory_bound, seed):
     return domain_choice.order_domains(loads, vcpus, memory_bound, seed)[0]
 
 
+def consumed_claim(host_state, spec_obj, memory_bound, live, received,
+                   ledger, elsewhere=None):
+    """The claim Nova has just made on ``host_state``, or None.
+
+    Called when Nova consumes the host for ``spec_obj``'s instance
+    (:mod:`.consume_hook`): it claimed the host's first allocation
+    candidate. Domain model: the claim names that candidate's domain
+    provider. Host model: the domain the agent is predicted to choose,
+    from the live state and every claim recorded before this one (None
+    without live state, as in the filter).
+    """
+    candidates = host_state.allocation_candidates or ()
+    provider = candidate_provider(candidates[0]) if candidates else None
+    if provider is None:
+        return None
+    instance = (spec_obj.instance_uuid
+                if spec_obj.obj_attr_is_set('instance_uuid') else None)
+    vcpus = spec_obj.flavor.vcpus
+    if is_host_provider(provider, host_state.uuid, live):
+        if live is None:
+            return None
+        rows, _own = host_domain_rows(host_state, live, received, ledger,
+                                      elsewhere)
+        provider = predict_domain(host_loads(rows), vcpus, memory_bound,
+                                  instance or host_state.uuid)
+    return claims_mod.Claim(
+        provider=provider, instance=instance, vcpus=vcpus,
+        memory_bound=memory_bound, at=ledger.now(), request=id(spec_obj))
+
+
 def hand_out_domain(host_state, rows, vcpus, memory_bound, instance,
                     ledger, request=None):
     """Host model: hand the agent's predicted domain to the ledger.

@@ -53,6 +53,7 @@ from nova_cacheaware import conf as ca_conf
 from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import exception
 from nova_cacheaware.scheduler import claims
+from nova_cacheaware.scheduler import consume_hook
 from nova_cacheaware.scheduler import domain_order
 from nova_cacheaware.scheduler import full_numa
 from nova_cacheaware.scheduler import live_state
@@ -70,6 +71,11 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
 
     # Rebuild keeps the host and its allocations: nothing to re-check.
     RUN_ON_REBUILD = False
+
+    def __init__(self):
+        super().__init__()
+        # Nova instantiates enabled filters once per scheduler process.
+        consume_hook.install(record_consumed)
 
     def host_passes(self, host_state, spec_obj):
         """True if the host can honour the request; prunes candidates."""
@@ -180,6 +186,30 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
     def _reject(host_state, reason):
         LOG.info('CacheDomainFilter rejects host %s (node %s): %s',
                  host_state.host, host_state.nodename, reason)
+
+
+def record_consumed(host_state, spec_obj):
+    """Record the claim Nova made on ``host_state`` (:mod:`.consume_hook`).
+
+    Only All-share requests claim a cache domain; the others, and flavors
+    with invalid keys, record nothing.
+    """
+    memo = sched_request.of(spec_obj)
+    if memo.invalid is not None or not memo.cacheaware.all_share:
+        return
+    opts = CONF.cacheaware_scheduler
+    ledger = claims.get_ledger(opts.claim_memory_seconds,
+                               opts.claim_settle_seconds)
+    # Before any row is read: the hand-out guess must not count it too.
+    ledger.exact = True
+    cache = live_state.get_cache()
+    live = cache.get(host_state.host)
+    claim = domain_order.consumed_claim(
+        host_state, spec_obj, memo.cacheaware.clean_wanted, live,
+        cache.received(host_state.host) if live is not None else None,
+        ledger, _elsewhere(cache, host_state))
+    if claim is not None:
+        ledger.record(host_state.uuid, claim)
 
 
 def _elsewhere(cache, host_state):

@@ -315,3 +315,25 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
             self._flavor(2, clean='preferred'), 1)
         self.assertEqual('compute2', server['OS-EXT-SRV-ATTR:host'])
         self.assertEqual({'L3-1': 1}, self._predicted('compute2', [server]))
+
+    def test_every_claim_is_recorded_once_for_its_instance(self):
+        # Nova reports each host it consumes (the consume hook): after a
+        # multi-create spread over both hosts, the ledger holds one claim
+        # per server, on its host, for that server - no guess from
+        # instance counts.
+        self._start()
+        self._live('compute1')
+        self._live('compute2')
+        servers = self._multi_create(self._flavor(2, clean='required'), 6)
+        opts = ca_conf.CONF.cacheaware_scheduler
+        ledger = claims.get_ledger(opts.claim_memory_seconds,
+                                   opts.claim_settle_seconds)
+        self.assertTrue(ledger.exact)
+        for hostname in ('compute1', 'compute2'):
+            recorded = ledger.claims(self.compute_rp_uuids[hostname])
+            self.assertEqual(
+                sorted(s['id'] for s in servers
+                       if s['OS-EXT-SRV-ATTR:host'] == hostname),
+                sorted(c.instance for c in recorded))
+            self.assertTrue(all(c.memory_bound and c.vcpus == 2
+                                for c in recorded))
