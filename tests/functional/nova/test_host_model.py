@@ -259,6 +259,22 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         self.assertEqual({'L3-3': 1},
                          self._predicted('compute1', [server, big]))
 
+    def _other_worker_claims(self, hostname, made):
+        """Deliver ``made`` as another worker's claims on ``hostname``.
+
+        Through the listener's endpoint, as they arrive from the bus.
+        """
+        uuid = self.compute_rp_uuids[hostname]
+        opts = ca_conf.CONF.cacheaware_scheduler
+        endpoint = claim_share.HostClaimEndpoint(
+            lambda: claims.get_ledger(opts.claim_memory_seconds,
+                                      opts.claim_settle_seconds),
+            'this-worker')
+        for claim in made:
+            endpoint.info({}, 'nova-cacheaware-scheduler.other',
+                          claim_share.EVENT_TYPE, claim_share.to_payload(
+                              uuid, claim, 'other-worker'), {})
+
     def test_another_workers_claims_count_at_once(self):
         # Another scheduler worker claimed L3-1 and L3-2 of compute1 for
         # memory-bound instances a moment ago: its claims arrive on the
@@ -266,17 +282,9 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         self._start()
         self._live('compute1')
         self._live('compute2')
-        uuid = self.compute_rp_uuids['compute1']
-        opts = ca_conf.CONF.cacheaware_scheduler
-        endpoint = claim_share.HostClaimEndpoint(
-            lambda: claims.get_ledger(opts.claim_memory_seconds,
-                                      opts.claim_settle_seconds),
-            'this-worker')
-        for domain, instance in (('L3-1', 'other-1'), ('L3-2', 'other-2')):
-            endpoint.info({}, 'nova-cacheaware-scheduler.other',
-                          claim_share.EVENT_TYPE, claim_share.to_payload(
-                              uuid, claims.Claim(domain, instance, 2, True,
-                                                 0.0), 'other-worker'), {})
+        self._other_worker_claims('compute1', [
+            claims.Claim('L3-1', 'other-1', 2, True, 0.0),
+            claims.Claim('L3-2', 'other-2', 2, True, 0.0)])
         # Four Clean slots on compute1 in Placement, two in the live
         # state plus those claims: two land there, in the free domains,
         # and two spill to compute2.
@@ -299,18 +307,9 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         self._start()
         self._live('compute1')
         self._live('compute2', memory={'L3-0': ('old',)}, used={'L3-0': 2})
-        uuid = self.compute_rp_uuids['compute1']
-        opts = ca_conf.CONF.cacheaware_scheduler
-        endpoint = claim_share.HostClaimEndpoint(
-            lambda: claims.get_ledger(opts.claim_memory_seconds,
-                                      opts.claim_settle_seconds),
-            'this-worker')
-        for i, domain in enumerate(('L3-0', 'L3-1', 'L3-2', 'L3-3')):
-            endpoint.info({}, 'nova-cacheaware-scheduler.other',
-                          claim_share.EVENT_TYPE, claim_share.to_payload(
-                              uuid, claims.Claim(domain, 'other-%d' % i, 1,
-                                                 True, 0.0), 'other-worker'),
-                          {})
+        self._other_worker_claims('compute1', [
+            claims.Claim(domain, 'other-%d' % i, 1, True, 0.0)
+            for i, domain in enumerate(('L3-0', 'L3-1', 'L3-2', 'L3-3'))])
         (server,) = self._multi_create(
             self._flavor(2, clean='preferred'), 1)
         self.assertEqual('compute2', server['OS-EXT-SRV-ATTR:host'])
