@@ -139,10 +139,14 @@ def contention_score(rows, vcpus):
     """
     if not rows:
         return 0.0
+    # Runs once per host state and flavor size on every host: one pass,
+    # no calls.
     places = memory = 0
-    for _domain, bound, _clean, used, capacity in rows:
-        memory += bound
-        if not bound and (capacity is None or used + vcpus <= capacity):
+    for row in rows:
+        bound = row[1]
+        if bound:
+            memory += bound
+        elif row[4] is None or row[3] + vcpus <= row[4]:
             places += 1
     count = len(rows)
     return places / count - min(1.0, memory / count)

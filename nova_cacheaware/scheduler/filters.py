@@ -45,6 +45,8 @@ already, so rejections are rare and worth seeing).
 Requests without ``cacheaware:`` keys pass every host untouched.
 """
 
+import typing as ty
+
 from oslo_log import log as logging
 
 from nova.scheduler import filters
@@ -76,22 +78,34 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         super().__init__()
         # Nova instantiates enabled filters once per scheduler process.
         consume_hook.install(record_consumed)
+        # Configuration, not request state (every thread sees the same):
+        # read once per request in filter_all, not once per host - an
+        # option lookup costs more than most of the per-host work.
+        self._opts = None
+
+    def filter_all(self, filter_obj_list, spec_obj):
+        """Nova's per-request entry: read the options, then every host."""
+        self._opts = _options()
+        return super().filter_all(filter_obj_list, spec_obj)
 
     def host_passes(self, host_state, spec_obj):
         """True if the host can honour the request; prunes candidates."""
         # First use in this process starts its listener, whatever the
         # request: state must be there when a cacheaware request comes.
         cache = live_state.get_cache()
-        try:
-            request = sched_request.cacheaware_request(spec_obj)
-        except exception.InvalidInput as e:
+        # One parse per request, read once per host: every RequestSpec
+        # field read goes through an oslo.versionedobjects getter.
+        memo = sched_request.of(spec_obj)
+        if memo.invalid is not None:
             # Flavors written before the validators were installed.
             self._reject(host_state, 'flavor %s has invalid extra specs: %s'
-                         % (spec_obj.flavor.flavorid, e))
+                         % (spec_obj.flavor.flavorid,
+                            exception.InvalidInput(reason=memo.invalid)))
             return False
+        request = memo.cacheaware
         if not request.present:
             return True
-        problems = sched_request.of(spec_obj).contradictions
+        problems = memo.contradictions
         if problems:
             # Keys that contradict each other (Nova's validators see one
             # key at a time): no host can honour the flavor.
@@ -102,22 +116,24 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         if not (request.all_share or request.clean_required):
             return True
 
+        opts = self._opts or _options()
         live = cache.get(host_state.host)
-        why = live_state.ineligible_reason(cache, host_state.host)
+        why = live_state.ineligible_reason(cache, host_state.host,
+                                           opts.stale_host_state)
         if why is not None:
             self._reject(host_state, why)
             return False
         if not request.all_share:
             return True
-        return self._candidates_pass(host_state, spec_obj, request, live,
-                                     cache)
+        return self._candidates_pass(host_state, spec_obj, memo, live, cache)
 
-    def _candidates_pass(self, host_state, spec_obj, request, live, cache):
+    def _candidates_pass(self, host_state, spec_obj, memo, live, cache):
         """All-share: keep the candidates with one domain, best first."""
+        request = memo.cacheaware
         busy = frozenset()
         if request.clean_required and live is not None:
             busy = live.busy_providers
-        vcpus = spec_obj.flavor.vcpus
+        vcpus = memo.vcpus
         clean = request.clean_required
 
         before = host_state.allocation_candidates
@@ -139,10 +155,10 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
                 domain_order.candidate_provider(kept[0]), host_state.uuid,
                 live):
             host_state.allocation_candidates = kept
-            return self._host_model_passes(host_state, spec_obj, request,
+            return self._host_model_passes(host_state, spec_obj, memo,
                                            live, cache)
         # Nova claims the first candidate: put the domain to claim first.
-        opts = CONF.cacheaware_scheduler
+        opts = self._opts or _options()
         host_state.allocation_candidates = domain_order.order_candidates(
             host_state, kept, vcpus, request.clean_wanted,
             _instance_uuid(spec_obj), live,
@@ -153,8 +169,7 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             request=id(spec_obj), elsewhere=_elsewhere(cache, host_state))
         return True
 
-    def _host_model_passes(self, host_state, spec_obj, request, live,
-                           cache):
+    def _host_model_passes(self, host_state, spec_obj, memo, live, cache):
         """Host model: a domain with room, and the agent's choice predicted.
 
         Without live state Placement's host counts decide (``max_unit``
@@ -163,10 +178,11 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         """
         if live is None:
             return True
-        opts = CONF.cacheaware_scheduler
+        request = memo.cacheaware
+        opts = self._opts or _options()
         ledger = claims.get_ledger(opts.claim_memory_seconds,
                                    opts.claim_settle_seconds)
-        vcpus = spec_obj.flavor.vcpus
+        vcpus = memo.vcpus
         rows, own = domain_order.host_domain_rows(
             host_state, live, cache.received(host_state.host), ledger,
             _elsewhere(cache, host_state))
@@ -186,6 +202,19 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
     def _reject(host_state, reason):
         LOG.info('CacheDomainFilter rejects host %s (node %s): %s',
                  host_state.host, host_state.nodename, reason)
+
+
+class _Options(ty.NamedTuple):
+    stale_host_state: str
+    claim_memory_seconds: float
+    claim_settle_seconds: float
+
+
+def _options():
+    """The ``[cacheaware_scheduler]`` options the filter reads per host."""
+    opts = CONF.cacheaware_scheduler
+    return _Options(opts.stale_host_state, opts.claim_memory_seconds,
+                    opts.claim_settle_seconds)
 
 
 def record_consumed(host_state, spec_obj):

@@ -14,6 +14,7 @@ import functools
 
 from nova_cacheaware.contracts import host_state as wire
 from nova_cacheaware import exception
+from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.policy import pcpu_headroom
 
 
@@ -64,9 +65,44 @@ class HostCacheState(wire.HostCacheState):
             self.__dict__['pcpu_headroom'] = previous.pcpu_headroom
             self.__dict__['pcpu_scores'] = previous.pcpu_scores
         for name in ('empty_domains', 'memory_bound_vms', 'storming_vms',
-                     'busy_providers', 'domain_providers', 'pcpu_headroom'):
+                     'busy_providers', 'domain_providers', 'pcpu_headroom',
+                     'instance_uuids'):
             getattr(self, name)
+        if previous is not None:
+            # The rows and contention scores the requests asked of the
+            # previous state (a host's ratio and the cloud's flavor sizes
+            # rarely change): made now, so the first request after this
+            # state's arrival finds them like every later one.
+            for ratio in list(previous.__dict__.get('_rows_by_ratio', ())):
+                self.domain_rows(ratio)
+            for ratio, vcpus in list(previous.__dict__.get(
+                    '_contention_scores', ()))[-SCORE_SHAPES:]:
+                contention(self, vcpus, ratio)
         return self
+
+
+#: Contention scores carried over to a host's next state, at most.
+SCORE_SHAPES = 8
+
+
+def contention(state, vcpus, cpu_ratio):
+    """CacheContentionWeigher's raw score of ``state``, memoised on it.
+
+    :func:`~nova_cacheaware.policy.domain_choice.contention_score` of the
+    state's domain rows at ``cpu_ratio`` for a ``vcpus``-vCPU instance,
+    computed once per state, ratio and vCPUs.
+    """
+    # No try/except KeyError: the first request after every refresh
+    # misses, and a raised exception costs more than the lookups.
+    memo = state.__dict__.get('_contention_scores')
+    if memo is None:
+        memo = state.__dict__['_contention_scores'] = {}
+    key = (cpu_ratio, vcpus)
+    value = memo.get(key)
+    if value is None:
+        value = memo[key] = domain_choice.contention_score(
+            state.domain_rows(cpu_ratio), vcpus)
+    return value
 
 
 def for_scheduler(state):

@@ -47,15 +47,18 @@ def get_cache():
     return _process['cache']
 
 
-def ineligible_reason(cache, host):
+def ineligible_reason(cache, host, stale_host_state=None):
     """Why ``host`` must not get an All-share/Clean request, or None.
 
     The liveness rule of :mod:`nova_cacheaware.policy.liveness` on the
     cache's view of the host, under ``[cacheaware_scheduler]
-    stale_host_state``.
+    stale_host_state`` (read here when not given: callers that ask per
+    host read it once per request).
     """
-    return liveness.ineligible_reason(
-        cache.live_view(host), CONF.cacheaware_scheduler.stale_host_state)
+    if stale_host_state is None:
+        stale_host_state = CONF.cacheaware_scheduler.stale_host_state
+    return liveness.ineligible_reason(cache.live_view(host),
+                                      stale_host_state)
 
 
 def _forget_in_child():

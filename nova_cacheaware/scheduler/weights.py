@@ -59,6 +59,7 @@ from nova_cacheaware import exception
 from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import domain_order
+from nova_cacheaware.scheduler import host_state as scheduler_state
 from nova_cacheaware.scheduler import live_state
 from nova_cacheaware.scheduler import request
 
@@ -85,14 +86,7 @@ def contention_score(state, vcpus=1, cpu_ratio=1.0):
     """
     if state is None or not state.agent_healthy or not state.domains:
         return NEUTRAL
-    try:
-        return state.__dict__['_contention_scores'][cpu_ratio, vcpus]
-    except KeyError:
-        value = domain_choice.contention_score(state.domain_rows(cpu_ratio),
-                                               vcpus)
-        state.__dict__.setdefault('_contention_scores', {})[
-            cpu_ratio, vcpus] = value
-        return value
+    return scheduler_state.contention(state, vcpus, cpu_ratio)
 
 
 class _RequestWeigher(weights.BaseHostWeigher):
