@@ -221,6 +221,28 @@ class ClaimLedger:
                 del self._claims[host]
             return list(kept)
 
+    def settle(self, instances):
+        """Drop the claims of ``instances``: a live state lists them.
+
+        Whichever host's state lists an instance, its claim has done its
+        work: on that host the state counts it, on another the claim was
+        wrong. Without this a claim was dropped only when a request asked
+        about its host while the state listed the instance; an instance
+        listed and deleted between two requests left its claim counting
+        for up to ``settle`` seconds after it was gone.
+        """
+        if not self._claims or not instances:
+            return
+        with self._lock:
+            for host, held in list(self._claims.items()):
+                kept = [c for c in held if c.instance not in instances]
+                if len(kept) == len(held):
+                    continue
+                if kept:
+                    self._claims[host] = kept
+                else:
+                    del self._claims[host]
+
     def forget(self):
         """Drop everything (tests, reload)."""
         with self._lock:
@@ -242,6 +264,13 @@ def get_ledger(memory, settle):
                     memory, settle, on_claim=_ledger['on_claim'])
             ledger = _ledger['ledger']
     return ledger
+
+
+def state_stored(state):
+    """Settle this process's claims with a stored live ``state``."""
+    ledger = _ledger['ledger']
+    if ledger is not None:
+        ledger.settle(state.instance_uuids)
 
 
 def share_with(on_claim):

@@ -40,6 +40,9 @@ def get_cache():
         if _process['cache'] is None:
             opts = CONF.cacheaware_scheduler
             cache = state_cache.HostStateCache(opts.host_state_ttl)
+            # A claim ends once a state lists its instance, whether or not
+            # a request asks about that host while it does.
+            cache.on_stored = claims.state_stored
             listener = None
             if opts.listen_for_host_state:
                 listener = _start_listener(cache, opts)

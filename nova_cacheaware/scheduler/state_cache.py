@@ -31,6 +31,9 @@ class HostStateCache:
         self._last_heard = None    # when any state was last received
         self._heard_since = None   # first reception after a silence
         self._where = {}           # instance uuid -> host listing it
+        #: Called as ``on_stored(state)`` after a state is stored (outside
+        #: the lock); None: nobody. The scheduler settles its claims.
+        self.on_stored = None
 
     @property
     def ttl(self):
@@ -64,7 +67,9 @@ class HostStateCache:
                         del self._where[uuid]
             for uuid in state.instance_uuids:
                 self._where[uuid] = state.host
-            return True
+        if self.on_stored is not None:
+            self.on_stored(state)
+        return True
 
     def located(self, uuid):
         """The host whose latest state lists instance ``uuid``, or None."""

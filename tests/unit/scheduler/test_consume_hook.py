@@ -1,11 +1,17 @@
 """The hook that tells the claim ledger which host Nova consumed."""
 
+import datetime
+
 from nova import objects
 from nova.scheduler import host_manager
+from oslo_config import fixture as config_fixture
 import testtools
 
+from nova_cacheaware import conf as ca_conf
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import consume_hook
+from nova_cacheaware.scheduler import host_state as hs
+from nova_cacheaware.scheduler import live_state
 
 
 def spec(vcpus=2):
@@ -80,3 +86,39 @@ class ExactLedgerTest(testtools.TestCase):
         self.assertEqual(['a', 'b'], shared)
         self.assertTrue(ledger.has_claims('h2', 0))
         self.assertFalse(ledger.has_claims('h3', 5))
+
+
+class SettleTest(testtools.TestCase):
+    """A claim ends once a stored live state lists its instance."""
+
+    def setUp(self):
+        super().setUp()
+        fixture = self.useFixture(config_fixture.Config(ca_conf.CONF))
+        fixture.config(listen_for_host_state=False,
+                       group='cacheaware_scheduler')
+        live_state.reset()
+        claims.reset()
+        self.addCleanup(live_state.reset)
+        self.addCleanup(claims.reset)
+
+    def _state(self, instances, seconds):
+        return hs.HostCacheState(
+            host='cmp1', agent_healthy=True,
+            timestamp=datetime.datetime(2026, 11, 24, 12, 0, seconds,
+                                        tzinfo=datetime.timezone.utc),
+            domains=(hs.DomainState('L3-0', 'empty', (), 4),),
+            vms=tuple(hs.VmState(uuid) for uuid in instances))
+
+    def test_listed_then_deleted_between_two_requests(self):
+        cache = live_state.get_cache()
+        ledger = claims.get_ledger(600, 60)
+        ledger.record('rp-1', claims.Claim('L3-0', 'a', 1, True,
+                                           ledger.now()))
+        ledger.record('rp-1', claims.Claim('L3-0', 'b', 1, True,
+                                           ledger.now()))
+        # The agent lists 'a' (built), then 'a' is deleted; no request
+        # asked about the host in between.
+        cache.update(self._state(['a'], 1))
+        cache.update(self._state([], 2))
+        self.assertEqual(['b'], [c.instance for c in ledger.claims(
+            'rp-1', cache.received('cmp1'), frozenset())])
