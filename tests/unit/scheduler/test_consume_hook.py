@@ -4,14 +4,12 @@ import datetime
 
 from nova import objects
 from nova.scheduler import host_manager
-from oslo_config import fixture as config_fixture
 import testtools
 
-from nova_cacheaware import conf as ca_conf
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import consume_hook
 from nova_cacheaware.scheduler import host_state as hs
-from nova_cacheaware.scheduler import live_state
+from tests.unit.scheduler import test_plugins
 
 
 def spec(vcpus=2):
@@ -88,17 +86,12 @@ class ExactLedgerTest(testtools.TestCase):
         self.assertFalse(ledger.has_claims('h3', 5))
 
 
-class SettleTest(testtools.TestCase):
+class SettleTest(test_plugins.PluginTestCase):
     """A claim ends once a stored live state lists its instance."""
 
     def setUp(self):
         super().setUp()
-        fixture = self.useFixture(config_fixture.Config(ca_conf.CONF))
-        fixture.config(listen_for_host_state=False,
-                       group='cacheaware_scheduler')
-        live_state.reset()
         claims.reset()
-        self.addCleanup(live_state.reset)
         self.addCleanup(claims.reset)
 
     def _state(self, instances, seconds):
@@ -110,7 +103,7 @@ class SettleTest(testtools.TestCase):
             vms=tuple(hs.VmState(uuid) for uuid in instances))
 
     def test_listed_then_deleted_between_two_requests(self):
-        cache = live_state.get_cache()
+        cache = self.cache
         ledger = claims.get_ledger(600, 60)
         ledger.record('rp-1', claims.Claim('L3-0', 'a', 1, True,
                                            ledger.now()))
