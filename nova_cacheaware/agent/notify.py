@@ -69,29 +69,11 @@ def to_host_cache_state(report, host, now=None):
     per-host model ``domain_load`` (``{domain: (vCPUs, Clean holders)}``
     of the agent's domain choice, None when it made none) gives each
     domain's ``vcpus_used`` and ``clean_holders`` (1.4): the inputs of the
-    agent's next choice, which the scheduler predicts.
+    agent's next choice, which the scheduler predicts; ``domain_required``
+    (``{domain: n}``, None when it made none) each domain's
+    ``required_holders`` (1.5).
     """
-    usable = report.get('usable_cpus', {})
-    providers = report.get('providers', {})
-    capacity = report.get('domain_capacity') or {}
-    load = report.get('domain_load')
-    used = {}
-    counted = all('vcpus' in doc for doc in report.get('vms', {}).values())
-    for doc in report.get('vms', {}).values() if counted else ():
-        placed = list(doc.get('domains', ()))
-        if len(placed) == 1:
-            used[placed[0]] = used.get(placed[0], 0) + int(doc['vcpus'])
-    domains = []
-    for domain_id, doc in sorted(report.get('domains', {}).items()):
-        vms = tuple(doc.get('memory_vms', ()))
-        vcpus, clean = (load.get(domain_id, (0, 0)) if load is not None
-                        else (used.get(domain_id, 0) if counted else None,
-                              None))
-        domains.append(host_state.DomainState(
-            id=domain_id, state=host_state.domain_state(len(vms)),
-            memory_bound_vms=vms, usable_cpus=int(usable.get(domain_id, 0)),
-            provider_uuid=providers.get(domain_id), vcpus_used=vcpus,
-            vcpus_capacity=capacity.get(domain_id), clean_holders=clean))
+    domains = _domain_states(report)
     sizing = report.get('vcpu_sizing') or {}
     sized = sizing.get('vms', {})
     vms = []
@@ -117,6 +99,35 @@ def to_host_cache_state(report, host, now=None):
         host_provider=report.get('host_provider'),
         vcpu_affinity=(None if affinity is None
                        else pcpu_est.EstimateRequest.from_dict(affinity)))
+
+
+def _domain_states(report):
+    """The :class:`host_state.DomainState` of each domain of ``report``."""
+    usable = report.get('usable_cpus', {})
+    providers = report.get('providers', {})
+    capacity = report.get('domain_capacity') or {}
+    load = report.get('domain_load')
+    required = report.get('domain_required')
+    used = {}
+    counted = all('vcpus' in doc for doc in report.get('vms', {}).values())
+    for doc in report.get('vms', {}).values() if counted else ():
+        placed = list(doc.get('domains', ()))
+        if len(placed) == 1:
+            used[placed[0]] = used.get(placed[0], 0) + int(doc['vcpus'])
+    domains = []
+    for domain_id, doc in sorted(report.get('domains', {}).items()):
+        vms = tuple(doc.get('memory_vms', ()))
+        vcpus, clean = (load.get(domain_id, (0, 0)) if load is not None
+                        else (used.get(domain_id, 0) if counted else None,
+                              None))
+        domains.append(host_state.DomainState(
+            id=domain_id, state=host_state.domain_state(len(vms)),
+            memory_bound_vms=vms, usable_cpus=int(usable.get(domain_id, 0)),
+            provider_uuid=providers.get(domain_id), vcpus_used=vcpus,
+            vcpus_capacity=capacity.get(domain_id), clean_holders=clean,
+            required_holders=(None if required is None
+                              else required.get(domain_id, 0))))
+    return domains
 
 
 def _sizing_fields(entry):

@@ -16,6 +16,7 @@ from nova_cacheaware.agent import reporting
 from nova_cacheaware.contracts import extra_specs as specs_contract
 from nova_cacheaware import exception
 from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.policy import domain_choice_doc
 from nova_cacheaware.policy import repinning
 
 # Part of the Agent: its lines keep the logger they always had.
@@ -32,6 +33,7 @@ class PlacementSide:
         self._choice_input = None  # its replay document (--dump-state)
         self._base = {}  # {domain: (vCPUs, memory-bound)} without host room
         self._choice_loads = None  # what the choice counted (live state)
+        self._required_loads = None  # {domain: cache_clean=required VMs}
         self._unplaced = set()  # host-held instances that found no domain
         self._membound_homes = {}
 
@@ -82,16 +84,19 @@ class PlacementSide:
                         memory + int(self._membound_homes.get(
                             instance.uuid) == current))
                 continue
+            wanted_clean, required = _clean_rules(
+                snapshot.specs.get(instance.uuid))
             wanted.append(domain_choice.HostHeld(
                 uuid=instance.uuid, vcpus=len(instance.nova.allowed),
-                memory_bound=_clean_wanted(snapshot.specs.get(instance.uuid)),
+                memory_bound=wanted_clean, clean_required=required,
                 current=current, previous=self._chosen.get(instance.uuid),
                 order=domain_xml.creation_order(instance.nova.name)))
-        self._choice_input = domain_choice.choice_to_dict(capacity, wanted,
-                                                          base)
+        self._choice_input = domain_choice_doc.choice_to_dict(
+            capacity, wanted, base)
         self._base = base
         chosen = domain_choice.assign_domains(capacity, wanted, base)
         self._choice_loads = domain_choice.choice_loads(wanted, chosen, base)
+        self._required_loads = domain_choice.required_holders(wanted, chosen)
         for uuid, domain in sorted(chosen.items()):
             if domain is None:
                 # Once per instance, not every pass while it waits.
@@ -205,6 +210,7 @@ class PlacementSide:
             if not self.placement.per_domain:
                 state['host_provider'] = self.placement.host_provider_uuid()
                 state['domain_load'] = self._choice_loads
+                state['domain_required'] = self._required_loads
             for capability in self.capabilities:
                 report = (reports or {}).get(capability.name)
                 extra = (capability.host_state(report)
@@ -233,9 +239,13 @@ class PlacementSide:
                         '[cacheaware_scheduler] host_state_ttl', e)
 
 
-def _clean_wanted(extra_specs):
-    """The scheduler's memory-bound rule for a flavor (False if invalid)."""
+def _clean_rules(extra_specs):
+    """``(clean wanted, clean required)`` of a flavor's extra specs.
+
+    As the scheduler reads them; both False for invalid keys.
+    """
     try:
-        return specs_contract.parse_extra_specs(extra_specs or {}).clean_wanted
+        spec = specs_contract.parse_extra_specs(extra_specs or {})
     except exception.InvalidInput:
-        return False
+        return False, False
+    return spec.clean_wanted, spec.clean_required

@@ -147,6 +147,7 @@ class Agent(placement_side.PlacementSide):
         else:
             self._chosen = {}
             self._choice_input = self._choice_loads = None
+            self._required_loads = None
             self._base = {}
         self.last_held = held
         plan_input, why = self._plan_input(snapshot, held)

@@ -42,6 +42,11 @@ Minor versions:
   predicts the agent's choice with the second; absent or null (older
   agents), it falls back to the usable CPUs times Nova's
   ``cpu_allocation_ratio`` and to the memory-bound VMs.
+* 1.5: optional per domain ``required_holders``, the instances the agent
+  keeps there whose flavor asks ``cache_clean=required``. The scheduler
+  keeps other memory-bound requests out of such a domain: sharing it would
+  take those instances' guaranteed Clean domain from them. Absent or null
+  (older agents): none known.
 
 Optional fields that no minor above announces (a reader of any 1.x
 ignores them when unknown; absent or null means unknown): per VM
@@ -66,7 +71,7 @@ from nova_cacheaware import exception
 
 EVENT_TYPE = 'cacheaware.host.state'
 PAYLOAD_NAME = 'CacheAwareHostStatePayload'
-VERSION = '1.4'
+VERSION = '1.5'
 MAJOR = 1
 
 DOMAIN_STATES = cache_state.DOMAIN_STATES
@@ -95,6 +100,8 @@ class DomainState:
     #: Instances the agent's domain choice counts against Clean (1.4);
     #: None: unknown (the memory-bound VMs are assumed).
     clean_holders: ty.Optional[int] = None
+    #: ``cache_clean=required`` instances kept there (1.5); None: unknown.
+    required_holders: ty.Optional[int] = None
 
     def capacity(self, cpu_ratio):
         """vCPUs the domain holds All-share, or None when unknown.
@@ -190,6 +197,11 @@ class HostCacheState:
         return rows
 
     @functools.cached_property
+    def required_domains(self):
+        """Ids of the domains holding a ``cache_clean=required`` instance."""
+        return frozenset(d.id for d in self.domains if d.required_holders)
+
+    @functools.cached_property
     def storming_vms(self):
         """How many of the host's VMs are in a spin storm now."""
         return sum(1 for vm in self.vms if vm.spin_storm)
@@ -220,6 +232,7 @@ def to_payload(state):
             'vcpus_used': d.vcpus_used,
             'vcpus_capacity': d.vcpus_capacity,
             'clean_holders': d.clean_holders,
+            'required_holders': d.required_holders,
         } for d in state.domains],
         'vms': [dataclasses.asdict(vm) for vm in state.vms],
         'vcpu_affinity': (None if state.vcpu_affinity is None
@@ -278,6 +291,7 @@ DOMAIN = schema.Obj({
     'vcpus_used': (_OPTIONAL_COUNT, None),
     'vcpus_capacity': (_OPTIONAL_COUNT, None),
     'clean_holders': (_OPTIONAL_COUNT, None),
+    'required_holders': (_OPTIONAL_COUNT, None),
     'id': (_TEXT, schema.AS_NULL),
 }, 'domain must be an object', make=DomainState)
 #: One instance.

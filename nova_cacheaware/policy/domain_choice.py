@@ -15,7 +15,11 @@ The policy, in order (documented in ``doc/source/admin/scheduler.rst``):
    instance of the same request (a multi-create) first - those claims are
    certain, and Placement's answer predates them - then an Empty domain
    (no memory-bound instance) whenever the host has one, else the domain
-   with the fewest memory-bound instances.
+   with the fewest memory-bound instances. A domain holding a
+   ``cache_clean=required`` instance comes after every other domain with
+   room: another memory-bound instance there would take that instance's
+   guaranteed Clean domain from it (the scheduler's filter keeps such
+   requests off a host whose only room is there).
 2. **``cpu``/``io`` requests** (and ``cache_clean=off``): best fit - the
    fullest domain that still fits the instance, taking domains that already
    hold a memory-bound instance before Empty ones, so Empty domains stay
@@ -41,8 +45,6 @@ import functools
 import hashlib
 import typing as ty
 
-from nova_cacheaware.contracts import schema
-from nova_cacheaware import exception
 
 _MASK = (1 << 64) - 1
 # An odd 64-bit constant (2**64 / golden ratio) for multiplicative mixing.
@@ -66,6 +68,8 @@ class DomainLoad:
     vcpus_total: ty.Optional[int] = None
     last_claim: ty.Optional[float] = None
     claimed_now: int = 0
+    #: True when a ``cache_clean=required`` instance is known to be there.
+    holds_required: bool = False
 
     def fits(self, vcpus):
         """False only when the domain is known to lack room for ``vcpus``."""
@@ -110,8 +114,8 @@ def order_domains(loads, vcpus, memory_bound, seed):
         recency = _NEVER if load.last_claim is None else load.last_claim
         tie = ((seed_hash ^ _hash64(load.provider)) * _GOLDEN) & _MASK
         if memory_bound:
-            key = (too_small, load.claimed_now, load.memory_bound, recency,
-                   tie)
+            key = (too_small, load.claimed_now, load.holds_required,
+                   load.memory_bound, recency, tie)
         else:
             # Best fit: least room left after placing the instance first;
             # unknown capacity: least used first (spread).
@@ -164,6 +168,8 @@ class HostHeld:
     creation order of the instance (its database id, read from the
     libvirt domain name; None: unknown): the order in which Nova's
     scheduler claimed the instances of one multi-create.
+    ``clean_required``: the flavor asks ``cache_clean=required`` (its
+    domain is then closed to other memory-bound instances).
     """
 
     uuid: str
@@ -172,6 +178,7 @@ class HostHeld:
     current: ty.Optional[str] = None
     previous: ty.Optional[str] = None
     order: ty.Optional[int] = None
+    clean_required: bool = False
 
 
 def arrival_key(vm):
@@ -210,6 +217,7 @@ def assign_domains(capacity, instances, base=None):
     out = {}
     used = {d: 0 for d in capacity}
     memory = {d: 0 for d in capacity}
+    required = {d: 0 for d in capacity}
     for domain, (vcpus, memory_bound) in (base or {}).items():
         if domain in capacity:
             used[domain] += vcpus
@@ -224,9 +232,11 @@ def assign_domains(capacity, instances, base=None):
         out[vm.uuid] = home
         used[home] += vm.vcpus
         memory[home] += int(vm.memory_bound)
+        required[home] += int(vm.clean_required)
     for vm in fresh:
         loads = [DomainLoad(provider=d, memory_bound=memory[d],
-                            vcpus_used=used[d], vcpus_total=capacity[d])
+                            vcpus_used=used[d], vcpus_total=capacity[d],
+                            holds_required=required[d] > 0)
                  for d in sorted(capacity)]
         order = order_domains(loads, vm.vcpus, vm.memory_bound, vm.uuid)
         first = order[0] if order else None
@@ -236,6 +246,23 @@ def assign_domains(capacity, instances, base=None):
         out[vm.uuid] = first
         used[first] += vm.vcpus
         memory[first] += int(vm.memory_bound)
+        required[first] += int(vm.clean_required)
+    return out
+
+
+def required_holders(instances, assigned):
+    """``{domain id: n}``: ``cache_clean=required`` instances per domain.
+
+    ``instances`` and ``assigned`` as for :func:`choice_loads`. What the
+    agent publishes (payload 1.5 ``required_holders``) so that the
+    scheduler keeps other memory-bound requests out of those domains.
+    Domains without one are left out.
+    """
+    out = {}
+    for vm in instances:
+        domain = assigned.get(vm.uuid)
+        if domain is not None and vm.clean_required:
+            out[domain] = out.get(domain, 0) + 1
     return out
 
 
@@ -274,110 +301,3 @@ def largest_room(capacity, assigned, vcpus_of, base=None):
         if domain in used:
             used[domain] += vcpus_of[uuid]
     return max([1] + [capacity[d] - used[d] for d in capacity])
-
-
-#: Bound on what a replay document may hold (the agent writes far less).
-_MAX_ITEMS = 1 << 16
-
-
-def _bad(reason):
-    return exception.InvalidInput(reason=reason)
-
-
-def _count_field(minimum):
-    """An int in ``minimum .. 2**20``, named "``key`` of ``where``"."""
-    return schema.Check(
-        lambda v: (isinstance(v, int) and not isinstance(v, bool)
-                   and minimum <= v <= 1 << 20),
-        '%%(key)s of %%(where)s must be an integer in %d..%d, not '
-        '%%(value)r' % (minimum, 1 << 20))
-
-
-def _is_name(value):
-    return isinstance(value, str) and 0 < len(value) <= 255
-
-
-# The replay document, declared (whole-line messages: this command's own).
-_NAME = schema.Check(_is_name,
-                     '%(key)s must be a non-empty string, not %(value)r')
-_OPTIONAL_NAME = schema.Check(lambda v: v is None or _is_name(v),
-                              _NAME.message)
-_VCPUS, _UNITS = _count_field(1), _count_field(0)
-_UUID_SCHEMA = {'uuid': (_NAME, schema.AS_NULL)}
-#: An instance beyond its uuid; ``where`` is the uuid.
-INSTANCE_SCHEMA = {
-    'memory_bound': (schema.Check(
-        schema.is_bool, '%(key)s of %(where)s must be true or false'),
-        False),
-    'vcpus': (_VCPUS, schema.AS_NULL),
-    'current': (_OPTIONAL_NAME, None),
-    'previous': (_OPTIONAL_NAME, None),
-    # A database id (Nova's claim order): no small bound, unlike counts.
-    'order': (schema.Check(
-        lambda v: v is None or (isinstance(v, int)
-                                and not isinstance(v, bool)
-                                and 0 <= v < 1 << 63),
-        'order of %(where)s must be a non-negative integer, not '
-        '%(value)r'), None),
-}
-_PAIR = schema.Check(lambda v: schema.is_list(v) and len(v) == 2,
-                     'base of %(where)s must be [vCPUs, memory-bound VMs]')
-
-
-def choice_from_dict(doc):
-    """``(capacity, [HostHeld], base)`` from a replay document; validated.
-
-    ``{"capacity": {domain: vCPUs}, "base": {domain: [vCPUs, memory-bound
-    VMs]}, "instances": [{"uuid", "vcpus", "memory_bound", "current",
-    "previous", "order"}]}`` (``order`` optional) - what the agent writes
-    as ``agent.domain_choice`` in ``--dump-state``.
-    """
-    if not isinstance(doc, dict):
-        raise _bad('the input must be a JSON object')
-    capacity = doc.get('capacity')
-    instances = doc.get('instances', [])
-    if not isinstance(capacity, dict) or not isinstance(instances, list):
-        raise _bad('"capacity" must be an object and "instances" a list')
-    if len(capacity) > _MAX_ITEMS or len(instances) > _MAX_ITEMS:
-        raise _bad('at most %d domains and instances' % _MAX_ITEMS)
-    raw_base = doc.get('base', {})
-    with schema.reraise(_bad):
-        capacity = {_NAME.check(d, 'a domain id', ''):
-                    _UNITS.check(v, 'capacity', d)
-                    for d, v in capacity.items()}
-        held = _held_from_list(instances)
-        if not isinstance(raw_base, dict) or len(raw_base) > _MAX_ITEMS:
-            raise _bad('"base" must be an object of [vCPUs, memory-bound '
-                       'VMs]')
-        base = {}
-        for domain, pair in raw_base.items():
-            _PAIR.check(pair, 'base', domain)
-            counts = (_UNITS.check(pair[0], 'base vCPUs', domain),
-                      _UNITS.check(pair[1], 'base memory-bound VMs', domain))
-            base[_NAME.check(domain, 'a domain id', '')] = counts
-    return capacity, held, base
-
-
-def _held_from_list(instances):
-    held, seen = [], set()
-    for raw in instances:
-        if not isinstance(raw, dict):
-            raise _bad('each instance must be an object')
-        uuid = schema.fields(raw, _UUID_SCHEMA, '')['uuid']
-        if uuid in seen:
-            raise _bad('instance %s is listed twice' % uuid)
-        seen.add(uuid)
-        held.append(HostHeld(uuid=uuid, **schema.fields(
-            raw, INSTANCE_SCHEMA, uuid)))
-    return held
-
-
-def choice_to_dict(capacity, instances, base=None):
-    """The replay document of :func:`choice_from_dict`."""
-    return {'capacity': dict(sorted(capacity.items())),
-            'base': {d: list(v) for d, v in sorted((base or {}).items())},
-            'instances': [{'uuid': i.uuid, 'vcpus': i.vcpus,
-                           'memory_bound': i.memory_bound,
-                           'current': i.current, 'previous': i.previous,
-                           'order': i.order}
-                          for i in sorted(instances, key=lambda i: i.uuid)]}

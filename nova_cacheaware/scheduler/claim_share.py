@@ -50,7 +50,7 @@ LOG = logging.getLogger(__name__)
 EVENT_TYPE = 'cacheaware.host.claim'
 #: Claims waiting to be sent at most; the oldest is dropped beyond.
 QUEUE_SIZE = 256
-VERSION = '1.0'
+VERSION = '1.1'
 MAJOR = 1
 
 
@@ -62,7 +62,8 @@ def to_payload(host, claim, origin):
     """
     return {'version': VERSION, 'origin': origin, 'host': host,
             'domain': claim.provider, 'instance': claim.instance,
-            'vcpus': claim.vcpus, 'memory_bound': claim.memory_bound}
+            'vcpus': claim.vcpus, 'memory_bound': claim.memory_bound,
+            'clean_required': claim.clean_required}
 
 
 def _is_text(value):
@@ -86,6 +87,9 @@ CLAIM = schema.Obj({
               schema.AS_NULL),
     'memory_bound': (schema.Check(schema.is_bool, '%(key)s must be a bool'),
                      schema.AS_NULL),
+    # 1.1; a 1.0 sender's claims are not known to be required.
+    'clean_required': (schema.Check(schema.is_bool,
+                                    '%(key)s must be a bool'), False),
 }, 'payload must be an object')
 
 
@@ -113,7 +117,8 @@ def from_payload(payload, now):
         raise _invalid('now must be a finite float')
     return doc['origin'], doc['host'], claims.Claim(
         provider=doc['domain'], instance=doc['instance'], vcpus=doc['vcpus'],
-        memory_bound=doc['memory_bound'], at=now)
+        memory_bound=doc['memory_bound'], at=now,
+        clean_required=doc['clean_required'])
 
 
 def bus_sender(transport, topic, origin):

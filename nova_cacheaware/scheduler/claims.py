@@ -53,6 +53,9 @@ class Claim:
     its domain id in the host model (one cache provider per host; the
     agent chooses the domain). ``request`` identifies the scheduling
     request (all instances of a multi-create share it).
+    ``clean_required``: the instance's flavor asks
+    ``cache_clean=required`` (its domain is closed to other memory-bound
+    instances).
     """
 
     provider: str
@@ -61,6 +64,7 @@ class Claim:
     memory_bound: bool
     at: float
     request: ty.Optional[int] = None
+    clean_required: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

@@ -209,30 +209,49 @@ def elsewhere_of(cache, host):
     return elsewhere
 
 
-def host_loads(rows):
+def host_loads(rows, closed=frozenset()):
     """Host model: the DomainLoads of ``rows``, keyed by domain id.
 
-    Clean is judged by the Clean holders, capacity is the row's. Only
-    what the agent itself knows: recency and per-request counts are left
-    out, so that the prediction is the agent's choice.
+    Clean is judged by the Clean holders, capacity is the row's, and a
+    domain in ``closed`` (:func:`closed_domains`) holds a
+    ``cache_clean=required`` instance. Only what the agent itself knows:
+    recency and per-request counts are left out, so that the prediction
+    is the agent's choice.
     """
     return [domain_choice.DomainLoad(
         provider=domain, memory_bound=clean, vcpus_used=used,
-        vcpus_total=capacity)
+        vcpus_total=capacity, holds_required=domain in closed)
         for domain, _memory, clean, used, capacity in rows]
 
 
-def room_reason(rows, vcpus, clean_required, own_claims=0):
+def closed_domains(live, own):
+    """Host model: ids of the domains closed to memory-bound requests.
+
+    Those holding a ``cache_clean=required`` instance, in the live state
+    (payload 1.5) or claimed since. ``own`` are the claims
+    :func:`host_domain_rows` returned with the rows (host-model claims
+    name the domain id).
+    """
+    closed = live.required_domains
+    extra = [claim.provider for claim in own if claim.clean_required]
+    return closed.union(extra) if extra else closed
+
+
+def room_reason(rows, vcpus, clean_required, own_claims=0,
+                closed=frozenset()):
     """Why no domain of ``rows`` can take the instance, or None.
 
     A domain can when it is not known to lack room for ``vcpus`` (its
-    capacity minus the vCPUs used) and, with ``clean_required``, holds no
-    memory-bound instance.
+    capacity minus the vCPUs used), with ``clean_required`` holds no
+    memory-bound instance, and is not in ``closed``: a memory-bound
+    request that does not require Clean passes the domains holding a
+    ``cache_clean=required`` instance (:func:`closed_domains`).
     """
     # Runs per host and request: stop at the first domain that can.
-    for _domain, memory, _clean, used, capacity in rows:
+    for domain, memory, _clean, used, capacity in rows:
         if ((capacity is None or used + vcpus <= capacity)
-                and not (clean_required and memory)):
+                and not (clean_required and memory)
+                and domain not in closed):
             return None
     if not rows:
         return "its agent's live state lists no cache domain"
@@ -246,6 +265,11 @@ def room_reason(rows, vcpus, clean_required, own_claims=0):
         return ("no cache domain has room for %d vCPUs in its agent's live "
                 "state%s: %d domains, the most room is %d vCPUs in %s"
                 % (vcpus, counted, len(rows), room, domain))
+    if not clean_required:
+        return ("every cache domain with room for %d vCPUs holds a "
+                "cache_clean=required instance in its agent's live "
+                "state%s: %d of %d domains have room"
+                % (vcpus, counted, len(fitting), len(rows)))
     return ("no cache domain with room for %d vCPUs is free of "
             "memory-bound instances in its agent's live state%s: %d of "
             "%d domains have room, all hold one"
@@ -264,7 +288,7 @@ def predict_domain(loads, vcpus, memory_bound, seed):
 
 
 def consumed_claim(host_state, spec_obj, memory_bound, live, received,
-                   ledger, elsewhere=None):
+                   ledger, elsewhere=None, clean_required=False):
     """The claim Nova has just made on ``host_state``, or None.
 
     Called when Nova consumes the host for ``spec_obj``'s instance
@@ -284,17 +308,19 @@ def consumed_claim(host_state, spec_obj, memory_bound, live, received,
     if is_host_provider(provider, host_state.uuid, live):
         if live is None:
             return None
-        rows, _own = host_domain_rows(host_state, live, received, ledger,
-                                      elsewhere)
-        provider = predict_domain(host_loads(rows), vcpus, memory_bound,
-                                  instance or host_state.uuid)
+        rows, own = host_domain_rows(host_state, live, received, ledger,
+                                     elsewhere)
+        provider = predict_domain(
+            host_loads(rows, closed_domains(live, own)), vcpus,
+            memory_bound, instance or host_state.uuid)
     return claims_mod.Claim(
         provider=provider, instance=instance, vcpus=vcpus,
-        memory_bound=memory_bound, at=ledger.now(), request=id(spec_obj))
+        memory_bound=memory_bound, at=ledger.now(), request=id(spec_obj),
+        clean_required=clean_required)
 
 
 def hand_out_domain(host_state, rows, vcpus, memory_bound, instance,
-                    ledger, request=None):
+                    ledger, request=None, closed=frozenset()):
     """Host model: hand the agent's predicted domain to the ledger.
 
     The prediction (:func:`predict_domain`) is made only when the ledger
@@ -307,5 +333,5 @@ def hand_out_domain(host_state, rows, vcpus, memory_bound, instance,
         host, host_state.num_instances, claims_mod.Claim(
             provider=None, instance=instance, vcpus=vcpus,
             memory_bound=memory_bound, at=ledger.now(), request=request),
-        resolve=lambda: predict_domain(host_loads(rows), vcpus,
+        resolve=lambda: predict_domain(host_loads(rows, closed), vcpus,
                                        memory_bound, seed))

@@ -186,8 +186,11 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         rows, own = domain_order.host_domain_rows(
             host_state, live, cache.received(host_state.host), ledger,
             _elsewhere(cache, host_state))
-        why = domain_order.room_reason(rows, vcpus, request.clean_required,
-                                       len(own))
+        closed = domain_order.closed_domains(live, own)
+        why = domain_order.room_reason(
+            rows, vcpus, request.clean_required, len(own),
+            # A cpu/io request may share a required instance's domain.
+            closed if request.clean_wanted else frozenset())
         if why is not None:
             self._reject(host_state, why)
             return False
@@ -195,7 +198,7 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             host_state, rows, vcpus, request.clean_wanted,
             _instance_uuid(spec_obj), ledger,
             # The instances of a multi-create share one RequestSpec object.
-            request=id(spec_obj))
+            request=id(spec_obj), closed=closed)
         return True
 
     @staticmethod
@@ -236,7 +239,8 @@ def record_consumed(host_state, spec_obj):
     claim = domain_order.consumed_claim(
         host_state, spec_obj, memo.cacheaware.clean_wanted, live,
         cache.received(host_state.host) if live is not None else None,
-        ledger, _elsewhere(cache, host_state))
+        ledger, _elsewhere(cache, host_state),
+        clean_required=memo.cacheaware.clean_required)
     if claim is not None:
         ledger.record(host_state.uuid, claim)
 

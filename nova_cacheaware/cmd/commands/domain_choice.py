@@ -9,6 +9,7 @@ replays them and prints the choice.
 
 from nova_cacheaware.cmd import common
 from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.policy import domain_choice_doc
 
 NAME = 'domain-choice'
 HELP = ('Replay the agent\'s choice of cache domains (per-host provider '
@@ -29,10 +30,10 @@ def run(args):
     if isinstance(doc, dict) and isinstance(doc.get('agent'), dict):
         doc = doc['agent'].get('domain_choice')
         if doc is None:
-            raise domain_choice._bad(
+            raise domain_choice_doc.bad(
                 'the dump has no agent.domain_choice (the agent runs the '
                 'per-domain provider model, or holds no host room)')
-    capacity, held, base = domain_choice.choice_from_dict(doc)
+    capacity, held, base = domain_choice_doc.choice_from_dict(doc)
     chosen = domain_choice.assign_domains(capacity, held, base)
     vcpus = {i.uuid: i.vcpus for i in held}
     room = (domain_choice.largest_room(capacity, chosen, vcpus, base)

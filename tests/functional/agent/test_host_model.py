@@ -18,6 +18,7 @@ from nova_cacheaware.agent import placement_report
 from nova_cacheaware.agent import reporting
 from nova_cacheaware import names
 from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.policy import domain_choice_doc
 from nova_cacheaware.scheduler import domain_order
 from tests.functional.agent import base
 from tests.functional.agent import test_reporting
@@ -128,7 +129,7 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         # The choice replays from the agent's dump (nova-cacheaware
         # domain-choice reads the same section).
         dump = agent.dump_state()
-        capacity, held, base = domain_choice.choice_from_dict(
+        capacity, held, base = domain_choice_doc.choice_from_dict(
             dump['agent']['domain_choice'])
         self.assertEqual({'L2-0': 2, 'L2-1': 2, 'L2-2': 2, 'L2-3': 2},
                          capacity)
@@ -160,6 +161,11 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
              for d in ('L2-0', 'L2-1', 'L2-2', 'L2-3')],
             [(d.id, len(d.memory_bound_vms), d.vcpus_capacity,
               d.vcpus_used, d.clean_holders) for d in state.domains])
+        # Payload 1.5: m1 asks cache_clean=required, a1 only prefers it.
+        self.assertEqual(
+            {d: int(home.get(d) == 'm1')
+             for d in ('L2-0', 'L2-1', 'L2-2', 'L2-3')},
+            {d.id: d.required_holders for d in state.domains})
         # The scheduler's prediction for the next instance, from the
         # published state at Nova's ratio, is the agent's choice.
         rows = state.domain_rows(4.0)

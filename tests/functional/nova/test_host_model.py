@@ -46,14 +46,17 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         self.second = self.start_host('compute2', cores=4, threads=2,
                                       domain_cpus=4, model='host')
 
-    def _live(self, hostname, used=None, memory=None, capacity=None):
+    def _live(self, hostname, used=None, memory=None, capacity=None,
+              required=None):
         """Inject a fresh host-model live state of ``hostname``.
 
         ``capacity``: each domain's ``vcpus_capacity`` (payload 1.4); None
-        leaves it out, as a 1.3 agent does.
+        leaves it out, as a 1.3 agent does. ``required``: each domain's
+        ``required_holders`` (payload 1.5).
         """
         used = used or {}
         memory = memory or {}
+        required = required or {}
         domains = []
         for domain in self.domain_sets[hostname].domains:
             vms = tuple(memory.get(domain.id, ()))
@@ -62,7 +65,8 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
                 memory_bound_vms=vms, usable_cpus=len(domain.cpus),
                 vcpus_used=used.get(domain.id, 0),
                 vcpus_capacity=(None if capacity is None
-                                else capacity[domain.id])))
+                                else capacity[domain.id]),
+                required_holders=required.get(domain.id)))
         (provider,) = self.host_provider(hostname).values()
         live_state.get_cache().update(host_state.HostCacheState(
             host=hostname,
@@ -222,6 +226,34 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         server = self._create_server(flavor_id=flavor, networks='none')
         self.assertEqual({names.RC_DOMAIN_VCPU: 2},
                          self._cache_allocation(server, 'compute1'))
+
+    def test_preferred_server_stays_out_of_a_required_servers_domain(self):
+        self._start()
+        # compute1: L3-0 holds a cache_clean=required VM and has room,
+        # the other domains are full. compute2: both domains hold a
+        # preferred VM and have room. The weigher alone would pick
+        # compute1 (fewer memory-bound VMs per domain), which would make
+        # the required VM Dirty.
+        first = [d.id for d in self.domain_sets['compute1'].domains]
+        self._live('compute1', used={d: 3 if d != first[0] else 1
+                                     for d in first},
+                   memory={first[0]: ('r',)}, required={first[0]: 1})
+        second = [d.id for d in self.domain_sets['compute2'].domains]
+        self._live('compute2', used={d: 1 for d in second},
+                   memory={d: ('p-%s' % d,) for d in second})
+        flavor = self._flavor(1, workload='memory', clean='preferred')
+        server = self._create_server(flavor_id=flavor, networks='none')
+        self.assertEqual('compute2', server['OS-EXT-SRV-ATTR:host'])
+        self.assertIn(
+            'CacheDomainFilter rejects host compute1 (node compute1): every '
+            'cache domain with room for 1 vCPUs holds a cache_clean=required '
+            "instance in its agent's live state: 1 of 4 domains have room",
+            self.stdlog.logger.output)
+        # A cpu-bound server may share that domain.
+        cpu = self._create_server(
+            flavor_id=self._flavor(1, workload='cpu', clean='off'),
+            networks='none')
+        self.assertEqual('compute1', cpu['OS-EXT-SRV-ATTR:host'])
 
     def test_the_agents_capacity_sizes_domains_not_novas_ratio(self):
         # Nova's ratio is 4.0 (its default); the agent sizes each 3-CPU

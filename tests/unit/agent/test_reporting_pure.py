@@ -72,6 +72,18 @@ class HostCacheStateTest(testtools.TestCase):
                              [d.vcpus_capacity for d in state.domains])
             self.assertEqual(state, host_state.from_payload(
                 host_state.to_payload(state)))
+        # Payload 1.5: the cache_clean=required instances per domain.
+        state = notify.to_host_cache_state(
+            dict(report, domain_load={'L2-0': (2, 1)},
+                 domain_required={'L2-0': 1}), 'cn1', NOW)
+        self.assertEqual([1, 0, 0],
+                         [d.required_holders for d in state.domains])
+        self.assertEqual(frozenset({'L2-0'}), state.required_domains)
+        self.assertEqual(state, host_state.from_payload(
+            host_state.to_payload(state)))
+        self.assertEqual([None] * 3, [d.required_holders for d in
+                                      notify.to_host_cache_state(
+                                          report, 'cn1', NOW).domains])
         # An agent that knows no capacity (no Placement): null.
         state = notify.to_host_cache_state(
             dict(report, domain_capacity={}), 'cn1', NOW)

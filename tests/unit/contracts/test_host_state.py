@@ -19,7 +19,8 @@ def sample():
         host='cmp1', timestamp=T0, agent_healthy=True,
         domains=(hs.DomainState('L3-0', 'empty', (), 8, 'rp-0', 2),
                  hs.DomainState('L3-1', 'clean', ('vm-a',), 8, 'rp-1', 4,
-                                vcpus_capacity=6, clean_holders=2),
+                                vcpus_capacity=6, clean_holders=2,
+                                required_holders=1),
                  hs.DomainState('L3-2', 'dirty', ('vm-b', 'vm-c'), 8)),
         vms=(hs.VmState('vm-a', 'memory', 'L3-1', 3.0),
              hs.VmState('vm-d', 'cpu', 'L3-0', None)),
@@ -30,22 +31,24 @@ class PayloadTest(testtools.TestCase):
 
     def test_exact_payload(self):
         self.assertEqual({
-            'version': '1.4', 'host': 'cmp1',
+            'version': '1.5', 'host': 'cmp1',
             'timestamp': '2026-11-22T12:00:00.123456Z',
             'agent_healthy': True, 'available_pcpus': 12.5,
             'domains': [
                 {'id': 'L3-0', 'state': 'empty', 'memory_bound_vms': [],
                  'usable_cpus': 8, 'provider_uuid': 'rp-0',
                  'vcpus_used': 2, 'vcpus_capacity': None,
-                 'clean_holders': None},
+                 'clean_holders': None, 'required_holders': None},
                 {'id': 'L3-1', 'state': 'clean',
                  'memory_bound_vms': ['vm-a'], 'usable_cpus': 8,
                  'provider_uuid': 'rp-1', 'vcpus_used': 4,
-                 'vcpus_capacity': 6, 'clean_holders': 2},
+                 'vcpus_capacity': 6, 'clean_holders': 2,
+                 'required_holders': 1},
                 {'id': 'L3-2', 'state': 'dirty',
                  'memory_bound_vms': ['vm-b', 'vm-c'], 'usable_cpus': 8,
                  'provider_uuid': None, 'vcpus_used': None,
-                 'vcpus_capacity': None, 'clean_holders': None}],
+                 'vcpus_capacity': None, 'clean_holders': None,
+                 'required_holders': None}],
             'vms': [
                 {'instance_uuid': 'vm-a', 'workload_class': 'memory',
                  'domain_id': 'L3-1', 'pcpu_estimate': 3.0,
@@ -56,6 +59,19 @@ class PayloadTest(testtools.TestCase):
             'vcpu_affinity': None,
             'host_provider': None,
         }, hs.to_payload(sample()))
+
+    def test_required_domains_and_a_1_4_payload_without_them(self):
+        state = sample()
+        self.assertEqual(frozenset({'L3-1'}), state.required_domains)
+        payload = hs.to_payload(state)
+        self.assertEqual(state, hs.from_payload(payload))
+        payload['version'] = '1.4'
+        for domain in payload['domains']:
+            del domain['required_holders']
+        older = hs.from_payload(payload)
+        self.assertEqual(frozenset(), older.required_domains)
+        self.assertEqual([None] * 3,
+                         [d.required_holders for d in older.domains])
 
     def test_timestamps_of_any_year_round_trip(self):
         for year in (1, 999, 2026, 9999):

@@ -19,7 +19,7 @@ from nova_cacheaware import exception
 from nova_cacheaware.policy import allshare_replan
 from nova_cacheaware.policy import balloon_default
 from nova_cacheaware.policy import cachedomain_model
-from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.policy import domain_choice_doc
 from nova_cacheaware.policy import spin_storm
 from tests.unit.policy.legacy import allshare_replan as old_replan
 from tests.unit.policy.legacy import balloon_default as old_balloon_default
@@ -129,7 +129,7 @@ class SameAsOldWalkerTest(testtools.TestCase):
     @settings(max_examples=400, deadline=None)
     @given(st.data())
     def test_domain_choice(self, data):
-        self._same(domain_choice.choice_from_dict,
+        self._same(domain_choice_doc.choice_from_dict,
                    old_domain_choice.choice_from_dict, data, CHOICE)
 
     @settings(max_examples=400, deadline=None)
@@ -166,7 +166,7 @@ class SameAsOldWalkerTest(testtools.TestCase):
 
     def test_bases_are_valid(self):
         for parse, doc in ((cachedomain_model.input_from_dict, PLAN_INPUT),
-                           (domain_choice.choice_from_dict, CHOICE),
+                           (domain_choice_doc.choice_from_dict, CHOICE),
                            (balloon_default.request_from_dict, BALLOON),
                            (allshare_replan.previous_from_dict, PREVIOUS)):
             self.assertEqual('ok', outcome(parse, doc)[0])
@@ -247,7 +247,7 @@ class MessageTableTest(testtools.TestCase):
 
     def test_domain_choice(self):
         c, count = CHOICE, 'must be an integer in %d..1048576, not %s'
-        self._table(domain_choice.choice_from_dict, [
+        self._table(domain_choice_doc.choice_from_dict, [
             ([], 'the input must be a JSON object'),
             (_edit(c, capacity=[]),
              '"capacity" must be an object and "instances" a list'),

@@ -6,6 +6,7 @@ import testtools
 
 from nova_cacheaware import exception
 from nova_cacheaware.policy import domain_choice as dc
+from nova_cacheaware.policy import domain_choice_doc as dcd
 
 L = dc.DomainLoad
 
@@ -37,6 +38,31 @@ class MemoryBoundRuleTest(testtools.TestCase):
             self.assertEqual(first, order[0], name)
             self.assertEqual(sorted(x.provider for x in loads),
                              sorted(order), name)
+
+    def test_a_required_instances_domain_comes_after_the_others(self):
+        table = [
+            # (name, loads, vCPUs, expected order)
+            ('a preferred neighbour before a required one',
+             [L('a', 1, 1, 4, holds_required=True), L('b', 1, 1, 4)], 1,
+             ['b', 'a']),
+            ('even one holding more memory-bound instances',
+             [L('a', 1, 1, 4, holds_required=True), L('b', 2, 2, 4)], 1,
+             ['b', 'a']),
+            ('still before a domain too small',
+             [L('a', 1, 1, 4, holds_required=True), L('b', 0, 4, 4)], 1,
+             ['a', 'b']),
+            ('an Empty domain first as always',
+             [L('a', 0, 0, 4), L('b', 1, 1, 4, holds_required=True)], 2,
+             ['a', 'b']),
+        ]
+        for name, loads, vcpus, expected in table:
+            for seed in ('vm-1', 'vm-2', 'vm-3'):
+                self.assertEqual(expected, dc.order_domains(
+                    loads, vcpus=vcpus, memory_bound=True, seed=seed), name)
+        # Best fit (cpu/io) ignores it: sharing with them is allowed.
+        self.assertEqual(['a', 'b'], dc.order_domains(
+            [L('a', 1, 2, 4, holds_required=True), L('b', 1, 1, 4)], 1,
+            memory_bound=False, seed='vm-1'))
 
     def test_this_requests_claims_outrank_older_memory(self):
         # Stale claims (servers since deleted) made a, b, c look busier
@@ -138,9 +164,10 @@ class PropertiesTest(testtools.TestCase):
 
 
 def _held(uuid, vcpus=1, memory=False, current=None, previous=None,
-          order=None):
+          order=None, required=False):
     return dc.HostHeld(uuid=uuid, vcpus=vcpus, memory_bound=memory,
-                       current=current, previous=previous, order=order)
+                       current=current, previous=previous, order=order,
+                       clean_required=required)
 
 
 class ContentionScoreTest(testtools.TestCase):
@@ -267,16 +294,48 @@ class ClaimOrderTest(testtools.TestCase):
                 [_held('a'), _held('y', order=5), _held('b'),
                  _held('z', order=2)], key=dc.arrival_key)])
 
+    def test_a_preferred_instance_avoids_a_required_ones_domain(self):
+        capacity = {'L3-0': 4, 'L3-1': 4}
+        kept = [_held('r', 2, True, previous='L3-0', required=True),
+                _held('p', 2, True, previous='L3-1')]
+        for index in range(8):
+            new = _held('n%d' % index, 1, True)
+            out = dc.assign_domains(capacity, kept + [new])
+            self.assertEqual('L3-1', out[new.uuid], index)
+            self.assertEqual({'L3-0': 1}, dc.required_holders(
+                kept + [new], out))
+        # Where it is the only domain with room, the instance still gets
+        # it: the host holds its room, the scheduler's filter keeps such
+        # requests off the host.
+        full = [_held('r', 2, True, previous='L3-0', required=True),
+                _held('c', 4, False, previous='L3-1')]
+        self.assertEqual('L3-0', dc.assign_domains(
+            capacity, full + [_held('n', 1, True)])['n'])
+
+    def test_replay_document_carries_the_required_flag(self):
+        held = [_held('a', 2, True, required=True), _held('b', 1, True)]
+        doc = dcd.choice_to_dict({'L3-0': 4}, held)
+        self.assertEqual([True, False],
+                         [i['clean_required'] for i in doc['instances']])
+        self.assertEqual(({'L3-0': 4}, held, {}), dcd.choice_from_dict(doc))
+        del doc['instances'][0]['clean_required']
+        self.assertFalse(dcd.choice_from_dict(doc)[1][0].clean_required)
+        doc['instances'][0]['clean_required'] = 'yes'
+        self.assertRaisesRegex(
+            exception.InvalidInput,
+            'clean_required of a must be true or false',
+            dcd.choice_from_dict, doc)
+
     def test_replay_document_carries_the_order(self):
         held = [_held('a', 2, True, order=12), _held('b', 1)]
-        doc = dc.choice_to_dict({'L3-0': 4}, held)
+        doc = dcd.choice_to_dict({'L3-0': 4}, held)
         self.assertEqual([12, None], [i['order'] for i in doc['instances']])
-        self.assertEqual(({'L3-0': 4}, held, {}), dc.choice_from_dict(doc))
+        self.assertEqual(({'L3-0': 4}, held, {}), dcd.choice_from_dict(doc))
         doc['instances'][0]['order'] = -1
         self.assertRaisesRegex(
             exception.InvalidInput,
             'order of a must be a non-negative integer, not -1',
-            dc.choice_from_dict, doc)
+            dcd.choice_from_dict, doc)
 
     @hypothesis.given(
         st.lists(st.integers(1, 6), min_size=1, max_size=6),

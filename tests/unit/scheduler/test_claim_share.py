@@ -22,20 +22,33 @@ class Clock:
         return self.now
 
 
-def claim(provider='L3-1', instance='vm-1', vcpus=2, memory=True, at=100.0):
-    return claims.Claim(provider, instance, vcpus, memory, at)
+def claim(provider='L3-1', instance='vm-1', vcpus=2, memory=True, at=100.0,
+          clean_required=False):
+    return claims.Claim(provider, instance, vcpus, memory, at,
+                        clean_required=clean_required)
 
 
 class PayloadTest(testtools.TestCase):
 
     def test_exact_payload_and_round_trip(self):
         payload = claim_share.to_payload('cn-1', claim(), 'sched-a-11')
-        self.assertEqual({'version': '1.0', 'origin': 'sched-a-11',
+        self.assertEqual({'version': '1.1', 'origin': 'sched-a-11',
                           'host': 'cn-1', 'domain': 'L3-1',
                           'instance': 'vm-1', 'vcpus': 2,
-                          'memory_bound': True}, payload)
+                          'memory_bound': True, 'clean_required': False},
+                         payload)
         self.assertEqual(('sched-a-11', 'cn-1', claim(at=7.5)),
                          claim_share.from_payload(payload, 7.5))
+        required = claim(clean_required=True)
+        self.assertEqual(('sched-a-11', 'cn-1', claim(at=7.5,
+                                                      clean_required=True)),
+                         claim_share.from_payload(claim_share.to_payload(
+                             'cn-1', required, 'sched-a-11'), 7.5))
+        # A 1.0 sender's claim: not known to be required.
+        older = dict(payload, version='1.0')
+        del older['clean_required']
+        self.assertEqual(claim(at=7.5),
+                         claim_share.from_payload(older, 7.5)[2])
         # A later minor version with more fields is read.
         self.assertEqual('cn-1', claim_share.from_payload(
             dict(payload, version='1.3', extra=1), 7.5)[1])
@@ -54,6 +67,7 @@ class PayloadTest(testtools.TestCase):
             (dict(good, vcpus=True), 'vcpus must be an int >= 1'),
             (dict(good, vcpus='2'), 'vcpus must be an int >= 1'),
             (dict(good, memory_bound='yes'), 'memory_bound must be a bool'),
+            (dict(good, clean_required=1), 'clean_required must be a bool'),
         ]
         for payload, message in cases:
             ex = self.assertRaises(exception.InvalidInput,

@@ -72,19 +72,21 @@ def spec(extra_specs, vcpus=2, instance=None):
 
 
 def live(domains, name='h1', healthy=True, host_provider=CHILD, vms=(),
-         capacity=None, clean=None):
+         capacity=None, clean=None, required=None):
     """A host-model state (no domain names a provider).
 
     ``domains``: (usable CPUs, vCPUs used, memory-bound VMs) of ``d0``,
     ``d1``, ...; ``capacity`` and ``clean``: the payload 1.4
-    ``vcpus_capacity`` and ``clean_holders`` of each (None: a 1.3 agent).
+    ``vcpus_capacity`` and ``clean_holders`` of each (None: a 1.3 agent);
+    ``required``: the payload 1.5 ``required_holders`` of each.
     """
     return hs.HostCacheState(
         host=name, timestamp=datetime.datetime.now(datetime.timezone.utc),
         agent_healthy=healthy, host_provider=host_provider,
         domains=tuple(hs.DomainState(
             'd%d' % i, hs.domain_state(len(mem)), tuple(mem), usable, None,
-            used, (capacity or {}).get(i), (clean or {}).get(i))
+            used, (capacity or {}).get(i), (clean or {}).get(i),
+            (required or {}).get(i))
             for i, (usable, used, mem) in enumerate(domains)),
         vms=tuple(hs.VmState(vm) for vm in vms))
 
@@ -165,6 +167,16 @@ class RoomReasonTest(testtools.TestCase):
         for values, vcpus, clean, own, expected in table:
             self.assertEqual(expected, domain_order.room_reason(
                 values, vcpus, clean, own), values)
+        # A memory-bound request that does not require Clean passes the
+        # domains holding a cache_clean=required instance.
+        self.assertEqual(
+            'every cache domain with room for 2 vCPUs holds a '
+            "cache_clean=required instance in its agent's live state: 1 of "
+            '2 domains have room',
+            domain_order.room_reason(rows(full, (1, 1, 3)), 2, False,
+                                     closed=frozenset({'d1'})))
+        self.assertIsNone(domain_order.room_reason(
+            rows((1, 1, 3), (1, 1, 3)), 2, False, closed=frozenset({'d1'})))
         # Clean holders that are not memory-bound (an 'auto' instance)
         # order the prediction but never refuse cache_clean=required.
         self.assertIsNone(domain_order.room_reason(
@@ -274,6 +286,52 @@ class HostModelFilterTest(testtools.TestCase):
                                               instance=new_uuid(index)))
             picked.add(self.predicted(state))
         self.assertEqual({'d0', 'd1'}, picked)
+
+    def test_required_instances_domains_are_closed_to_memory_bound(self):
+        # d0 holds a cache_clean=required VM with room left, d1 is full:
+        # a preferred memory-bound request would take d0's Clean from it.
+        self.cache.update(live([(4, 1, ('r',)), (4, 4, ())],
+                               required={0: 1}))
+        self.assertFalse(self.filt.host_passes(
+            host(candidates=[host_candidate(1, clean=False)]),
+            spec(PREFERRED, 1, instance=new_uuid(0))))
+        self.assertIn('holds a cache_clean=required instance',
+                      self.log.output)
+        # A cpu-bound request may share it.
+        state = host(candidates=[host_candidate(1, clean=False)])
+        self.assertTrue(self.filt.host_passes(
+            state, spec(CPU_OFF, 1, instance=new_uuid(0))))
+        self.assertEqual('d0', self.predicted(state))
+        # With room in d1 beside a preferred VM, a preferred request is
+        # predicted there, whatever the hash says (as the agent chooses).
+        for index in range(8):
+            claims.reset()
+            self.cache.update(live([(4, 1, ('r',)), (4, 1, ('p',))],
+                                   required={0: 1}))
+            state = host(candidates=[host_candidate(1, clean=False)])
+            self.assertTrue(self.filt.host_passes(
+                state, spec(PREFERRED, 1, instance=new_uuid(index))))
+            self.assertEqual('d1', self.predicted(state), index)
+
+    def test_a_required_claim_closes_its_domain_before_the_state_does(self):
+        # The claim of a cache_clean=required instance closes its domain
+        # at once: in a burst the agent's state does not list it yet.
+        self.cache.update(live([(4, 0, ()), (4, 4, ())]))
+        state = host(candidates=[host_candidate(2)])
+        required = spec(REQUIRED, 2, instance=new_uuid(0))
+        self.assertTrue(self.filt.host_passes(state, required))
+        filters.record_consumed(state, required)
+        self.assertEqual(
+            [('d0', True)],
+            [(c.provider, c.clean_required) for c in
+             self.ledger().claims(ROOT, self.cache.received('h1'),
+                                  frozenset())])
+        self.assertFalse(self.filt.host_passes(
+            host(candidates=[host_candidate(1, clean=False)]),
+            spec(PREFERRED, 1, instance=new_uuid(1))))
+        self.assertTrue(self.filt.host_passes(
+            host(candidates=[host_candidate(1, clean=False)]),
+            spec(CPU_OFF, 1, instance=new_uuid(2))))
 
     def test_prediction_is_the_agents_choice(self):
         # The agent orders the same loads with the same seed.

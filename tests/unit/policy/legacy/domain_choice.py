@@ -2,7 +2,7 @@
 # flake8: noqa
 
 from nova_cacheaware import exception
-from nova_cacheaware.policy.domain_choice import _MAX_ITEMS
+from nova_cacheaware.policy.domain_choice_doc import _MAX_ITEMS
 from nova_cacheaware.policy.domain_choice import HostHeld
 
 
