@@ -320,7 +320,8 @@ def consumed_claim(host_state, spec_obj, memory_bound, live, received,
 
 
 def hand_out_domain(host_state, rows, vcpus, memory_bound, instance,
-                    ledger, request=None, closed=frozenset()):
+                    ledger, request=None, closed=frozenset(),
+                    clean_required=False):
     """Host model: hand the agent's predicted domain to the ledger.
 
     The prediction (:func:`predict_domain`) is made only when the ledger
@@ -332,6 +333,7 @@ def hand_out_domain(host_state, rows, vcpus, memory_bound, instance,
     ledger.hand_out(
         host, host_state.num_instances, claims_mod.Claim(
             provider=None, instance=instance, vcpus=vcpus,
-            memory_bound=memory_bound, at=ledger.now(), request=request),
+            memory_bound=memory_bound, at=ledger.now(), request=request,
+            clean_required=clean_required),
         resolve=lambda: predict_domain(host_loads(rows, closed), vcpus,
                                        memory_bound, seed))

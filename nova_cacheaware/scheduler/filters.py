@@ -186,11 +186,11 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         rows, own = domain_order.host_domain_rows(
             host_state, live, cache.received(host_state.host), ledger,
             _elsewhere(cache, host_state))
-        closed = domain_order.closed_domains(live, own)
+        # A cpu/io request may share a required instance's domain.
+        closed = (domain_order.closed_domains(live, own)
+                  if request.clean_wanted else frozenset())
         why = domain_order.room_reason(
-            rows, vcpus, request.clean_required, len(own),
-            # A cpu/io request may share a required instance's domain.
-            closed if request.clean_wanted else frozenset())
+            rows, vcpus, request.clean_required, len(own), closed)
         if why is not None:
             self._reject(host_state, why)
             return False
@@ -198,7 +198,8 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             host_state, rows, vcpus, request.clean_wanted,
             _instance_uuid(spec_obj), ledger,
             # The instances of a multi-create share one RequestSpec object.
-            request=id(spec_obj), closed=closed)
+            request=id(spec_obj), closed=closed,
+            clean_required=request.clean_required)
         return True
 
     @staticmethod

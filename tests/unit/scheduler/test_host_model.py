@@ -333,6 +333,25 @@ class HostModelFilterTest(testtools.TestCase):
             host(candidates=[host_candidate(1, clean=False)]),
             spec(CPU_OFF, 1, instance=new_uuid(2))))
 
+    def test_the_hand_out_marks_a_required_claim(self):
+        # Nova without consume_from_request: the claim is the hand-out,
+        # seen claimed when the host's instance count grows; a required
+        # one closes its domain as the exact claim does.
+        for extra, required in ((REQUIRED, True), (PREFERRED, False)):
+            claims.reset()
+            self.cache.update(live([(4, 0, ()), (4, 4, ())]))
+            state = host(candidates=[host_candidate(
+                2, clean=extra is REQUIRED)])
+            self.assertTrue(self.filt.host_passes(
+                state, spec(extra, 2, instance=new_uuid(0))))
+            state.num_instances += 1
+            self.ledger().observe(state.uuid, state.num_instances)
+            self.assertEqual(
+                [('d0', required)],
+                [(c.provider, c.clean_required) for c in
+                 self.ledger().claims(ROOT, self.cache.received('h1'),
+                                      frozenset())])
+
     def test_prediction_is_the_agents_choice(self):
         # The agent orders the same loads with the same seed.
         domains = [(4, 0, ()), (4, 0, ()), (4, 0, ()), (4, 0, ())]
