@@ -210,7 +210,7 @@ class PlacementSide:
             if not self.placement.per_domain:
                 state['host_provider'] = self.placement.host_provider_uuid()
                 state['domain_load'] = self._choice_loads
-                state['domain_required'] = self._required_loads
+            state['domain_required'] = self._required_loads
             for capability in self.capabilities:
                 report = (reports or {}).get(capability.name)
                 extra = (capability.host_state(report)
@@ -237,6 +237,22 @@ class PlacementSide:
             LOG.warning('could not remove the agent trait from Placement '
                         '(%s); the scheduler notices the silence after '
                         '[cacheaware_scheduler] host_state_ttl', e)
+
+
+def held_required(held, specs):
+    """``{domain id: n}``: ``cache_clean=required`` instances per domain.
+
+    For instances whose domain Placement names (``held``: ``{uuid:
+    domain id}``; host room and unknown left out), from their flavors'
+    extra specs (``specs``: ``{uuid: extra specs}``).
+    """
+    out = {}
+    for uuid, domain in held.items():
+        if domain is None or domain == reporting.ANY_DOMAIN:
+            continue
+        if _clean_rules(specs.get(uuid))[1]:
+            out[domain] = out.get(domain, 0) + 1
+    return out
 
 
 def _clean_rules(extra_specs):

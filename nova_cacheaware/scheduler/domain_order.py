@@ -58,9 +58,12 @@ def domain_loads(providers, live, cpu_ratio, own_claims, request=None):
     """
     known = live.domain_by_provider() if live is not None else {}
     memory, used, total, last, now = {}, {}, {}, {}, {}
+    required = set()
     for provider in providers:
         domain = known.get(provider)
         memory[provider] = len(domain.memory_bound_vms) if domain else 0
+        if domain is not None and domain.required_holders:
+            required.add(provider)
         used[provider] = (domain.vcpus_used or 0) if domain else 0
         total[provider] = (domain.capacity(cpu_ratio) if domain is not None
                            else None)
@@ -68,6 +71,8 @@ def domain_loads(providers, live, cpu_ratio, own_claims, request=None):
         if claim.provider in memory:
             memory[claim.provider] += int(claim.memory_bound)
             used[claim.provider] += claim.vcpus
+            if claim.clean_required:
+                required.add(claim.provider)
             last[claim.provider] = max(claim.at,
                                        last.get(claim.provider, claim.at))
             if request is not None and claim.request == request:
@@ -76,14 +81,25 @@ def domain_loads(providers, live, cpu_ratio, own_claims, request=None):
                                         vcpus_used=used[p],
                                         vcpus_total=total[p],
                                         last_claim=last.get(p),
-                                        claimed_now=now.get(p, 0))
+                                        claimed_now=now.get(p, 0),
+                                        holds_required=p in required)
             for p in providers}
+
+
+#: Why a memory-bound request found only closed domains (per-domain model).
+CLOSED_REASON = ('every allocation candidate with room for %d vCPUs is a '
+                 'cache domain holding a cache_clean=required instance')
 
 
 def order_candidates(host_state, candidates, vcpus, memory_bound,
                      instance, live, received, ledger, request=None,
-                     elsewhere=None):
+                     elsewhere=None, clean_required=False):
     """Return ``candidates`` reordered; record the first as handed out.
+
+    A memory-bound request (``memory_bound``) loses the candidates of
+    domains holding a ``cache_clean=required`` instance (known from the
+    live state's ``required_holders`` or from a claim): it would make
+    that instance Dirty. The list returned may then be empty.
 
     :param host_state: Nova's ``HostState`` (``uuid``, ``num_instances``,
         ``cpu_allocation_ratio`` are read).
@@ -95,6 +111,8 @@ def order_candidates(host_state, candidates, vcpus, memory_bound,
     :param ledger: this process's :class:`~.claims.ClaimLedger`.
     :param request: a token shared by the instances of one request.
     :param elsewhere: as for :meth:`~.claims.ClaimLedger.claims`.
+    :param clean_required: the request asks ``cache_clean=required``
+        (recorded with its claim, which closes the domain).
     """
     host = host_state.uuid
     ledger.observe(host, host_state.num_instances)
@@ -109,6 +127,10 @@ def order_candidates(host_state, candidates, vcpus, memory_bound,
     own = ledger.claims(host, received, listed, elsewhere)
     loads = domain_loads(providers, live,
                          host_state.cpu_allocation_ratio or 1.0, own, request)
+    if memory_bound:
+        providers = [p for p in providers if not loads[p].holds_required]
+        if not providers:
+            return []
     order = domain_choice.order_domains(
         [loads[p] for p in providers], vcpus, memory_bound,
         instance or host)
@@ -118,7 +140,8 @@ def order_candidates(host_state, candidates, vcpus, memory_bound,
               len(own), order)
     ledger.hand_out(host, host_state.num_instances, claims_mod.Claim(
         provider=order[0], instance=instance, vcpus=vcpus,
-        memory_bound=memory_bound, at=ledger.now(), request=request))
+        memory_bound=memory_bound, at=ledger.now(), request=request,
+        clean_required=clean_required))
     return ordered
 
 
@@ -174,6 +197,8 @@ def host_domain_rows(host_state, live, received, ledger, elsewhere=None):
     :param received: when ``live`` was received (ledger clock).
     :param ledger: this process's :class:`~.claims.ClaimLedger`.
     :param elsewhere: as for :meth:`~.claims.ClaimLedger.claims`.
+    :param clean_required: the request asks ``cache_clean=required``
+        (recorded with its claim, which closes the domain).
     """
     host = host_state.uuid
     ledger.observe(host, host_state.num_instances)

@@ -159,14 +159,19 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
                                            live, cache)
         # Nova claims the first candidate: put the domain to claim first.
         opts = self._opts or _options()
-        host_state.allocation_candidates = domain_order.order_candidates(
+        ordered = domain_order.order_candidates(
             host_state, kept, vcpus, request.clean_wanted,
             _instance_uuid(spec_obj), live,
             cache.received(host_state.host) if live is not None else None,
             claims.get_ledger(opts.claim_memory_seconds,
                               opts.claim_settle_seconds),
             # The instances of a multi-create share one RequestSpec object.
-            request=id(spec_obj), elsewhere=_elsewhere(cache, host_state))
+            request=id(spec_obj), elsewhere=_elsewhere(cache, host_state),
+            clean_required=request.clean_required)
+        host_state.allocation_candidates = ordered
+        if not ordered:
+            self._reject(host_state, domain_order.CLOSED_REASON % vcpus)
+            return False
         return True
 
     def _host_model_passes(self, host_state, spec_obj, memo, live, cache):

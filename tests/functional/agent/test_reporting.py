@@ -8,6 +8,7 @@ the outage).
 import contextlib
 import io
 import json
+from unittest import mock
 import uuid as uuid_mod
 
 import fixtures
@@ -20,6 +21,8 @@ from nova_cacheaware.agent import placement_report
 from nova_cacheaware.cmd import agent as agent_cmd
 from nova_cacheaware import names
 from nova_cacheaware import notifications
+from nova_cacheaware.scheduler import claims
+from nova_cacheaware.scheduler import domain_order
 from nova_cacheaware.scheduler import host_state
 from nova_cacheaware.scheduler import state_cache
 from tests.functional.agent import base
@@ -157,6 +160,44 @@ class PlacementReportingTest(PlacementService, base.AgentTestCase):
         self.assertEqual({held: 'L2-2'}, agent.last_held)
         self.assertEqual({0: (4, 5), 1: (4, 5)}, self.live_pins(held))
         self.assertEqual([(held, 0, (4, 5))], again.result.succeeded)
+
+    def test_required_instances_close_their_domains(self):
+        # Per-domain model: Placement names each instance's domain; the
+        # agent publishes which hold a cache_clean=required instance
+        # (payload 1.5) and the scheduler keeps a preferred request out.
+        _root, name = self.compute_node(ratio=1.0)
+        reporter = placement_report.PlacementSyncReporter(
+            self.client, lambda: name)
+        agent = self.agent(FOUR)
+        agent.placement = reporter
+        sent = []
+        agent.publisher = mock.Mock(publish=sent.append)
+        agent.reconcile()
+        rps = reporter.provider_uuids()
+        spec = {'cacheaware:workload': 'memory',
+                'cacheaware:cache_share': 'all'}
+        required = self.define(2, cpuset='0-7', extra=dict(
+            spec, **{'cacheaware:cache_clean': 'required'}))
+        preferred = self.define(2, cpuset='0-7', extra=dict(
+            spec, **{'cacheaware:cache_clean': 'preferred'}))
+        self.allocate(required, rps['L2-1'], {VCPU: 2, MEMBOUND: 1})
+        self.allocate(preferred, rps['L2-2'], {VCPU: 2})
+        agent.handle_events([(u, 'started') for u in (required, preferred)])
+        agent.reconcile()
+        state = notify.to_host_cache_state(sent[-1], name)
+        self.assertEqual({'L2-0': 0, 'L2-1': 1, 'L2-2': 0, 'L2-3': 0},
+                         {d.id: d.required_holders for d in state.domains})
+        self.assertEqual(frozenset({'L2-1'}), state.required_domains)
+        ledger = claims.ClaimLedger(600, 60)
+        host = mock.Mock(uuid=_root, num_instances=2,
+                         cpu_allocation_ratio=1.0)
+        cands = [{'allocations': {rps[d]: {'resources': {VCPU: 1}}}}
+                 for d in ('L2-1', 'L2-3')]
+        ordered = domain_order.order_candidates(
+            host, cands, 1, True, str(uuid_mod.uuid4()), state, 0.0, ledger)
+        self.assertEqual([rps['L2-3']],
+                         [domain_order.candidate_provider(c)
+                          for c in ordered])
 
     def test_placement_accepts_inventory_below_usage(self):
         # Why the reporter clamps: Placement takes a write that leaves a

@@ -140,6 +140,11 @@ class CacheAwareTestBase(base.ServersTestBase):
         return {rp['name']: rp['uuid'] for rp in rps
                 if ':cacheaware:' in rp['name']}
 
+    def assert_filter_refused(self, host, reason):
+        """Assert CacheDomainFilter logged refusing ``host`` for ``reason``."""
+        self.assertIn('CacheDomainFilter rejects host %s (node %s): %s'
+                      % (host, host, reason), self.stdlog.logger.output)
+
     def allocations(self, server):
         """``{provider uuid: resources}`` of a server's allocation."""
         allocs = self.placement.get('/allocations/%s' % server['id'],

@@ -19,8 +19,12 @@ from tests.functional.nova import base
 from tests.functional.nova import test_cache_domain_scheduling as cds
 
 
-def live(host, providers, memory_vms=None, vcpus_used=None):
-    """A fresh live state naming the host's domain providers."""
+def live(host, providers, memory_vms=None, vcpus_used=None, required=()):
+    """A fresh live state naming the host's domain providers.
+
+    ``required``: the provider names whose domain holds a
+    ``cache_clean=required`` instance (payload 1.5).
+    """
     memory_vms = memory_vms or {}
     vcpus_used = vcpus_used or {}
     domains = []
@@ -29,7 +33,8 @@ def live(host, providers, memory_vms=None, vcpus_used=None):
         domains.append(host_state.DomainState(
             id=name.rsplit(':', 1)[1], state=host_state.domain_state(len(vms)),
             memory_bound_vms=vms, usable_cpus=3, provider_uuid=uuid,
-            vcpus_used=vcpus_used.get(name, 0)))
+            vcpus_used=vcpus_used.get(name, 0),
+            required_holders=int(name in required)))
     return host_state.HostCacheState(
         host=host, timestamp=datetime.datetime.now(datetime.timezone.utc),
         agent_healthy=True, domains=tuple(domains))
@@ -125,3 +130,26 @@ class DomainChoiceTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
             flavor_id=self._flavor(2, workload='cpu', clean='off'),
             networks='none')
         self.assertEqual(providers[names_[1]], self._domain(server))
+
+    def test_preferred_server_stays_out_of_required_servers_domains(self):
+        # compute1: each domain holds one cache_clean=required VM; compute2:
+        # each holds two preferred ones. The weigher alone would pick
+        # compute1 (fewer memory-bound VMs per domain) and make a required
+        # VM Dirty.
+        first = self.start_host('compute1', cores=4, threads=2,
+                                domain_cpus=4)
+        second = self.start_host('compute2', cores=4, threads=2,
+                                 domain_cpus=4)
+        cache = live_state.get_cache()
+        cache.update(live('compute1', first,
+                          {n: ['r-%s' % n] for n in first},
+                          {n: 1 for n in first}, required=set(first)))
+        cache.update(live('compute2', second,
+                          {n: ['p-%s' % n, 'q-%s' % n] for n in second},
+                          {n: 2 for n in second}))
+        server = self._create_server(
+            flavor_id=self._flavor(1, clean='preferred'), networks='none')
+        self.assertEqual('compute2', server['OS-EXT-SRV-ATTR:host'])
+        self.assert_filter_refused(
+            'compute1', 'every allocation candidate with room for 1 vCPUs is '
+            'a cache domain holding a cache_clean=required instance')

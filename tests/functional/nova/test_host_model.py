@@ -216,11 +216,9 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         refused = self._create_server(flavor_id=flavor, networks='none',
                                       expected_state='ERROR')
         self.assertIn('No valid host was found', refused['fault']['message'])
-        self.assertIn(
-            'CacheDomainFilter rejects host compute1 (node compute1): no '
-            "cache domain has room for 2 vCPUs in its agent's live state: "
-            '4 domains, the most room is 1 vCPUs in L3-3',
-            self.stdlog.logger.output)
+        self.assert_filter_refused(
+            'compute1', "no cache domain has room for 2 vCPUs in its agent's "
+            'live state: 4 domains, the most room is 1 vCPUs in L3-3')
         # Placement alone (no live state at all) takes it.
         live_state.get_cache().clear()
         server = self._create_server(flavor_id=flavor, networks='none')
@@ -244,11 +242,10 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         flavor = self._flavor(1, workload='memory', clean='preferred')
         server = self._create_server(flavor_id=flavor, networks='none')
         self.assertEqual('compute2', server['OS-EXT-SRV-ATTR:host'])
-        self.assertIn(
-            'CacheDomainFilter rejects host compute1 (node compute1): every '
-            'cache domain with room for 1 vCPUs holds a cache_clean=required '
-            "instance in its agent's live state: 1 of 4 domains have room",
-            self.stdlog.logger.output)
+        self.assert_filter_refused(
+            'compute1', 'every cache domain with room for 1 vCPUs holds a '
+            "cache_clean=required instance in its agent's live state: 1 of "
+            '4 domains have room')
         # A cpu-bound server may share that domain.
         cpu = self._create_server(
             flavor_id=self._flavor(1, workload='cpu', clean='off'),

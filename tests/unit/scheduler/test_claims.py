@@ -101,8 +101,12 @@ class FakeHostState:
         self.cpu_allocation_ratio = ratio
 
 
-def live(domains):
-    """A HostCacheState: ``domains`` is ``[(provider, [vms], used)]``."""
+def live(domains, required=()):
+    """A HostCacheState: ``domains`` is ``[(provider, [vms], used)]``.
+
+    ``required``: the providers whose domain holds a
+    ``cache_clean=required`` instance.
+    """
     return hs.HostCacheState(
         host='compute1',
         timestamp=datetime.datetime.now(datetime.timezone.utc),
@@ -110,7 +114,8 @@ def live(domains):
         domains=tuple(hs.DomainState(
             id='L3-%d' % i, state=hs.domain_state(len(vms)),
             memory_bound_vms=tuple(vms), usable_cpus=4,
-            provider_uuid=provider, vcpus_used=used)
+            provider_uuid=provider, vcpus_used=used,
+            required_holders=int(provider in required))
             for i, (provider, vms, used) in enumerate(domains)))
 
 
@@ -185,3 +190,46 @@ class OrderCandidatesTest(testtools.TestCase):
             FakeHostState(), [plain] + self.cands[:1], 2, True, 'vm', None,
             None, self.ledger)
         self.assertEqual([self.cands[0], plain], ordered)
+
+
+class ClosedDomainsTest(testtools.TestCase):
+    """Per-domain model: a required instance's domain is closed."""
+
+    def setUp(self):
+        super().setUp()
+        self.ledger = claims.ClaimLedger(600, 60, clock=Clock())
+        self.cands = [candidate('root', p, membound=False) for p in 'ab']
+
+    def order(self, host, memory, state=None, instance='vm-0',
+              clean_required=False):
+        ordered = domain_order.order_candidates(
+            host, self.cands, 1, memory, instance, state,
+            None if state is None else 100.0, self.ledger,
+            request=instance, clean_required=clean_required)
+        return [domain_order.candidate_provider(c) for c in ordered]
+
+    def test_live_state_closes_the_domain_to_memory_bound(self):
+        # a holds a required VM (with room left), b a preferred one.
+        state = live([('a', ['r'], 1), ('b', ['p'], 1)], required={'a'})
+        for n in range(8):
+            self.assertEqual(['b'], self.order(FakeHostState(), True,
+                                               state, 'vm-%d' % n))
+        # A cpu-bound request may share it: best fit keeps both.
+        self.assertEqual(2, len(self.order(FakeHostState(), False, state)))
+
+    def test_only_closed_domains_leave_no_candidate(self):
+        state = live([('a', ['r'], 1), ('b', ['s'], 1)], required={'a', 'b'})
+        self.assertEqual([], self.order(FakeHostState(), True, state))
+        self.assertIsNone(self.ledger.handed_out('root'))
+
+    def test_a_required_claim_closes_its_domain_at_once(self):
+        host = FakeHostState()
+        first = self.order(host, True, clean_required=True)[0]
+        host.num_instances += 1     # what Nova's claim + consume does
+        self.ledger.observe('root', host.num_instances)
+        self.assertEqual(
+            [(first, True)],
+            [(c.provider, c.clean_required)
+             for c in self.ledger.claims('root')])
+        other = 'b' if first == 'a' else 'a'
+        self.assertEqual([other], self.order(host, True, instance='vm-1'))
