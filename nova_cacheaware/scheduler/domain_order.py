@@ -96,10 +96,15 @@ def order_candidates(host_state, candidates, vcpus, memory_bound,
                      elsewhere=None, clean_required=False):
     """Return ``candidates`` reordered; record the first as handed out.
 
-    A memory-bound request (``memory_bound``) loses the candidates of
-    domains holding a ``cache_clean=required`` instance (known from the
-    live state's ``required_holders`` or from a claim): it would make
-    that instance Dirty. The list returned may then be empty.
+    With live state, a memory-bound request that does not itself require
+    Clean (``memory_bound`` and not ``clean_required``) loses the
+    candidates of domains holding a ``cache_clean=required`` instance
+    (the live state's ``required_holders`` and the claims since): it
+    would make that instance Dirty. The list returned may then be empty.
+    A required request needs no such check (each required instance holds
+    its domain's ``CUSTOM_CACHE_DOMAIN_MEMBOUND`` in Placement). Without
+    live state claims only reorder, as everywhere (a claim of a server
+    deleted since must not cost a placement): those domains come last.
 
     :param host_state: Nova's ``HostState`` (``uuid``, ``num_instances``,
         ``cpu_allocation_ratio`` are read).
@@ -127,7 +132,7 @@ def order_candidates(host_state, candidates, vcpus, memory_bound,
     own = ledger.claims(host, received, listed, elsewhere)
     loads = domain_loads(providers, live,
                          host_state.cpu_allocation_ratio or 1.0, own, request)
-    if memory_bound:
+    if memory_bound and live is not None and not clean_required:
         providers = [p for p in providers if not loads[p].holds_required]
         if not providers:
             return []

@@ -223,8 +223,10 @@ class ClosedDomainsTest(testtools.TestCase):
         self.assertIsNone(self.ledger.handed_out('root'))
 
     def test_a_required_claim_closes_its_domain_at_once(self):
+        # The live state does not list the required instance yet.
+        state = live([('a', [], 0), ('b', [], 0)])
         host = FakeHostState()
-        first = self.order(host, True, clean_required=True)[0]
+        first = self.order(host, True, state, clean_required=True)[0]
         host.num_instances += 1     # what Nova's claim + consume does
         self.ledger.observe('root', host.num_instances)
         self.assertEqual(
@@ -232,4 +234,27 @@ class ClosedDomainsTest(testtools.TestCase):
             [(c.provider, c.clean_required)
              for c in self.ledger.claims('root')])
         other = 'b' if first == 'a' else 'a'
-        self.assertEqual([other], self.order(host, True, instance='vm-1'))
+        self.assertEqual([other],
+                         self.order(host, True, state, instance='vm-1'))
+
+    def test_without_live_state_claims_only_reorder(self):
+        # A claim may be of a server deleted since: it must not cost a
+        # placement, so a required claim's domain only comes last.
+        host = FakeHostState()
+        first = self.order(host, True, clean_required=True)[0]
+        host.num_instances += 1
+        other = 'b' if first == 'a' else 'a'
+        for n in range(8):
+            self.assertEqual([other, first],
+                             self.order(host, True, instance='vm-%d' % n))
+
+    def test_a_required_request_is_not_refused_by_a_claim(self):
+        # Placement's MEMBOUND slot decides for a required request; a
+        # stale required claim (its server deleted) only reorders.
+        state = live([('a', [], 0), ('b', [], 0)])
+        host = FakeHostState()
+        self.ledger.hand_out('root', 0, claims.Claim(
+            'a', 'gone', 1, True, self.ledger.now(), clean_required=True))
+        host.num_instances += 1
+        self.assertEqual(['b', 'a'], self.order(
+            host, True, state, instance='vm-1', clean_required=True))
