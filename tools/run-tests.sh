@@ -4,7 +4,8 @@
 #
 # Sets the environment up first (tools/setup.sh), so it works on a fresh
 # machine. Exits non-zero on any failure and ends with one summary line
-# "N passed, N failed, N skipped" over every suite.
+# "N passed, N failed, N skipped" over every suite, after the name and the
+# end of the traceback of each failed test.
 #
 # Stages: unit and functional tests and flake8 against Nova 34 (.venv); the
 # unit and Nova functional tests against Nova 33, the SLURP release before
