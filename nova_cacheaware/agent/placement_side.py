@@ -68,9 +68,7 @@ class PlacementSide:
         wanted = []
         base = {}
         for instance in snapshot.instances:
-            pins = set()
-            for cpus in instance.live.values():
-                pins |= set(cpus)
+            pins = set().union(*instance.live.values())
             current = next((d for d, cpus in sorted(cpus_of.items())
                             if pins and pins <= cpus), None)
             if held.get(instance.uuid) != reporting.ANY_DOMAIN:
@@ -96,7 +94,8 @@ class PlacementSide:
         self._base = base
         chosen = domain_choice.assign_domains(capacity, wanted, base)
         self._choice_loads = domain_choice.choice_loads(wanted, chosen, base)
-        self._required_loads = domain_choice.required_holders(wanted, chosen)
+        self._required_loads = domain_choice.required_holders(
+            [vm.uuid for vm in wanted if vm.clean_required], chosen)
         for uuid, domain in sorted(chosen.items()):
             if domain is None:
                 # Once per instance, not every pass while it waits.
@@ -111,6 +110,18 @@ class PlacementSide:
         out = {u: d for u, d in held.items() if d != reporting.ANY_DOMAIN}
         out.update(self._chosen)
         return out
+
+    def _held_required(self, snapshot, held):
+        """Per-domain model: ``required_holders`` where Placement says.
+
+        ``held``: ``{uuid: domain id}`` of the pass. None (unknown)
+        without a Placement reporter that has synced.
+        """
+        if getattr(self.placement, 'last_sync', None) is None:
+            return None
+        return domain_choice.required_holders(
+            [uuid for uuid in held
+             if _clean_rules(snapshot.specs.get(uuid))[1]], held)
 
     def sync_placement(self, usable=None):
         """Reconcile the domain providers with Placement (every pass).
@@ -237,22 +248,6 @@ class PlacementSide:
             LOG.warning('could not remove the agent trait from Placement '
                         '(%s); the scheduler notices the silence after '
                         '[cacheaware_scheduler] host_state_ttl', e)
-
-
-def held_required(held, specs):
-    """``{domain id: n}``: ``cache_clean=required`` instances per domain.
-
-    For instances whose domain Placement names (``held``: ``{uuid:
-    domain id}``; host room and unknown left out), from their flavors'
-    extra specs (``specs``: ``{uuid: extra specs}``).
-    """
-    out = {}
-    for uuid, domain in held.items():
-        if domain is None or domain == reporting.ANY_DOMAIN:
-            continue
-        if _clean_rules(specs.get(uuid))[1]:
-            out[domain] = out.get(domain, 0) + 1
-    return out
 
 
 def _clean_rules(extra_specs):

@@ -147,12 +147,8 @@ class Agent(placement_side.PlacementSide):
         else:
             self._chosen = {}
             self._choice_input = self._choice_loads = None
-            # Per-domain model: Placement names each instance's domain
-            # (unknown without a Placement reporter that has synced).
-            self._required_loads = (
-                placement_side.held_required(held, snapshot.specs)
-                if getattr(self.placement, 'last_sync', None) is not None
-                else None)
+            # Per-domain model: Placement names each instance's domain.
+            self._required_loads = self._held_required(snapshot, held)
             self._base = {}
         self.last_held = held
         plan_input, why = self._plan_input(snapshot, held)

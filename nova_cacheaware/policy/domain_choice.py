@@ -250,18 +250,20 @@ def assign_domains(capacity, instances, base=None):
     return out
 
 
-def required_holders(instances, assigned):
+def required_holders(required, assigned):
     """``{domain id: n}``: ``cache_clean=required`` instances per domain.
 
-    ``instances`` and ``assigned`` as for :func:`choice_loads`. What the
-    agent publishes (payload 1.5 ``required_holders``) so that the
-    scheduler keeps other memory-bound requests out of those domains.
-    Domains without one are left out.
+    ``required``: the uuids of the instances whose flavor asks
+    ``cache_clean=required``; ``assigned``: ``{uuid: domain id or None}``
+    (the agent's choice, or the domains Placement names). What the agent
+    publishes (payload 1.5 ``required_holders``) so that the scheduler
+    keeps other memory-bound requests out of those domains. Domains
+    without one are left out.
     """
     out = {}
-    for vm in instances:
-        domain = assigned.get(vm.uuid)
-        if domain is not None and vm.clean_required:
+    for uuid in required:
+        domain = assigned.get(uuid)
+        if domain is not None:
             out[domain] = out.get(domain, 0) + 1
     return out
 

@@ -202,8 +202,6 @@ def host_domain_rows(host_state, live, received, ledger, elsewhere=None):
     :param received: when ``live`` was received (ledger clock).
     :param ledger: this process's :class:`~.claims.ClaimLedger`.
     :param elsewhere: as for :meth:`~.claims.ClaimLedger.claims`.
-    :param clean_required: the request asks ``cache_clean=required``
-        (recorded with its claim, which closes the domain).
     """
     host = host_state.uuid
     ledger.observe(host, host_state.num_instances)

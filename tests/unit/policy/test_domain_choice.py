@@ -303,7 +303,7 @@ class ClaimOrderTest(testtools.TestCase):
             out = dc.assign_domains(capacity, kept + [new])
             self.assertEqual('L3-1', out[new.uuid], index)
             self.assertEqual({'L3-0': 1}, dc.required_holders(
-                kept + [new], out))
+                [vm.uuid for vm in kept + [new] if vm.clean_required], out))
         # Where it is the only domain with room, the instance still gets
         # it: the host holds its room, the scheduler's filter keeps such
         # requests off the host.
