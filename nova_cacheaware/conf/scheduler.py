@@ -126,6 +126,25 @@ Related options:
 
 * ``claim_memory_seconds``
 """),
+    cfg.IntOpt('claim_pending_seconds',
+               default=10,
+               min=1,
+               help="""
+Seconds at most a domain reservation counts before Nova's claim of it is
+seen.
+
+In the per-domain provider model the domain a request claims is chosen
+when Nova reads the candidate it is about to claim, and reserved at once,
+so that concurrent requests of the process (and, shared, of the other
+workers) choose other domains. Nova's consumption of the host turns the
+reservation into a claim; a request that failed (NoValidHost, Placement
+down) leaves one that stops counting after this many seconds. Keep it
+above the time one Placement claim takes under load, retries included.
+
+Related options:
+
+* ``claim_memory_seconds`` (a reservation never counts longer)
+"""),
     cfg.BoolOpt('listen_for_host_state',
                 default=True,
                 help="""

@@ -50,7 +50,7 @@ LOG = logging.getLogger(__name__)
 EVENT_TYPE = 'cacheaware.host.claim'
 #: Claims waiting to be sent at most; the oldest is dropped beyond.
 QUEUE_SIZE = 256
-VERSION = '1.1'
+VERSION = '1.2'
 MAJOR = 1
 
 
@@ -63,7 +63,8 @@ def to_payload(host, claim, origin):
     return {'version': VERSION, 'origin': origin, 'host': host,
             'domain': claim.provider, 'instance': claim.instance,
             'vcpus': claim.vcpus, 'memory_bound': claim.memory_bound,
-            'clean_required': claim.clean_required}
+            'clean_required': claim.clean_required,
+            'pending': claim.pending}
 
 
 def _is_text(value):
@@ -90,6 +91,10 @@ CLAIM = schema.Obj({
     # 1.1; a 1.0 sender's claims are not known to be required.
     'clean_required': (schema.Check(schema.is_bool,
                                     '%(key)s must be a bool'), False),
+    # 1.2: a reservation made at claim time (it counts for
+    # claim_pending_seconds); a 1.1 sender shares claims only.
+    'pending': (schema.Check(schema.is_bool, '%(key)s must be a bool'),
+                False),
 }, 'payload must be an object')
 
 
@@ -118,7 +123,7 @@ def from_payload(payload, now):
     return doc['origin'], doc['host'], claims.Claim(
         provider=doc['domain'], instance=doc['instance'], vcpus=doc['vcpus'],
         memory_bound=doc['memory_bound'], at=now,
-        clean_required=doc['clean_required'])
+        clean_required=doc['clean_required'], pending=doc['pending'])
 
 
 def bus_sender(transport, topic, origin):

@@ -43,6 +43,11 @@ LOG = logging.getLogger(__name__)
 
 #: Claims remembered per host at most (oldest dropped first).
 MAX_CLAIMS_PER_HOST = 256
+#: Seconds a reservation (a pending claim) counts without being consumed:
+#: Nova's claim of one candidate, retries and back-off included, takes
+#: well under this; a reservation still pending then belongs to a request
+#: that failed (NoValidHost) and must stop steering the others.
+DEFAULT_PENDING_SECONDS = 10.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +60,9 @@ class Claim:
     request (all instances of a multi-create share it).
     ``clean_required``: the instance's flavor asks
     ``cache_clean=required`` (its domain is closed to other memory-bound
-    instances).
+    instances). ``pending``: a reservation made when Nova read the
+    candidate to claim (:mod:`.claim_time`), not yet seen consumed; it
+    counts like a claim for ``pending`` seconds of the ledger at most.
     """
 
     provider: str
@@ -65,6 +72,7 @@ class Claim:
     at: float
     request: ty.Optional[int] = None
     clean_required: bool = False
+    pending: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,9 +91,12 @@ class _HandOut:
 class ClaimLedger:
     """Per-host domain claims of this process; thread-safe."""
 
-    def __init__(self, memory, settle, clock=time.monotonic, on_claim=None):
+    def __init__(self, memory, settle, clock=time.monotonic, on_claim=None,
+                 pending=DEFAULT_PENDING_SECONDS):
         self._memory = float(memory)
         self._settle = float(settle)
+        # A reservation never outlives a claim (memory 0: no memory).
+        self._pending = min(float(pending), self._memory)
         self._clock = clock
         self._lock = threading.Lock()
         self._claims = {}
@@ -133,8 +144,39 @@ class ClaimLedger:
             if handout is not None and handout.claim.instance == \
                     claim.instance:
                 del self._handouts[host]
+            self._drop_instance(claim.instance)
             self._append(host, claim)
         self._recorded(host, claim)
+
+    def reserve(self, host, claim):
+        """Count ``claim`` (``pending``) on ``host`` from now on.
+
+        Made when Nova reads the candidate it is about to claim
+        (:mod:`.claim_time`), so that a concurrent request of this process
+        choosing its domain a moment later sees it. Replaces whatever the
+        ledger held for the same instance: a reservation on another host
+        means Nova's claim there failed and it moved on. Shared like a
+        claim (``on_claim``); :meth:`record` replaces it when Nova
+        consumes the host, and it stops counting after the ledger's
+        ``pending`` seconds otherwise.
+        """
+        with self._lock:
+            self._drop_instance(claim.instance)
+            self._append(host, claim)
+        self._recorded(host, claim)
+
+    def _drop_instance(self, instance):
+        # Under the lock. One instance is claimed on one host at a time.
+        if instance is None:
+            return
+        for other, held in list(self._claims.items()):
+            kept = [c for c in held if c.instance != instance]
+            if len(kept) == len(held):
+                continue
+            if kept:
+                self._claims[other] = kept
+            else:
+                del self._claims[other]
 
     def _append(self, host, claim):
         claims = self._claims.setdefault(host, [])
@@ -144,9 +186,11 @@ class ClaimLedger:
     def _recorded(self, host, claim):
         # Outside the lock. In the host model the domain is the prediction
         # of the agent's choice: compare with the agent's log.
-        LOG.debug('claim recorded on host %s: instance %s, domain %s, '
-                  '%d vCPUs%s', host, claim.instance, claim.provider,
-                  claim.vcpus, ', memory-bound' if claim.memory_bound else '')
+        LOG.debug('%s on host %s: instance %s, domain %s, '
+                  '%d vCPUs%s', 'domain reserved' if claim.pending
+                  else 'claim recorded', host, claim.instance,
+                  claim.provider, claim.vcpus,
+                  ', memory-bound' if claim.memory_bound else '')
         if self.on_claim is not None:
             self.on_claim(host, claim)
 
@@ -154,14 +198,14 @@ class ClaimLedger:
         """Count ``claim`` on ``host``, made by another scheduler worker.
 
         It counts like this process's own claims (``claim.at`` on this
-        ledger's clock); a claim of the same instance on the host is
-        replaced, so a claim heard twice counts once.
+        ledger's clock); a claim of the same instance, on this host or
+        another, is replaced: a claim heard twice counts once, and a
+        reservation followed by one on another host (the first claim
+        failed) counts only there.
         """
         with self._lock:
-            claims = [c for c in self._claims.get(host, ())
-                      if c.instance is None or c.instance != claim.instance]
-            claims.append(claim)
-            self._claims[host] = claims[-MAX_CLAIMS_PER_HOST:]
+            self._drop_instance(claim.instance)
+            self._append(host, claim)
 
     def has_claims(self, host, num_instances):
         """:meth:`observe` ``host``, then True when it has claims here.
@@ -214,7 +258,8 @@ class ClaimLedger:
             if not held:
                 return []
             kept = [c for c in held
-                    if now - c.at <= self._memory
+                    if now - c.at <= (self._pending if c.pending
+                                      else self._memory)
                     and c.instance not in listed
                     and (received is None or received - c.at < self._settle)
                     and not (elsewhere is not None and c.instance
@@ -258,14 +303,15 @@ _ledger = {'ledger': None, 'on_claim': None}
 _ledger_lock = threading.Lock()
 
 
-def get_ledger(memory, settle):
+def get_ledger(memory, settle, pending=DEFAULT_PENDING_SECONDS):
     """This process's ledger (a forked worker gets its own)."""
     ledger = _ledger['ledger']
     if ledger is None:
         with _ledger_lock:
             if _ledger['ledger'] is None:
                 _ledger['ledger'] = ClaimLedger(
-                    memory, settle, on_claim=_ledger['on_claim'])
+                    memory, settle, on_claim=_ledger['on_claim'],
+                    pending=pending)
             ledger = _ledger['ledger']
     return ledger
 

@@ -119,15 +119,37 @@ def order_candidates(host_state, candidates, vcpus, memory_bound,
     :param clean_required: the request asks ``cache_clean=required``
         (recorded with its claim, which closes the domain).
     """
+    ledger.observe(host_state.uuid, host_state.num_instances)
+    ordered, first = rank_candidates(
+        host_state, candidates, vcpus, memory_bound, instance, live,
+        received, ledger, request, elsewhere, clean_required)
+    if first is not None:
+        ledger.hand_out(host_state.uuid, host_state.num_instances,
+                        claims_mod.Claim(
+                            provider=first, instance=instance, vcpus=vcpus,
+                            memory_bound=memory_bound, at=ledger.now(),
+                            request=request, clean_required=clean_required))
+    return ordered
+
+
+def rank_candidates(host_state, candidates, vcpus, memory_bound, instance,
+                    live, received, ledger, request=None, elsewhere=None,
+                    clean_required=False):
+    """``(ordered candidates, provider of the first)``; records nothing.
+
+    The order of :func:`order_candidates` from what the ledger holds now
+    (claims and reservations of every request but the instance's own
+    earlier ones). The provider is None when no candidate names a
+    domain or none is left.
+    """
     host = host_state.uuid
-    ledger.observe(host, host_state.num_instances)
     by_provider = {}
     for candidate in candidates:
         by_provider.setdefault(candidate_provider(candidate),
                                []).append(candidate)
     providers = [p for p in by_provider if p is not None]
     if not providers:
-        return candidates
+        return candidates, None
     listed = live.instance_uuids if live is not None else frozenset()
     own = ledger.claims(host, received, listed, elsewhere)
     loads = domain_loads(providers, live,
@@ -135,7 +157,7 @@ def order_candidates(host_state, candidates, vcpus, memory_bound,
     if memory_bound and live is not None and not clean_required:
         providers = [p for p in providers if not loads[p].holds_required]
         if not providers:
-            return []
+            return [], None
     order = domain_choice.order_domains(
         [loads[p] for p in providers], vcpus, memory_bound,
         instance or host)
@@ -143,11 +165,7 @@ def order_candidates(host_state, candidates, vcpus, memory_bound,
     ordered += by_provider.get(None, [])
     LOG.debug('domain order for host %s (%d own claims): %s', host,
               len(own), order)
-    ledger.hand_out(host, host_state.num_instances, claims_mod.Claim(
-        provider=order[0], instance=instance, vcpus=vcpus,
-        memory_bound=memory_bound, at=ledger.now(), request=request,
-        clean_required=clean_required))
-    return ordered
+    return ordered, order[0]
 
 
 # --- host model -----------------------------------------------------------
@@ -316,18 +334,22 @@ def predict_domain(loads, vcpus, memory_bound, seed):
 
 
 def consumed_claim(host_state, spec_obj, memory_bound, live, received,
-                   ledger, elsewhere=None, clean_required=False):
+                   ledger, elsewhere=None, clean_required=False,
+                   candidate=None):
     """The claim Nova has just made on ``host_state``, or None.
 
     Called when Nova consumes the host for ``spec_obj``'s instance
-    (:mod:`.consume_hook`): it claimed the host's first allocation
+    (:mod:`.consume_hook`): it claimed ``candidate`` when given (the one
+    :mod:`.claim_time` chose), else the host's first allocation
     candidate. Domain model: the claim names that candidate's domain
     provider. Host model: the domain the agent is predicted to choose,
     from the live state and every claim recorded before this one (None
     without live state, as in the filter).
     """
-    candidates = host_state.allocation_candidates or ()
-    provider = candidate_provider(candidates[0]) if candidates else None
+    if candidate is None:
+        candidates = host_state.allocation_candidates or ()
+        candidate = candidates[0] if candidates else None
+    provider = candidate_provider(candidate) if candidate else None
     if provider is None:
         return None
     instance = (spec_obj.instance_uuid

@@ -22,7 +22,10 @@ The candidates left are then **ordered** (Nova claims the first one): the
 domain policy of :mod:`nova_cacheaware.policy.domain_choice`, fed with the
 host's live state and this process's own recent claims
 (:mod:`~nova_cacheaware.scheduler.claims`), so a multi-create or a burst
-spreads over the host's domains instead of colliding on one.
+spreads over the host's domains instead of colliding on one; the first
+is chosen again, and reserved, when Nova reads it to claim
+(:mod:`~nova_cacheaware.scheduler.claim_time`), so that requests filtered
+in the same instant claim distinct domains.
 
 In the **host model** (the candidate puts the cache group on the host's one
 ``<root name>:cacheaware`` child, not on a domain provider; see
@@ -54,6 +57,7 @@ from nova.scheduler import filters
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import exception
+from nova_cacheaware.scheduler import claim_time
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import consume_hook
 from nova_cacheaware.scheduler import domain_order
@@ -86,6 +90,8 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
     def filter_all(self, filter_obj_list, spec_obj):
         """Nova's per-request entry: read the options, then every host."""
         self._opts = _options()
+        # The instances of a multi-create share one RequestSpec object.
+        claim_time.begin(id(spec_obj), _instance_uuid(spec_obj))
         return super().filter_all(filter_obj_list, spec_obj)
 
     def host_passes(self, host_state, spec_obj):
@@ -157,21 +163,32 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             host_state.allocation_candidates = kept
             return self._host_model_passes(host_state, spec_obj, memo,
                                            live, cache)
-        # Nova claims the first candidate: put the domain to claim first.
+        # Nova claims the first candidate: put the domain to claim first,
+        # and choose it again when Nova claims (claim_time).
         opts = self._opts or _options()
+        ledger = claims.get_ledger(opts.claim_memory_seconds,
+                                   opts.claim_settle_seconds,
+                                   opts.claim_pending_seconds)
+        instance = _instance_uuid(spec_obj)
+        elsewhere = _elsewhere(cache, host_state)
         ordered = domain_order.order_candidates(
-            host_state, kept, vcpus, request.clean_wanted,
-            _instance_uuid(spec_obj), live,
+            host_state, kept, vcpus, request.clean_wanted, instance, live,
             cache.received(host_state.host) if live is not None else None,
-            claims.get_ledger(opts.claim_memory_seconds,
-                              opts.claim_settle_seconds),
+            ledger,
             # The instances of a multi-create share one RequestSpec object.
-            request=id(spec_obj), elsewhere=_elsewhere(cache, host_state),
+            request=id(spec_obj), elsewhere=elsewhere,
             clean_required=request.clean_required)
-        host_state.allocation_candidates = ordered
         if not ordered:
+            host_state.allocation_candidates = ordered
             self._reject(host_state, domain_order.CLOSED_REASON % vcpus)
             return False
+        host = host_state.host
+        claim_time.offer(
+            host_state.uuid, kept, host_state, vcpus, request.clean_wanted,
+            instance, lambda: _live_of(cache, host), ledger, id(spec_obj),
+            elsewhere, request.clean_required)
+        host_state.allocation_candidates = claim_time.ClaimTimeCandidates(
+            ordered, host_state.uuid)
         return True
 
     def _host_model_passes(self, host_state, spec_obj, memo, live, cache):
@@ -186,7 +203,8 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         request = memo.cacheaware
         opts = self._opts or _options()
         ledger = claims.get_ledger(opts.claim_memory_seconds,
-                                   opts.claim_settle_seconds)
+                                   opts.claim_settle_seconds,
+                                   opts.claim_pending_seconds)
         vcpus = memo.vcpus
         rows, own = domain_order.host_domain_rows(
             host_state, live, cache.received(host_state.host), ledger,
@@ -217,13 +235,14 @@ class _Options(ty.NamedTuple):
     stale_host_state: str
     claim_memory_seconds: float
     claim_settle_seconds: float
+    claim_pending_seconds: float
 
 
 def _options():
     """The ``[cacheaware_scheduler]`` options the filter reads per host."""
     opts = CONF.cacheaware_scheduler
     return _Options(opts.stale_host_state, opts.claim_memory_seconds,
-                    opts.claim_settle_seconds)
+                    opts.claim_settle_seconds, opts.claim_pending_seconds)
 
 
 def record_consumed(host_state, spec_obj):
@@ -235,9 +254,11 @@ def record_consumed(host_state, spec_obj):
     memo = sched_request.of(spec_obj)
     if memo.invalid is not None or not memo.cacheaware.all_share:
         return
+    claim_time.consumed(_instance_uuid(spec_obj))
     opts = CONF.cacheaware_scheduler
     ledger = claims.get_ledger(opts.claim_memory_seconds,
-                               opts.claim_settle_seconds)
+                               opts.claim_settle_seconds,
+                               opts.claim_pending_seconds)
     # Before any row is read: the hand-out guess must not count it too.
     ledger.exact = True
     cache = live_state.get_cache()
@@ -246,9 +267,18 @@ def record_consumed(host_state, spec_obj):
         host_state, spec_obj, memo.cacheaware.clean_wanted, live,
         cache.received(host_state.host) if live is not None else None,
         ledger, _elsewhere(cache, host_state),
-        clean_required=memo.cacheaware.clean_required)
+        clean_required=memo.cacheaware.clean_required,
+        # What this thread's request claimed, even if a concurrent
+        # request has replaced the host's candidate list since.
+        candidate=claim_time.picked(host_state.uuid))
     if claim is not None:
         ledger.record(host_state.uuid, claim)
+
+
+def _live_of(cache, host):
+    """``(fresh live state or None, when received)`` of ``host`` now."""
+    live = cache.get(host)
+    return live, (cache.received(host) if live is not None else None)
 
 
 def _elsewhere(cache, host_state):

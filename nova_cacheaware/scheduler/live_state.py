@@ -85,7 +85,8 @@ def _start_listener(cache, opts):
             # as the ledger records them (claim_share).
             endpoints.append(claim_share.HostClaimEndpoint(
                 lambda: claims.get_ledger(opts.claim_memory_seconds,
-                                          opts.claim_settle_seconds), pool))
+                                          opts.claim_settle_seconds,
+                                          opts.claim_pending_seconds), pool))
             publisher = claim_share.ClaimPublisher(
                 transport, opts.host_state_topic, pool)
             _process['publisher'] = publisher

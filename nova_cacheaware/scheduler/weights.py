@@ -156,7 +156,8 @@ class CacheContentionWeigher(_RequestWeigher):
             return None
         opts = CONF.cacheaware_scheduler
         return (req.vcpus, live_state.get_cache(), claims.get_ledger(
-            opts.claim_memory_seconds, opts.claim_settle_seconds))
+            opts.claim_memory_seconds, opts.claim_settle_seconds,
+            opts.claim_pending_seconds))
 
     def _score(self, state, wanted, host_state):
         if state is None or not state.agent_healthy or not state.domains:

@@ -10,6 +10,11 @@ the agents' live state.
 
 import collections
 import datetime
+import threading
+import time
+
+import fixtures
+from nova.scheduler import manager
 
 from nova_cacheaware import names
 from nova_cacheaware.scheduler import claims
@@ -153,3 +158,101 @@ class DomainChoiceTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         self.assert_filter_refused(
             'compute1', 'every allocation candidate with room for 1 vCPUs is '
             'a cache domain holding a cache_clean=required instance')
+
+
+class ConcurrentBurstTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
+    """Separate requests at tight capacity, filtered before any claims.
+
+    Nova's scheduler serves each request in its own thread and claims the
+    first candidate of the host it picked; a request whose claim Placement
+    refuses never tries a second candidate of that host. The claims are
+    held back until every request has read its candidate, so all of them
+    are filtered and ordered before any claim is recorded - the burst that
+    lost servers in the README's demo.
+    """
+
+    _domain = DomainChoiceTest._domain
+
+    def setUp(self):
+        super().setUp()
+        claims.reset()
+        self.addCleanup(claims.reset)
+
+    def _hold_claims_until(self, parties):
+        """Make Nova's claims wait until ``parties`` requests reached one."""
+        real = manager.utils.claim_resources
+        barrier = threading.Barrier(parties)
+        reached = []
+
+        def claim_resources(*args, **kwargs):
+            reached.append(1)
+            try:
+                barrier.wait(timeout=30)
+            except threading.BrokenBarrierError:
+                pass
+            return real(*args, **kwargs)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.scheduler.manager.utils.claim_resources', claim_resources))
+        return reached
+
+    def _burst(self, flavor, count):
+        """``count`` single-server requests at once; the servers settled."""
+        posted = []
+
+        def post(n):
+            request = self._build_server(
+                name='burst-%d' % n, flavor_id=flavor, networks='none')
+            posted.append(self.api.post_server({'server': request}))
+
+        threads = [threading.Thread(target=post, args=(n,))
+                   for n in range(count)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(count, len(posted))
+        return [self._settled(s) for s in posted]
+
+    def _settled(self, server, timeout=60):
+        """The server once ACTIVE or ERROR."""
+        deadline = time.monotonic() + timeout
+        while True:
+            server = self.api.get_server(server['id'])
+            if server['status'] in ('ACTIVE', 'ERROR'):
+                return server
+            self.assertLess(time.monotonic(), deadline, server['status'])
+            time.sleep(0.1)
+
+    def _assert_every_place_taken(self, flavor, providers, count):
+        reached = self._hold_claims_until(count)
+        servers = self._burst(flavor, count)
+        # Every request reached its claim before any claimed (the race
+        # was staged, not left to chance).
+        self.assertEqual(count, len(reached))
+        self.assertEqual(['ACTIVE'] * count,
+                         [s['status'] for s in servers],
+                         [s.get('fault') for s in servers])
+        self.assertEqual(sorted(providers),
+                         sorted(self._domain(s) for s in servers))
+
+    def test_exact_fit_burst_of_required_servers(self):
+        # Four domains, one Clean slot each: four concurrent requests.
+        providers = self.start_host('compute1', cores=6, threads=2,
+                                    domain_cpus=3)
+        self._assert_every_place_taken(
+            self._flavor(2, clean='required'), providers.values(), 4)
+
+    def test_exact_fit_burst_over_two_hosts_with_live_state(self):
+        # Two hosts of two domains; the agents' live state is fresh and
+        # shows every domain Empty.
+        first = self.start_host('compute1', cores=4, threads=2,
+                                domain_cpus=4)
+        second = self.start_host('compute2', cores=4, threads=2,
+                                 domain_cpus=4)
+        cache = live_state.get_cache()
+        cache.update(live('compute1', first))
+        cache.update(live('compute2', second))
+        self._assert_every_place_taken(
+            self._flavor(2, clean='required'),
+            list(first.values()) + list(second.values()), 4)

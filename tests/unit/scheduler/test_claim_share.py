@@ -1,5 +1,6 @@
 """Scheduler workers sharing their claims: payload, endpoint, ledger."""
 
+import dataclasses
 import logging
 import threading
 
@@ -32,10 +33,11 @@ class PayloadTest(testtools.TestCase):
 
     def test_exact_payload_and_round_trip(self):
         payload = claim_share.to_payload('cn-1', claim(), 'sched-a-11')
-        self.assertEqual({'version': '1.1', 'origin': 'sched-a-11',
+        self.assertEqual({'version': '1.2', 'origin': 'sched-a-11',
                           'host': 'cn-1', 'domain': 'L3-1',
                           'instance': 'vm-1', 'vcpus': 2,
-                          'memory_bound': True, 'clean_required': False},
+                          'memory_bound': True, 'clean_required': False,
+                          'pending': False},
                          payload)
         self.assertEqual(('sched-a-11', 'cn-1', claim(at=7.5)),
                          claim_share.from_payload(payload, 7.5))
@@ -44,9 +46,17 @@ class PayloadTest(testtools.TestCase):
                                                       clean_required=True)),
                          claim_share.from_payload(claim_share.to_payload(
                              'cn-1', required, 'sched-a-11'), 7.5))
+        reserved = dataclasses.replace(claim(), pending=True)
+        self.assertTrue(claim_share.from_payload(claim_share.to_payload(
+            'cn-1', reserved, 'sched-a-11'), 7.5)[2].pending)
+        # A 1.1 sender shares claims only, never reservations.
+        older = dict(payload, version='1.1')
+        del older['pending']
+        self.assertEqual(claim(at=7.5),
+                         claim_share.from_payload(older, 7.5)[2])
         # A 1.0 sender's claim: not known to be required.
         older = dict(payload, version='1.0')
-        del older['clean_required']
+        del older['clean_required'], older['pending']
         self.assertEqual(claim(at=7.5),
                          claim_share.from_payload(older, 7.5)[2])
         # A later minor version with more fields is read.

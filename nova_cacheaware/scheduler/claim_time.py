@@ -1,0 +1,177 @@
+"""The domain a request claims, chosen when Nova claims it (domain model).
+
+In the per-domain provider model each allocation candidate of a host names
+one cache domain, and Nova's scheduler claims the *first* candidate of the
+host it picked - never a second one of the same host: when Placement
+refuses it (HTTP 409, another request took the domain), Nova moves on to
+the next host, and on a region whose last free places are on that host the
+request ends in NoValidHost although a domain is still free.
+
+``CacheDomainFilter`` orders each host's candidates when it filters, but
+concurrent requests of one scheduler process are filtered before either
+claims: both put the same domain first. Nova also keeps one ``HostState``
+per host and process and sets its ``allocation_candidates`` for each
+request, so a concurrent request may even replace the list a request
+filtered before that request reads it.
+
+So the filter hands Nova a :class:`ClaimTimeCandidates` list and keeps
+what it knows of the request in this thread (Nova filters, weighs and
+claims one request in one thread). When Nova reads the candidate it is
+about to claim (``allocation_candidates[0]``), :func:`pick` orders the
+host's candidates again, under a process-wide lock, from what the claim
+ledger holds at that moment - the claims and the *reservations* of every
+other request of the process, and those shared by the other workers - and
+reserves the domain it returns (:meth:`~.claims.ClaimLedger.reserve`,
+shared over the bus at once). The next request to reach its claim sees
+the reservation and takes another domain. Nova's consumption of the host
+turns the reservation into the claim; a reservation on another host
+replaces it (the claim failed, Nova moved on); one left by a failed
+request stops counting after ``claim_pending_seconds``.
+
+What it cannot do: two scheduler *workers* that pick in the same instant,
+before either's reservation reached the other over the bus, still choose
+alike; Placement then refuses one of them (the admin guide's scheduler
+page, "Bursts in the domain model").
+"""
+
+import threading
+
+from nova_cacheaware.scheduler import claims as claims_mod
+from nova_cacheaware.scheduler import domain_order
+
+#: One pick at a time per process: order and reserve must be one step.
+_pick_lock = threading.Lock()
+_local = threading.local()
+
+
+class ClaimTimeCandidates(list):
+    """A host's candidates in the filter's order; ``[0]`` chosen late.
+
+    Reading index 0 in the thread that filtered the host for the request
+    returns :func:`pick`'s candidate; any other read (another thread, a
+    slice, iteration) sees the list as the filter ordered it.
+    """
+
+    __slots__ = ('host',)
+
+    def __init__(self, ordered, host):
+        super().__init__(ordered)
+        self.host = host
+
+    def __getitem__(self, index):
+        if index == 0:
+            chosen = pick(self.host)
+            if chosen is not None:
+                return chosen
+        return super().__getitem__(index)
+
+
+class _Offer(object):
+    """What the filter knew of one host for this thread's request."""
+
+    __slots__ = ('candidates', 'rank', 'reservation', 'chosen')
+
+    def __init__(self, candidates, rank, reservation):
+        self.candidates = candidates
+        #: ``rank()`` -> ``(ordered candidates, first provider)`` now.
+        self.rank = rank
+        #: ``reservation(provider)`` -> the pending Claim to record.
+        self.reservation = reservation
+        self.chosen = None
+
+
+def begin(request, instance):
+    """Start scheduling ``instance`` of ``request`` in this thread.
+
+    Called by the filter before it looks at any host: offers of the
+    previous instance (a multi-create filters again for each) are
+    dropped; instances already consumed stay known while the request is
+    the same, so that Nova's listing of alternates reserves nothing.
+    """
+    if getattr(_local, 'request', None) != request:
+        _local.request = request
+        _local.consumed = set()
+    _local.instance = instance
+    _local.offers = {}
+
+
+def offer(host, candidates, host_state, vcpus, memory_bound, instance,
+          live_of, ledger, request, elsewhere, clean_required):
+    """Remember ``candidates`` of ``host`` for this thread's request.
+
+    :param live_of: ``live_of()`` -> ``(live state or None, received)``
+        of the host, read when Nova claims (fresher than the filter's).
+    Other parameters as for :func:`~.domain_order.rank_candidates`.
+    """
+    offers = getattr(_local, 'offers', None)
+    if offers is None:
+        return
+
+    def rank():
+        live, received = live_of()
+        return domain_order.rank_candidates(
+            host_state, candidates, vcpus, memory_bound, instance, live,
+            received, ledger, request, elsewhere, clean_required)
+
+    def reservation(provider):
+        return claims_mod.Claim(
+            provider=provider, instance=instance, vcpus=vcpus,
+            memory_bound=memory_bound, at=ledger.now(), request=request,
+            clean_required=clean_required, pending=True)
+
+    offers[host] = _Offer(tuple(candidates), rank,
+                          lambda provider: ledger.reserve(
+                              host, reservation(provider)))
+
+
+def pick(host):
+    """The candidate this thread's request claims on ``host``, or None.
+
+    None when this thread filtered no such host for its request (the
+    caller then uses the list as it is). The first read orders and
+    reserves; later reads (Nova's consumption, the ledger) return the
+    same candidate.
+    """
+    offers = getattr(_local, 'offers', None)
+    if not offers:
+        return None
+    found = offers.get(host)
+    if found is None:
+        return None
+    if found.chosen is None:
+        found.chosen = _choose(found)
+    return found.chosen
+
+
+def picked(host):
+    """The candidate :func:`pick` returned for ``host`` in this thread.
+
+    None when Nova did not read this thread's choice for the host (a
+    concurrent request replaced the list first: Nova claimed what that
+    list held).
+    """
+    offers = getattr(_local, 'offers', None)
+    found = offers.get(host) if offers else None
+    return None if found is None else found.chosen
+
+
+def _choose(found):
+    if getattr(_local, 'instance', None) in _local.consumed:
+        # Nova lists alternates once its claims are made: nothing is
+        # claimed here now.
+        return found.candidates[0]
+    with _pick_lock:
+        ordered, provider = found.rank()
+        if provider is None:
+            # Every domain closed since the filter ran: Nova claims this
+            # host anyway; Placement decides.
+            return found.candidates[0]
+        found.reservation(provider)
+        return ordered[0]
+
+
+def consumed(instance):
+    """Nova consumed a host for ``instance`` in this thread."""
+    done = getattr(_local, 'consumed', None)
+    if done is not None and instance is not None:
+        done.add(instance)
