@@ -221,14 +221,18 @@ def candidates_exist(cloud, vcpus, specs):
     query = ['resources=VCPU:%d,MEMORY_MB:256,DISK_GB:1' % vcpus,
              'limit=1']
     groups = collections.defaultdict(list)
+    traits = collections.defaultdict(list)
     for key, value in specs.items():
         if key.startswith('resources') and ':' in key:
             group, rc = key.split(':', 1)
             groups[group[len('resources'):]].append('%s:%s' % (rc, value))
-        elif key.startswith('trait:') and value == 'required':
-            query.append('required=%s' % key[len('trait:'):])
+        elif key.startswith('trait') and ':' in key and value == 'required':
+            group, trait = key.split(':', 1)
+            traits[group[len('trait'):]].append(trait)
     for suffix, resources in groups.items():
         query.append('resources%s=%s' % (suffix, ','.join(resources)))
+    for suffix, names_ in traits.items():
+        query.append('required%s=%s' % (suffix, ','.join(names_)))
     if groups:
         query.append('group_policy=%s' % specs.get('group_policy', 'none'))
     found = cloud.placement('GET', '/allocation_candidates?' + '&'.join(

@@ -15,7 +15,8 @@
   or edited by hand, an allocation, Nova's own updates of the root) gets
   the full read-compare-write. Providers deleted by hand come back, and
   inventories and traits changed by hand are restored, within one pass;
-* puts ``CUSTOM_CACHEAWARE_AGENT`` on the root at every full sync and takes
+* puts ``CUSTOM_CACHEAWARE_AGENT`` on its providers (never the root, which
+  is Nova's) at every full sync and takes
   it off when the agent stops cleanly (:meth:`withdraw`);
 * sets ``reserved`` of ``CUSTOM_CACHE_DOMAIN_MEMBOUND`` on a domain where
   the agent pins a memory-bound VM whose own allocation does not use that
@@ -189,7 +190,7 @@ PlacementClient`.
         return {d: int(n * self._ratio_now) for d, n in self._sizes.items()}
 
     def withdraw(self):
-        """Take ``CUSTOM_CACHEAWARE_AGENT`` off the root (a clean stop).
+        """Take ``CUSTOM_CACHEAWARE_AGENT`` off our providers (clean stop).
 
         Placement then offers this host to no All-share request until an
         agent syncs again. True if the trait was removed now.
@@ -197,8 +198,8 @@ PlacementClient`.
         self._in_sync = None
         # Looked up if this run never reached Placement: the trait may be
         # left from the previous run.
-        return provider_sync.set_agent_trait(
-            self.client, self.compute_node_uuid(), False)
+        return provider_sync.withdraw_agent_trait(
+            self.client, self.compute_node_uuid())
 
     def set_membound_reserved(self, reserved_by_domain):
         """Ask for ``{domain id: reserved}``; writes only what changed.

@@ -234,14 +234,14 @@ class PlacementSide:
             LOG.warning('publishing the host state failed: %s', e)
 
     def withdraw(self):
-        """Stop promising pinning: the agent's trait leaves the root.
+        """Stop promising pinning: the agent's trait leaves its providers.
 
         A clean stop only; a killed agent is noticed by the scheduler when
         its live state goes stale (doc/source/admin/failure-modes.rst).
         """
         try:
             if self.placement.withdraw():
-                LOG.info('%s removed from the compute node provider: no '
+                LOG.info('%s removed from the cache providers: no '
                          'All-share request lands here until the agent '
                          'is back', 'CUSTOM_CACHEAWARE_AGENT')
         except Exception as e:

@@ -13,9 +13,13 @@ What is written, and why:
   must be satisfied by one provider, and only cache domain providers have
   that class, so Placement returns only hosts with one domain that still
   has room for all the vCPUs, and the allocation names that domain;
-* ``cache_share=all`` also adds ``trait:CUSTOM_CACHEAWARE_AGENT=required``:
-  the root provider has it only while the host's agent is healthy, and only
-  a running agent pins the guest into the domain it was given;
+* ``cache_share=all`` also adds
+  ``trait_CACHE:CUSTOM_CACHEAWARE_AGENT=required``: the agent's providers
+  (the one that satisfies the group) have it only while the host's agent
+  is healthy, and only a running agent pins the guest into its domain.
+  The trait is on the agent's own providers, never on the root, which
+  nova-compute owns: a write there would move the root's generation under
+  nova-compute's feet;
 * ``cache_share=all`` with ``workload=memory`` and ``cache_clean=required``:
   ``resources_CACHE:CUSTOM_CACHE_DOMAIN_MEMBOUND=1`` in the same group, so
   the domain must also have its memory-bound slot free (Clean);
@@ -38,7 +42,7 @@ PREFIX = specs.PREFIX
 GROUP = 'CACHE'
 KEY_DOMAIN_VCPU = 'resources_%s:%s' % (GROUP, names.RC_DOMAIN_VCPU)
 KEY_DOMAIN_MEMBOUND = 'resources_%s:%s' % (GROUP, names.RC_DOMAIN_MEMBOUND)
-KEY_AGENT_TRAIT = 'trait:%s' % names.TRAIT_AGENT
+KEY_AGENT_TRAIT = 'trait_%s:%s' % (GROUP, names.TRAIT_AGENT)
 KEY_GROUP_POLICY = 'group_policy'
 #: Keys this module derives; removed again when the options stop asking.
 DERIVED_KEYS = (KEY_DOMAIN_VCPU, KEY_DOMAIN_MEMBOUND, KEY_AGENT_TRAIT)

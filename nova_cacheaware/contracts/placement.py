@@ -15,6 +15,12 @@ TRAIT_AGENT = 'CUSTOM_CACHEAWARE_AGENT'
 EXTRA_SPEC_NAMESPACE = 'cacheaware'
 
 
+def is_ours(provider_name):
+    """True for a provider name of ours: a domain or a host provider."""
+    return (provider_name.endswith(':cacheaware')
+            or ':cacheaware:' in provider_name)
+
+
 def cache_level_trait(level):
     """``CUSTOM_CACHE_L3`` for level 3; the trait put on each domain child."""
     return 'CUSTOM_CACHE_L%d' % level

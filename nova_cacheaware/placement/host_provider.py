@@ -157,14 +157,15 @@ sync_domain_providers`, plus ``vcpu_max_unit`` and ``membound_reserved``
 
     syncer.ensure_names([names.RC_DOMAIN_VCPU, names.RC_DOMAIN_MEMBOUND],
                         {names.TRAIT_AGENT})
-    if not agent_healthy:
-        result.root_traits_changed = syncer.set_root_agent_trait(
-            compute_rp_uuid, False)
-
     tree = client.providers_in_tree(compute_rp_uuid)
     olds = provider_sync._our_children(
         tree, compute_rp_uuid, names.domain_provider_name(root['name'], ''))
     host = _host_child(tree, compute_rp_uuid)
+    if not agent_healthy:
+        # Withdraw the promise first: the scheduler stops trusting this
+        # host before its counts change. The old model's providers too.
+        for provider in ([host] if host else []) + list(olds.values()):
+            syncer.set_agent_trait(provider['uuid'], False)
     wanted = (desired_inventories(sizes, cpu_allocation_ratio,
                                   membound_total, vcpu_max_unit,
                                   membound_reserved) if sizes else None)
@@ -176,9 +177,8 @@ sync_domain_providers`, plus ``vcpu_max_unit`` and ``membound_reserved``
         provider_sync._remove_stale(syncer, domain_id,
                                     olds[domain_id]['uuid'])
 
-    if agent_healthy:
-        result.root_traits_changed = syncer.set_root_agent_trait(
-            compute_rp_uuid, True)
+    if agent_healthy and host is not None and wanted is not None:
+        syncer.set_agent_trait(host['uuid'], True)
     LOG.log(logging.INFO if result.writes else logging.DEBUG,
             'cache provider of %s: %s, %d allocations moved from %d domain '
             'providers, %d writes', compute_rp_uuid,

@@ -27,7 +27,9 @@ class SyncCounters:
     #: with their inventory fully reserved so that nothing new lands there.
     kept_with_allocations: ty.List[str] = dataclasses.field(
         default_factory=list)
-    root_traits_changed: bool = False
+    #: ``CUSTOM_CACHEAWARE_AGENT`` was added to or removed from one of our
+    #: providers (never the root: that is Nova's).
+    agent_trait_changed: bool = False
     #: Custom resource classes and traits this run created.
     created_names: ty.List[str] = dataclasses.field(default_factory=list)
     #: Successful write requests (POST/PUT/DELETE); 0 when in sync.
@@ -128,8 +130,8 @@ def domain_traits(level, child_traits=True):
 
 
 def is_managed_child_trait(trait):
-    """True for the domain traits a sync owns on its children."""
-    return trait == names.TRAIT_DOMAIN or (
+    """True for the traits a sync owns on its children."""
+    return trait in (names.TRAIT_DOMAIN, names.TRAIT_AGENT) or (
         trait.startswith('CUSTOM_CACHE_L') and trait[14:].isdigit())
 
 

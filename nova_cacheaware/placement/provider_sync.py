@@ -114,19 +114,32 @@ class _Syncer(object):
             lambda gen, inv: client.put_inventories(rp_uuid, gen, inv))
 
     def set_child_traits(self, rp_uuid, wanted):
+        flipped = []
+
         def decide(doc):
             current = set(doc['traits'])
             # Keep traits someone else put on the child; own only ours.
             new = {t for t in current
                    if not provider_state.is_managed_child_trait(t)}
             new |= wanted
+            flipped[:] = [(names.TRAIT_AGENT in new)
+                          != (names.TRAIT_AGENT in current)]
             return None if new == current else new
         client = self.client
-        return self.update(
+        changed = self.update(
             'traits', rp_uuid, lambda: client.get_traits(rp_uuid), decide,
             lambda gen, traits: client.put_traits(rp_uuid, gen, traits))
+        if changed and any(flipped):
+            self.result.agent_trait_changed = True
+        return changed
 
-    def set_root_agent_trait(self, rp_uuid, healthy):
+    def set_agent_trait(self, rp_uuid, healthy):
+        """Add (healthy) or remove ``CUSTOM_CACHEAWARE_AGENT`` on ``rp_uuid``.
+
+        Only on our own providers: the root is Nova's, and a write there
+        moves its generation under nova-compute's feet (its next update
+        then fails with a generation conflict, logged at ERROR).
+        """
         def decide(doc):
             current = set(doc['traits'])
             if healthy:
@@ -135,10 +148,12 @@ class _Syncer(object):
                 new = current - {names.TRAIT_AGENT}
             return None if new == current else new
         client = self.client
-        return self.update(
+        changed = self.update(
             'agent trait', rp_uuid, lambda: client.get_traits(rp_uuid),
             decide,
             lambda gen, traits: client.put_traits(rp_uuid, gen, traits))
+        self.result.agent_trait_changed |= bool(changed)
+        return changed
 
     def ensure_names(self, resource_classes, traits):
         """Create missing custom resource classes and traits (2 GETs)."""
@@ -174,6 +189,8 @@ class _Syncer(object):
                 self.client.put_traits(
                     rp_uuid, doc['resource_provider_generation'], traits)
                 self.result.writes += 1
+                if names.TRAIT_AGENT in traits:
+                    self.result.agent_trait_changed = True
         except errors.ConcurrentUpdate:
             self.result.conflicts_retried += 1
             self.set_inventories(rp_uuid, inventories)
@@ -217,8 +234,9 @@ DomainSet`.
     :param membound_total: memory-bound VM slots per domain (1: Clean).
     :param membound_reserved: ``{domain_id: slots}`` taken by memory-bound
         VMs that did not declare it (0 when absent).
-    :param agent_healthy: whether ``CUSTOM_CACHEAWARE_AGENT`` belongs on the
-        root (True) or must be removed (False).
+    :param agent_healthy: whether ``CUSTOM_CACHEAWARE_AGENT`` belongs on
+        every domain provider (True) or must be removed (False, before
+        anything else is written). The root is never written: it is Nova's.
     :param usable_cpus: CPU ids guests may use (Nova's shared CPU set); a
         domain's total counts only these, and a domain with none gets no
         provider. None: every CPU of the domain.
@@ -239,25 +257,23 @@ DomainSet`.
     root = client.get_provider(compute_rp_uuid)
     prefix = names.domain_provider_name(root['name'], '')
     wanted = _wanted(domain_set, usable_cpus, cpu_allocation_ratio,
-                     membound_total, membound_reserved or {}, child_traits)
+                     membound_total, membound_reserved or {}, child_traits,
+                     agent_healthy)
     syncer.ensure_names([names.RC_DOMAIN_VCPU, names.RC_DOMAIN_MEMBOUND],
                         {names.TRAIT_AGENT}.union(
                             *(traits for _inv, traits in wanted.values())))
+    existing = _our_children(client.providers_in_tree(compute_rp_uuid),
+                             compute_rp_uuid, prefix)
     if not agent_healthy:
         # Withdraw the promise first: the scheduler stops trusting this
         # host before its domains change.
-        result.root_traits_changed = syncer.set_root_agent_trait(
-            compute_rp_uuid, False)
-    existing = _our_children(client.providers_in_tree(compute_rp_uuid),
-                             compute_rp_uuid, prefix)
+        for provider in existing.values():
+            syncer.set_agent_trait(provider['uuid'], False)
     for domain_id in sorted(wanted):
         existing = _sync_child(syncer, compute_rp_uuid, prefix, domain_id,
                                wanted[domain_id], existing)
     for domain_id in sorted(set(existing) - set(wanted)):
         _remove_stale(syncer, domain_id, existing[domain_id]['uuid'])
-    if agent_healthy:
-        result.root_traits_changed = syncer.set_root_agent_trait(
-            compute_rp_uuid, True)
     _log_result(result)
     return result
 
@@ -273,8 +289,9 @@ def _log_result(result):
 
 
 def _wanted(domain_set, usable_cpus, cpu_allocation_ratio, membound_total,
-            membound_reserved, child_traits):
+            membound_reserved, child_traits, agent_healthy):
     """``{domain id: (inventories, traits)}`` of the domains with CPUs."""
+    agent = {names.TRAIT_AGENT} if agent_healthy else set()
     usable = None if usable_cpus is None else set(usable_cpus)
     wanted = {}
     for domain in domain_set.domains:
@@ -285,7 +302,8 @@ def _wanted(domain_set, usable_cpus, cpu_allocation_ratio, membound_total,
                 provider_state.desired_inventories(
                     len(cpus), cpu_allocation_ratio, membound_total,
                     membound_reserved.get(domain.id, 0)),
-                provider_state.domain_traits(domain.level, child_traits))
+                provider_state.domain_traits(domain.level, child_traits) |
+                agent)
     return wanted
 
 
@@ -329,17 +347,22 @@ def _sync_child(syncer, compute_rp_uuid, prefix, domain_id, want,
     return existing
 
 
-def set_agent_trait(client, compute_rp_uuid, present):
-    """Put ``CUSTOM_CACHEAWARE_AGENT`` on the root (True) or take it off.
+def withdraw_agent_trait(client, compute_rp_uuid):
+    """Take ``CUSTOM_CACHEAWARE_AGENT`` off our providers under the root.
 
-    Only that trait is written; the root's other traits are kept. Returns
-    True if it wrote.
+    Every child whose name carries the ``:cacheaware`` mark (the domain
+    providers and the host provider of either model); their other traits
+    and the root are left alone. Returns True if it wrote.
     """
     syncer = _Syncer(client, provider_state.SyncResult(
         compute_rp_uuid=compute_rp_uuid))
-    if present:
-        client.ensure_trait(names.TRAIT_AGENT)
-    return syncer.set_root_agent_trait(compute_rp_uuid, present)
+    changed = False
+    for provider in client.providers_in_tree(compute_rp_uuid):
+        if (provider.get('parent_provider_uuid') == compute_rp_uuid
+                and names.is_ours(provider['name'])):
+            changed = syncer.set_agent_trait(provider['uuid'],
+                                             False) or changed
+    return changed
 
 
 def _remove_stale(syncer, domain_id, rp_uuid):

@@ -84,7 +84,7 @@ class TestFlavorSetThroughNovaAPI(test.TestCase):
             'cacheaware:cache_clean': 'required',
             'resources_CACHE:CUSTOM_CACHE_DOMAIN_VCPU': '4',
             'resources_CACHE:CUSTOM_CACHE_DOMAIN_MEMBOUND': '1',
-            'trait:CUSTOM_CACHEAWARE_AGENT': 'required',
+            'trait_CACHE:CUSTOM_CACHEAWARE_AGENT': 'required',
             'group_policy': 'none'}
         self.assertEqual(expected, self.extra_specs())
         self.assertEqual(sorted('set %s=%s' % kv for kv in expected.items()),

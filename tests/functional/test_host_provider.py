@@ -61,7 +61,7 @@ class _HostProviderScenarios(_Helpers):
         result = host_provider.sync_host_provider(
             self.client, root, base.ZEN_2CCX, cpu_allocation_ratio=4.0)
         self.assertTrue(result.created)
-        self.assertTrue(result.root_traits_changed)
+        self.assertTrue(result.agent_trait_changed)
         kids = self.children(root)
         self.assertEqual([name + ':cacheaware'], list(kids))
         kid = kids[name + ':cacheaware']
@@ -70,7 +70,10 @@ class _HostProviderScenarios(_Helpers):
         # 16 CPUs, the largest domain holds 8 x 4 vCPUs, 2 Clean slots.
         self.assertEqual(_inv(16, 32, 4.0, 2), self.client.get_inventories(
             kid['uuid'])['inventories'])
-        self.assert_root_untouched(root, [names.TRAIT_AGENT])
+        self.assertEqual([names.TRAIT_AGENT],
+                         self.client.get_traits(kid['uuid'])['traits'])
+        # The root is Nova's: never written.
+        self.assert_root_untouched(root)
 
     def test_second_run_writes_nothing(self):
         root, _ = self.make_compute_node()
@@ -181,7 +184,9 @@ class _HostProviderScenarios(_Helpers):
         host_provider.sync_host_provider(self.client, root, base.ZEN_2CCX)
         result = host_provider.sync_host_provider(
             self.client, root, base.ZEN_2CCX, agent_healthy=False)
-        self.assertTrue(result.root_traits_changed)
+        self.assertTrue(result.agent_trait_changed)
+        self.assertEqual([], self.client.get_traits(
+            result.provider_uuid)['traits'])
         self.assert_root_untouched(root)
 
     def test_bad_arguments_write_nothing(self):

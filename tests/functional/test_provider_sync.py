@@ -114,7 +114,7 @@ class _ProviderSyncScenarios(object):
             self.client, root, ZEN_2CCX, cpu_allocation_ratio=4.0)
         self.assertEqual(['L3-0', 'L3-1'], result.created)
         self.assertEqual([], result.updated + result.deleted)
-        self.assertTrue(result.root_traits_changed)
+        self.assertTrue(result.agent_trait_changed)
         kids = self.children(root)
         self.assertEqual(
             {name + ':cacheaware:L3-0', name + ':cacheaware:L3-1'},
@@ -136,37 +136,39 @@ class _ProviderSyncScenarios(object):
                            'allocation_ratio': 1.0}},
                 self.client.get_inventories(kid['uuid'])['inventories'])
             self.assertEqual(
-                {'CUSTOM_CACHEAWARE_DOMAIN', 'CUSTOM_CACHE_L3'},
+                {'CUSTOM_CACHEAWARE_DOMAIN', 'CUSTOM_CACHE_L3',
+                 'CUSTOM_CACHEAWARE_AGENT'},
                 set(self.client.get_traits(kid['uuid'])['traits']))
-        self.assert_root_untouched(root, {'CUSTOM_CACHEAWARE_AGENT'})
+        # The root is Nova's: never written.
+        self.assert_root_untouched(root)
 
     def test_second_run_makes_no_write(self):
         root, _ = self.make_compute_node()
         first = provider_sync.sync_domain_providers(self.client, root,
                                                     ZEN_2CCX)
-        # 2 children x (POST, inventories, traits) + the agent trait, plus
-        # whatever custom names this Placement did not know yet.
-        self.assertEqual(7 + len(first.created_names), first.writes)
+        # 2 children x (POST, inventories, traits), plus whatever custom
+        # names this Placement did not know yet.
+        self.assertEqual(6 + len(first.created_names), first.writes)
         second = provider_sync.sync_domain_providers(self.client, root,
                                                      ZEN_2CCX)
         self.assertEqual(0, second.writes)
         self.assertEqual(['L3-0', 'L3-1'], second.unchanged)
         self.assertEqual([], second.created + second.updated)
         self.assertEqual([], second.created_names)
-        self.assertFalse(second.root_traits_changed)
+        self.assertFalse(second.agent_trait_changed)
         self.assertEqual(first.providers, second.providers)
 
     def test_lean_model_has_no_child_traits(self):
         root, _ = self.make_compute_node()
         first = provider_sync.sync_domain_providers(
             self.client, root, ZEN_2CCX, child_traits=False)
-        # 2 children x (POST, inventories) + the agent trait: a new
-        # provider has no traits, so none are written.
-        self.assertEqual(5 + len(first.created_names), first.writes)
+        # 2 children x (POST, inventories, the agent trait alone).
+        self.assertEqual(6 + len(first.created_names), first.writes)
         for kid in self.children(root).values():
             self.assertEqual(
-                [], self.client.get_traits(kid['uuid'])['traits'])
-        self.assert_root_untouched(root, {'CUSTOM_CACHEAWARE_AGENT'})
+                ['CUSTOM_CACHEAWARE_AGENT'],
+                self.client.get_traits(kid['uuid'])['traits'])
+        self.assert_root_untouched(root)
         again = provider_sync.sync_domain_providers(
             self.client, root, ZEN_2CCX, child_traits=False)
         self.assertEqual(0, again.writes)
@@ -184,9 +186,9 @@ class _ProviderSyncScenarios(object):
             self.client, root, ZEN_2CCX, child_traits=False)
         self.assertEqual(2, lean.writes)
         self.assertEqual(['L3-0', 'L3-1'], lean.updated)
-        self.assertEqual(['CUSTOM_OPERATOR_TAG'],
-                         self.client.get_traits(tagged)['traits'])
-        self.assertEqual([], self.client.get_traits(
+        self.assertEqual({'CUSTOM_OPERATOR_TAG', 'CUSTOM_CACHEAWARE_AGENT'},
+                         set(self.client.get_traits(tagged)['traits']))
+        self.assertEqual(['CUSTOM_CACHEAWARE_AGENT'], self.client.get_traits(
             lean.providers['L3-1'])['traits'])
         self.assertEqual(0, provider_sync.sync_domain_providers(
             self.client, root, ZEN_2CCX, child_traits=False).writes)
@@ -196,7 +198,7 @@ class _ProviderSyncScenarios(object):
         self.assertEqual(2, back.writes)
         self.assertEqual(
             {'CUSTOM_OPERATOR_TAG', 'CUSTOM_CACHEAWARE_DOMAIN',
-             'CUSTOM_CACHE_L3'},
+             'CUSTOM_CACHE_L3', 'CUSTOM_CACHEAWARE_AGENT'},
             set(self.client.get_traits(tagged)['traits']))
 
     def test_fractional_ratio_is_idempotent(self):
@@ -253,17 +255,22 @@ class _ProviderSyncScenarios(object):
             result.providers['L3-0'])['inventories']
         self.assertEqual((6, 6), (inv[VCPU]['total'], inv[VCPU]['max_unit']))
 
-    def test_root_traits_preserved_and_agent_trait_follows_health(self):
+    def test_agent_trait_follows_health_and_the_root_is_untouched(self):
         root, _ = self.make_compute_node()
-        provider_sync.sync_domain_providers(self.client, root, ZEN_2CCX)
-        self.assert_root_untouched(root, {'CUSTOM_CACHEAWARE_AGENT'})
+        first = provider_sync.sync_domain_providers(self.client, root,
+                                                    ZEN_2CCX)
+        self.assert_root_untouched(root)
         result = provider_sync.sync_domain_providers(
             self.client, root, ZEN_2CCX, agent_healthy=False)
-        self.assertTrue(result.root_traits_changed)
-        self.assertEqual(1, result.writes)
+        self.assertTrue(result.agent_trait_changed)
+        self.assertEqual(2, result.writes)
         self.assert_root_untouched(root)
-        # Children stay: only the promise on the root is withdrawn.
+        # Children stay: only the promise is withdrawn.
         self.assertEqual(2, len(self.children(root)))
+        for kid in first.providers.values():
+            self.assertEqual(
+                {'CUSTOM_CACHEAWARE_DOMAIN', 'CUSTOM_CACHE_L3'},
+                set(self.client.get_traits(kid)['traits']))
         again = provider_sync.sync_domain_providers(
             self.client, root, ZEN_2CCX, agent_healthy=False)
         self.assertEqual(0, again.writes)
@@ -296,7 +303,7 @@ class _ProviderSyncScenarios(object):
         self.assertEqual(['L3-0', 'L3-1'], result.deleted)
         self.assertEqual({name + '_pci_0000_81_00_0'},
                          set(self.children(root)))
-        self.assert_root_untouched(root, {'CUSTOM_CACHEAWARE_AGENT'})
+        self.assert_root_untouched(root)
 
     def test_removes_providers_of_vanished_domains(self):
         root, name = self.make_compute_node()
@@ -367,27 +374,32 @@ class _ProviderSyncScenarios(object):
 
     def test_retries_a_real_generation_conflict(self):
         root, _ = self.make_compute_node()
-        bumping = _BumpingClient(self.client._adapter, self.other, root,
+        kid = provider_sync.sync_domain_providers(
+            self.client, root, ZEN_2CCX).providers['L3-0']
+        bumping = _BumpingClient(self.client._adapter, self.other, kid,
                                  times=2)
-        result = provider_sync.sync_domain_providers(bumping, root,
-                                                     ZEN_2CCX)
+        result = provider_sync.sync_domain_providers(
+            bumping, root, ZEN_2CCX, agent_healthy=False)
         self.assertEqual(2, bumping.bumped)
         self.assertEqual(2, result.conflicts_retried)
-        self.assertTrue(result.root_traits_changed)
-        # Our trait and the other writer's both stick.
-        self.assert_root_untouched(
-            root, {'CUSTOM_CACHEAWARE_AGENT', 'CUSTOM_BUMP_1',
-                   'CUSTOM_BUMP_2'})
+        self.assertTrue(result.agent_trait_changed)
+        # The withdrawal and the other writer's traits both stick.
+        self.assertEqual(
+            {'CUSTOM_CACHEAWARE_DOMAIN', 'CUSTOM_CACHE_L3', 'CUSTOM_BUMP_1',
+             'CUSTOM_BUMP_2'}, set(self.client.get_traits(kid)['traits']))
+        self.assert_root_untouched(root)
 
     def test_gives_up_after_repeated_conflicts(self):
         root, _ = self.make_compute_node()
-        bumping = _BumpingClient(self.client._adapter, self.other, root,
+        kid = provider_sync.sync_domain_providers(
+            self.client, root, ZEN_2CCX).providers['L3-0']
+        bumping = _BumpingClient(self.client._adapter, self.other, kid,
                                  times=100)
         e = self.assertRaises(errors.GenerationConflict,
                               provider_sync.sync_domain_providers,
-                              bumping, root, ZEN_2CCX)
+                              bumping, root, ZEN_2CCX, agent_healthy=False)
         self.assertEqual(provider_sync.MAX_ATTEMPTS, bumping.bumped)
-        self.assertIn(root, str(e))
+        self.assertIn(kid, str(e))
 
     def test_unknown_compute_node(self):
         missing = str(uuid.uuid4())

@@ -38,6 +38,25 @@ TWO_L3 = domains.DomainSet(level=3, fallback=False, domains=tuple(
     for i, cpus in enumerate(((0, 1, 2, 3), (4, 5, 6, 7)))))
 
 
+def agent_trait_everywhere(client, root):
+    """True when each of our providers under ``root`` has the agent trait.
+
+    False when there is none.
+    """
+    ours = [p['uuid'] for p in client.providers_in_tree(root)
+            if p.get('parent_provider_uuid') == root
+            and names.is_ours(p['name'])]
+    return bool(ours) and all(
+        names.TRAIT_AGENT in client.get_traits(uuid)['traits']
+        for uuid in ours)
+
+
+def agent_trait_anywhere(client, root):
+    """True when any provider in ``root``'s tree carries the trait."""
+    return any(names.TRAIT_AGENT in client.get_traits(p['uuid'])['traits']
+               for p in client.providers_in_tree(root))
+
+
 def record(fault, **figures):
     """Append one measurement for benchmarks/fault_times.py."""
     path = os.environ.get('NOVA_CACHEAWARE_FAULT_TIMES')
@@ -97,9 +116,7 @@ class HandEditsTest(test_reporting.PlacementService, base.AgentTestCase):
         doc = self.client.get_traits(rps['L2-3'])
         self.client.put_traits(rps['L2-3'],
                                doc['resource_provider_generation'], [])
-        doc = self.client.get_traits(root)
-        self.client.put_traits(root, doc['resource_provider_generation'],
-                               [])
+        root_traits = self.root_traits(root)
         start = time.monotonic()
         agent.reconcile()
         took = time.monotonic() - start
@@ -110,9 +127,10 @@ class HandEditsTest(test_reporting.PlacementService, base.AgentTestCase):
         for domain in sorted(rps):
             self.assertEqual(2, self.inventory(rps[domain], VCPU)['total'])
         self.assertEqual(
-            {names.TRAIT_DOMAIN, 'CUSTOM_CACHE_L2'},
+            {names.TRAIT_DOMAIN, 'CUSTOM_CACHE_L2', names.TRAIT_AGENT},
             set(self.client.get_traits(rps['L2-3'])['traits']))
-        self.assertEqual({names.TRAIT_AGENT}, self.root_traits(root))
+        # The root is Nova's: the agent never writes it.
+        self.assertEqual(root_traits, self.root_traits(root))
 
     def test_a_compute_node_registered_again_is_followed(self):
         root, name = self.compute_node()
@@ -221,7 +239,7 @@ class HandEditsTest(test_reporting.PlacementService, base.AgentTestCase):
             start = time.monotonic()
             t.start()
             times[round_] = wait_until(
-                lambda: names.TRAIT_AGENT in self.root_traits(root), 30)
+                lambda: agent_trait_everywhere(self.client, root), 30)
             self.assertIsNotNone(times[round_])
             start = time.monotonic()
             agent.stop()
@@ -230,6 +248,7 @@ class HandEditsTest(test_reporting.PlacementService, base.AgentTestCase):
             times[round_ + ' stop'] = time.monotonic() - start
             self.assertEqual({'CUSTOM_OPERATOR_MARK'},
                              self.root_traits(root))
+            self.assertFalse(agent_trait_anywhere(self.client, root))
         record('clean stop (in process)',
                trait_removed_within_s=round(times['first stop'], 3),
                trait_back_after_start_s=round(times['restart'], 3))

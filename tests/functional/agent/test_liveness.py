@@ -116,8 +116,8 @@ class AgentLivenessTest(base.FunctionalTestCase):
                                                  'uuid': rp_uuid})
         return rp_uuid
 
-    def has_trait(self, rp_uuid):
-        return names.TRAIT_AGENT in self.client.get_traits(rp_uuid)['traits']
+    def has_trait(self, root):
+        return test_faults.agent_trait_everywhere(self.client, root)
 
     def start_agent(self, host):
         conf = os.path.join(self.tmp, '%s.conf' % host)
@@ -182,15 +182,15 @@ class AgentLivenessTest(base.FunctionalTestCase):
         back = test_faults.wait_until(lambda: self.eligible('cn-a'), 60)
         self.assertIsNotNone(back)
 
-        # SIGTERM: a clean stop takes the trait off the root.
+        # SIGTERM: a clean stop takes the trait off its providers.
         stop = time.monotonic()
         self.procs['cn-a'].send_signal(signal.SIGTERM)
         self.assertEqual(0, self.procs['cn-a'].wait(30))
         withdrawn = time.monotonic() - stop
         self.assertFalse(self.has_trait(roots['cn-a']))
         self.assertTrue(self.has_trait(roots['cn-b']))
-        self.assertIn('CUSTOM_CACHEAWARE_AGENT removed from the compute '
-                      'node provider', self.agent_log('cn-a'))
+        self.assertIn('CUSTOM_CACHEAWARE_AGENT removed from the cache '
+                      'providers', self.agent_log('cn-a'))
         test_faults.record(
             'agent kill -9 / restart / SIGTERM', host_state_ttl_s=TTL,
             agent_period_s=PERIOD, refused_after_kill_s=round(refused, 2),

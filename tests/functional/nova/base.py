@@ -176,7 +176,7 @@ class CacheAwareTestBase(base.ServersTestBase):
 
         Through the in-process Placement's REST API: the child
         ``<root name>:cacheaware`` (``POST /resource_providers``), its two
-        inventories, ``CUSTOM_CACHEAWARE_AGENT`` on the root. Returns
+        inventories, ``CUSTOM_CACHEAWARE_AGENT`` on it. Returns
         ``{provider name: uuid}`` of it.
         """
         client = placement_client.PlacementClient(self.placement_adapter())

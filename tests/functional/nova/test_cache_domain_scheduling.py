@@ -112,7 +112,8 @@ class CacheDomainSchedulingTest(base.CacheAwareTestBase):
                                       child_traits=False)
         self.assertEqual(2, len(providers))
         for rp_uuid in providers.values():
-            self.assertEqual([], self.placement.get(
+            # Only the agent's liveness trait, which the flavor requires.
+            self.assertEqual([names.TRAIT_AGENT], self.placement.get(
                 '/resource_providers/%s/traits' % rp_uuid,
                 version='1.6').body['traits'])
         required = all_share_specs(2, clean='required')
@@ -153,7 +154,8 @@ class CacheDomainSchedulingTest(base.CacheAwareTestBase):
                       'nova-cacheaware agent reports itself unhealthy',
                       self.stdlog.logger.output)
         # The agent on compute2 goes unhealthy too: its sync takes
-        # CUSTOM_CACHEAWARE_AGENT off the root and Placement finds nothing.
+        # CUSTOM_CACHEAWARE_AGENT off its domain providers and Placement
+        # finds nothing.
         self.sync_domains('compute2', base.split_domains(8, 4),
                           agent_healthy=False)
         server = self._boot(all_share_specs(2), vcpu=2, state='ERROR')

@@ -11,7 +11,7 @@ from nova_cacheaware import exception
 
 VCPU_KEY = 'resources_CACHE:CUSTOM_CACHE_DOMAIN_VCPU'
 MEMBOUND_KEY = 'resources_CACHE:CUSTOM_CACHE_DOMAIN_MEMBOUND'
-AGENT_KEY = 'trait:CUSTOM_CACHEAWARE_AGENT'
+AGENT_KEY = 'trait_CACHE:CUSTOM_CACHEAWARE_AGENT'
 
 
 def _apply(current, change):
@@ -65,7 +65,7 @@ class TestExactSpecs(testtools.TestCase):
             '--property cacheaware:cache_share=all',
             '--property group_policy=none',
             '--property resources_CACHE:CUSTOM_CACHE_DOMAIN_VCPU=2',
-            '--property trait:CUSTOM_CACHEAWARE_AGENT=required'],
+            '--property trait_CACHE:CUSTOM_CACHEAWARE_AGENT=required'],
             change.as_properties())
 
     def test_options_merge_with_the_flavor(self):

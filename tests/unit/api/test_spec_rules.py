@@ -84,7 +84,7 @@ class AuditTest(testtools.TestCase):
                                    'group_policy': 'isolate'}, 4,
              ['needs resources_CACHE:CUSTOM_CACHE_DOMAIN_VCPU=4 (missing): '
               + fix,
-              'needs trait:CUSTOM_CACHEAWARE_AGENT=required (missing): '
+              'needs trait_CACHE:CUSTOM_CACHEAWARE_AGENT=required (missing): '
               + fix]),
             ('stale slot', dict(good, **{'cacheaware:cache_clean': 'off'}),
              4, ['has resources_CACHE:CUSTOM_CACHE_DOMAIN_MEMBOUND=1, which '

@@ -23,7 +23,7 @@ class TestShowSpecs(base.CLITestCase):
             '--property group_policy=none',
             '--property resources_CACHE:CUSTOM_CACHE_DOMAIN_MEMBOUND=1',
             '--property resources_CACHE:CUSTOM_CACHE_DOMAIN_VCPU=6',
-            '--property trait:CUSTOM_CACHEAWARE_AGENT=required'],
+            '--property trait_CACHE:CUSTOM_CACHEAWARE_AGENT=required'],
             out.splitlines())
 
     def test_json(self):
