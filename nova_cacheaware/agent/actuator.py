@@ -84,10 +84,15 @@ class RateLimiter:
 class Actuator:
     """Applies :class:`~nova_cacheaware.policy.repinning.Decision` changes."""
 
-    def __init__(self, hypervisor, rate_limiter=None, dry_run=False):
+    def __init__(self, hypervisor, rate_limiter=None, dry_run=False,
+                 pin_records=None):
         self.hypervisor = hypervisor
         self.rate_limiter = rate_limiter or RateLimiter(None, 1.0)
         self.dry_run = dry_run
+        #: :class:`~nova_cacheaware.agent.pin_record.PinRecords` the
+        #: libvirt hook applies when a guest starts while the agent is
+        #: down; None: no record.
+        self.pin_records = pin_records
 
     def apply(self, decisions):
         """Apply every decision's changes; never raises for one instance."""
@@ -95,6 +100,8 @@ class Actuator:
         for decision in decisions:
             changes = decision.changes()
             if not changes:
+                if not self.dry_run:
+                    self._record(decision, decision.current)
                 continue
             try:
                 for vcpu, cpus in changes.items():
@@ -152,6 +159,7 @@ class Actuator:
             final[vcpu] = tuple(cpus)
         after = {v for v, cpus in final.items()
                  if tuple(cpus) != tuple(decision.allowed.get(v, ()))}
+        self._record(decision, final)
         if after != ours:
             # Restored vCPUs are ours no more: forget them, so a later pin
             # by someone else is never taken for ours.
@@ -164,3 +172,16 @@ class Actuator:
         if result.deferred:
             LOG.warning('rate limit reached: %d vCPU pins deferred to the '
                         'next reconcile', len(result.deferred))
+
+    def _record(self, decision, pins):
+        """Record the vCPUs of ``pins`` that carry our pins (not Nova's)."""
+        if self.pin_records is None:
+            return
+        self.pin_records.write(decision.uuid, {
+            v: cpus for v, cpus in pins.items()
+            if tuple(cpus) != tuple(decision.allowed.get(v, ()))})
+
+    def forget_others(self, present):
+        """Drop the pin records of instances not in ``present`` (uuids)."""
+        if self.pin_records is not None and not self.dry_run:
+            self.pin_records.prune(set(present))

@@ -30,6 +30,8 @@ MAIN_NAME = 'qemu'
 DROP_IN_DIR = 'qemu.d'
 DROP_IN_NAME = 'nova-cacheaware'
 DEFAULT_HOOKS_DIR = '/etc/libvirt/hooks'
+#: ``[agent] pin_record_dir``'s default, as the shipped hook reads it.
+DEFAULT_PIN_RECORD_DIR = '/var/lib/nova-cacheaware/pins'
 
 
 class HookInstallError(exception.CacheAwareError):
@@ -63,10 +65,20 @@ class Result:
                 'restart_libvirtd': self.restart_libvirtd}
 
 
-def hook_source():
-    """The hook's bytes, as shipped in the package."""
-    return importlib.resources.files('nova_cacheaware.agent').joinpath(
+def hook_source(pin_record_dir=DEFAULT_PIN_RECORD_DIR):
+    """The hook's bytes, reading the agent's pin records in that directory.
+
+    The hook is standalone (libvirt runs it with a bare environment), so
+    the directory is written into it.
+    """
+    source = importlib.resources.files('nova_cacheaware.agent').joinpath(
         'libvirt_hook.py').read_bytes()
+    if not os.path.isabs(pin_record_dir):
+        raise HookInstallError(reason='the pin record directory must be '
+                               'an absolute path, not %r' % pin_record_dir)
+    line = ("PIN_RECORD_DIR = '%s'" % DEFAULT_PIN_RECORD_DIR).encode()
+    return source.replace(line, ("PIN_RECORD_DIR = %r"
+                                 % pin_record_dir).encode(), 1)
 
 
 def is_ours(content):

@@ -194,6 +194,7 @@ class Agent(placement_side.PlacementSide):
         for problem in problems:
             LOG.warning('%s', problem)
         result = self.actuator.apply(decisions)
+        self.actuator.forget_others(i.uuid for i in snapshot.instances)
         reports = self._run_capabilities(snapshot)
         self._report(plan, decisions, reports,
                      usable=self._usable(snapshot))

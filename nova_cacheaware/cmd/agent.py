@@ -23,6 +23,7 @@ from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import counters
 from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor
+from nova_cacheaware.agent import pin_record
 from nova_cacheaware.agent import placement_host_report
 from nova_cacheaware.agent import placement_report
 from nova_cacheaware.agent import sampling
@@ -130,7 +131,9 @@ def build_agent(conf, planner=None, hv=None):
     dry_run = conf.agent.dry_run or conf.cli_dry_run
     act = actuator.Actuator(
         hv, actuator.RateLimiter(conf.agent.max_repins_per_period,
-                                 conf.agent.period_s), dry_run=dry_run)
+                                 conf.agent.period_s), dry_run=dry_run,
+        pin_records=(pin_record.PinRecords(conf.agent.pin_record_dir)
+                     if conf.agent.pin_record_dir else None))
     _nova_credentials(conf)
     spec_source = specs.NullSpecSource()
     if conf.agent.spec_source == 'nova':

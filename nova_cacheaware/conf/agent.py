@@ -49,6 +49,20 @@ Related options:
                 default=False,
                 help='Decide and log, but never change a pin. The command '
                      'line flag --dry-run sets this too.'),
+    cfg.StrOpt('pin_record_dir',
+               default='/var/lib/nova-cacheaware/pins',
+               help="""
+Directory where the agent records, per instance, the CPUs it pinned each
+vCPU to (``<instance uuid>.json``).
+
+The agent's pins are live-only: a guest Nova starts again (hard reboot,
+stop and start) comes up on Nova's whole CPU set. The libvirt hook
+installed by ``nova-cacheaware install-hook`` reads this record when QEMU
+has started and puts the new vCPU threads back on the recorded CPUs,
+inside the set Nova's XML allows, so a guest restarted while the agent
+is down keeps its cache domain. Install the hook with the same directory
+(``--pin-record-dir``). Empty: no record.
+"""),
     cfg.StrOpt('cpu_shared_set',
                help="""
 CPUs that floating (``hw:cpu_policy=shared``) guests may use, as a cpulist.

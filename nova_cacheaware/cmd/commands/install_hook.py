@@ -5,7 +5,9 @@ from nova_cacheaware.cmd import common
 
 NAME = 'install-hook'
 HELP = ("Install the libvirt qemu hook that keeps live migrations of "
-        "agent-pinned guests from failing (run as root on compute nodes).")
+        "agent-pinned guests from failing and restores the agent's pins "
+        "when a guest starts while the agent is down (run as root on "
+        "compute nodes).")
 
 
 def configure(parser):
@@ -18,10 +20,16 @@ def configure(parser):
                         help='install as DIR/qemu.d/nova-cacheaware even '
                              'when DIR/qemu is free (another program\'s '
                              'DIR/qemu always gets ours as a drop-in)')
+    parser.add_argument('--pin-record-dir', metavar='DIR',
+                        default=hook_install.DEFAULT_PIN_RECORD_DIR,
+                        help="the agent's [agent] pin_record_dir (default "
+                             "%(default)s)")
 
 
 def run(args):
     """Install the hook and print what was done as JSON."""
-    result = hook_install.install(args.hooks_dir, drop_in=args.drop_in)
+    result = hook_install.install(
+        args.hooks_dir, drop_in=args.drop_in,
+        content=hook_install.hook_source(args.pin_record_dir))
     common.dump_json(result.to_dict())
     return 0

@@ -8,9 +8,11 @@ guests are the tiny disk-less SeaBIOS TCG guests of ``nova_domains``.
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -18,6 +20,7 @@ import fixtures
 
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import hypervisor
+from nova_cacheaware.agent import pin_record
 from tests.fixtures import nova_domains
 from tests.fixtures import private_libvirtd
 from tests.functional.agent import base
@@ -274,3 +277,65 @@ class FixtureTest(base.base.FunctionalTestCase):
             if os.path.exists(path):
                 pids.append(private_libvirtd._read_pid(path))
         return pids
+
+
+class AgentDownRestartTest(PrivateLibvirtdTestCase):
+    """A guest started again while the agent is down keeps its domain.
+
+    The daemon runs the hook as ``nova-cacheaware install-hook
+    --pin-record-dir`` installs it; the agent records its pins there.
+    Nova's hard reboot and stop/start are a destroy and a start of the
+    domain from Nova's XML, as here: the agent's live pins are gone.
+    """
+
+    def setUp(self):
+        self.pins = tempfile.mkdtemp(prefix='nca-pins-')
+        self.addCleanup(shutil.rmtree, self.pins, True)
+        super().setUp()
+
+    def start_libvirtd(self, **kw):
+        etc = self.useFixture(fixtures.TempDir()).path
+        out = subprocess.run(
+            [sys.executable, '-m', 'nova_cacheaware.cmd.cli', 'install-hook',
+             '--hooks-dir', os.path.join(etc, 'hooks'),
+             '--pin-record-dir', self.pins],
+            check=True, capture_output=True, text=True).stdout
+        kw.setdefault('hook', json.loads(out)['path'])
+        return super().start_libvirtd(**kw)
+
+    def restart(self, uuid):
+        """Nova's hard reboot: the domain destroyed, started again."""
+        dom = self.dom(uuid)
+        dom.destroy()
+        dom.create()
+        return test_qemu.allowed_list(self.hv.vcpu_threads(uuid)[0])
+
+    def test_the_hook_puts_the_vcpus_back_on_the_recorded_cpus(self):
+        a = self.define(1, cpuset='0-1', workload='memory')
+        agent = self.agent(TWO)
+        agent.actuator.pin_records = pin_record.PinRecords(self.pins)
+        agent.reconcile()
+        pinned = self.live_pins(a)[0]
+        self.assertEqual(1, len(pinned))
+        cpu = str(pinned[0])
+        with open(os.path.join(self.pins, a + '.json')) as f:
+            self.assertEqual({'0': cpu}, json.load(f)['vcpus'])
+
+        # The agent is down from here on: no pass runs.
+        self.assertEqual(cpu, self.restart(a))
+        # libvirt's own record is Nova's XML; the agent pins through
+        # libvirt again when it is back, to the same CPU.
+        self.assertEqual({0: (0, 1)}, self.live_pins(a))
+        agent.reconcile()
+        self.assertEqual({0: pinned}, self.live_pins(a))
+        self.assertEqual(cpu, test_qemu.allowed_list(
+            self.hv.vcpu_threads(a)[0]))
+
+        # A stale record (CPUs Nova no longer allows) is not applied: the
+        # guest starts on Nova's CPUs, as it would without the hook.
+        with open(os.path.join(self.pins, a + '.json'), 'w') as f:
+            json.dump(pin_record.to_document(a, {0: (2, 3)}), f)
+        self.assertEqual('0-1', self.restart(a))
+        # And without a record, Nova's CPUs too.
+        os.unlink(os.path.join(self.pins, a + '.json'))
+        self.assertEqual('0-1', self.restart(a))
