@@ -67,11 +67,27 @@ NOVA_PINS=requirements/nova-$NOVA_RELEASE.txt
 want=$(cat requirements.txt test-requirements.txt "$NOVA_PINS" setup.cfg \
     ${CONSTRAINTS[@]:+"${CONSTRAINTS[1]}"} | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    echo "setup: installing Python requirements into $VENV"
-    "$VENV/bin/pip" install -q --upgrade pip
-    "$VENV/bin/pip" install -q ${CONSTRAINTS[@]:+"${CONSTRAINTS[@]}"} \
+    # pip's own output (warnings about index locations included) goes to
+    # a log: the steps and their times are what a person reads here.
+    pip_log="$VENV/pip-install.log"
+    : > "$pip_log"
+    pip_step() {  # what -- pip arguments
+        local what=$1 t0=$SECONDS
+        shift
+        echo "setup: $what (pip output: $pip_log)"
+        if ! "$VENV/bin/pip" install -q "$@" >> "$pip_log" 2>&1; then
+            echo "setup: pip failed while $what; the end of $pip_log:" >&2
+            grep -v '^WARNING: Location' "$pip_log" | tail -20 >&2
+            exit 1
+        fi
+        echo "setup: done in $((SECONDS - t0)) s"
+    }
+    pip_step "upgrading pip" --upgrade pip
+    pip_step "installing Python requirements into $VENV (minutes the first time)" \
+        ${CONSTRAINTS[@]:+"${CONSTRAINTS[@]}"} \
         -r requirements.txt -r test-requirements.txt -r "$NOVA_PINS"
-    "$VENV/bin/pip" install -q ${CONSTRAINTS[@]:+"${CONSTRAINTS[@]}"} -e .
+    pip_step "installing nova-cacheaware into $VENV" \
+        ${CONSTRAINTS[@]:+"${CONSTRAINTS[@]}"} -e .
     echo "$want" > "$stamp"
 fi
-echo "setup: ready ($VENV)"
+echo "setup: ready ($VENV, ${SECONDS} s)"

@@ -95,6 +95,50 @@ class BurstTest(CacheAwareScenarioTest):
             self.assertEqual('ACTIVE', server['status'])
             self.domain_of(server, domains)
 
+    @decorators.idempotent_id('0c7b8f0e-8f7a-4d8e-9a61-3c1f5b1f6a0a')
+    def test_exact_fit_burst_takes_every_clean_place_of_a_host(self):
+        """Concurrent boots for exactly a host's free Clean places.
+
+        Separate requests, all at once, for one host whose every free
+        domain they fill: Nova claims the first candidate of the host and
+        never a second one, so a request whose claim collides with a
+        concurrent one would end in NoValidHost while a domain is still
+        free. Every server must be ACTIVE in a domain of its own, and one
+        more request is refused (no place left).
+        """
+        domains = self.require_domains(minimum=2)
+        host, own = self.host_with_domains(domains, 2)
+        free = [rp for rp in own if self.has_clean_place(rp)]
+        if len(free) < 2:
+            raise self.skipException('host %s has %d free Clean places '
+                                     '(need 2)' % (host, len(free)))
+        flavor = self.create_flavor(self.allshare_specs())
+        with futures.ThreadPoolExecutor(max_workers=len(free)) as pool:
+            servers = list(pool.map(
+                lambda _: self.boot(flavor, host=host), free))
+        self.assertEqual(['ACTIVE'] * len(free),
+                         [s['status'] for s in servers])
+        self.assertEqual(sorted(free),
+                         sorted(self.domain_of(s, domains) for s in servers))
+        self.boot(flavor, host=host, status='ERROR')
+
+    def has_clean_place(self, rp):
+        """Whether a domain provider has room for one more such server."""
+        inventory = self.rp_client.list_resource_provider_inventories(rp)[
+            'inventories']
+        usages = self.rp_client.list_resource_provider_usages(rp)['usages']
+        vcpu = CONF.cacheaware.domain_resource_class
+        membound = CONF.cacheaware.domain_membound_class
+
+        def room(rc):
+            inv = inventory.get(rc)
+            if inv is None:
+                return 0
+            return ((inv['total'] - inv['reserved']) * inv['allocation_ratio']
+                    - usages.get(rc, 0))
+        return (room(membound) >= 1
+                and room(vcpu) >= CONF.cacheaware.flavor_vcpus)
+
 
 class HostModelTest(CacheAwareScenarioTest):
     """A host in the per-host provider model (the agent's default)."""
