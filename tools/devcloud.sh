@@ -177,8 +177,11 @@ ensure_venv() {
     if [ -f "$VENV/.stamp" ] && [ "$(cat "$VENV/.stamp")" = "$want" ]; then return 0; fi
     log "installing the devcloud venv ($VENV, a few minutes the first time)"
     [ -x "$PY" ] || python3 -m venv "$VENV" || die "python3 -m venv failed"
-    "$VENV/bin/pip" install -q -r "$TOOLS/requirements.txt" || die "pip install failed"
-    "$VENV/bin/pip" install -q --no-deps -e . || die "pip install -e . failed"
+    # pip's output (index warnings included) goes to a log, not the screen.
+    "$VENV/bin/pip" install -q -r "$TOOLS/requirements.txt" \
+        >> "$LOGS/pip-install.log" 2>&1 || die "pip install failed ($LOGS/pip-install.log)"
+    "$VENV/bin/pip" install -q --no-deps -e . \
+        >> "$LOGS/pip-install.log" 2>&1 || die "pip install -e . failed ($LOGS/pip-install.log)"
     echo "$want" > "$VENV/.stamp"
 }
 
@@ -290,7 +293,6 @@ libvirt_up() {
 # nova-cacheaware's qemu hook installed in its private hooks directory the
 # way an operator installs it ("nova-cacheaware install-hook"), so that
 # live migrations of agent-pinned guests between the two go through it.
-# The second daemon also gets its own UTS namespace and host name.
 one_libvirtd_up() {
     local i=$1 sfx dir uri ns=(-m)
     sfx=$(lv_sfx "$1"); dir=$(lv_dir "$1"); uri=$(lv_uri "$1")
@@ -298,9 +300,14 @@ one_libvirtd_up() {
     mkdir -p "$dir/hooks"
     rm -f "$dir/libvirtd.pid" "$dir/virtlogd.pid"
     "$VENV/bin/nova-cacheaware" install-hook --hooks-dir "$dir/hooks" \
+        --pin-record-dir "$DC/pins/$(lv_host "$i")" \
         >> "$LOGS/install-hook.log" 2>&1 || die "nova-cacheaware install-hook failed ($LOGS/install-hook.log)"
-    local args=("$dir")
-    if [ "$i" != 1 ]; then ns+=(-u); args+=("$(lv_host "$i")"); fi
+    # Each daemon in its own UTS namespace with the compute's name: libvirt
+    # reports it as the host name, which Nova makes the compute node's
+    # (hypervisor and Placement provider) name, so they match the service
+    # host the demo and the docs show, not this machine's name.
+    local args=("$dir" "$(lv_host "$i")")
+    ns+=(-u)
     INSTANCES=$DC/nova/$(lv_host "$i")/instances INSTANCES_PATH=$LIBVIRT_INSTANCES \
         unshare "${ns[@]}" --propagation private bash "$TOOLS/libvirt_ns.sh" "${args[@]}" \
         >> "$LOGS/libvirtd$sfx.log" 2>&1 || die "private libvirtd failed ($LOGS/libvirtd$sfx.log)"

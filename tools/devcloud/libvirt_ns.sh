@@ -2,7 +2,8 @@
 # Start the devcloud's own virtlogd + libvirtd inside a private mount
 # namespace (run as: unshare -m --propagation private libvirt_ns.sh DIR), or
 # also in a private UTS namespace with its own host name (unshare -m -u ...
-# libvirt_ns.sh DIR HOSTNAME): the second libvirt compute's daemon.
+# libvirt_ns.sh DIR HOSTNAME), as devcloud.sh starts every libvirt
+# compute's daemon: the name becomes Nova's compute node name.
 #
 # Why: other tests on this machine define and destroy domains on the shared
 # qemu:///system daemon, and nova-compute refuses to start next to domains it
@@ -14,8 +15,8 @@
 #
 # Live migration between two such daemons on one machine: each has its own
 # host UUID (libvirt refuses a migration to a host with the source's UUID),
-# the second its own host name (it is the name of Nova's compute node and
-# Placement's provider, which must differ), and DIR/hooks, where
+# its own host name (it is the name of Nova's compute node and Placement's
+# provider, which must differ), and DIR/hooks, where
 # devcloud.sh installs nova-cacheaware's qemu hook, is libvirt's hooks
 # directory. Nova gives every compute the same instances_path (the
 # destination's disks get the source's paths): INSTANCES, if set, is

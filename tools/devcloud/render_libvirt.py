@@ -79,6 +79,9 @@ counters = False
 report_placement = True
 notifications = True
 host = {host}
+# Read by the libvirt hook (install-hook --pin-record-dir) when a guest
+# starts while this agent is down.
+pin_record_dir = {dc}/pins/{host}
 # vCPU sizing for flavors that ask (cacheaware:vcpu_sizing); the tempest
 # plugin checks it through the guest console. No kvm_exit tracepoint (TCG).
 # apply_when = always: vcpu_sizing=apply sizes at every pass, not only in a
