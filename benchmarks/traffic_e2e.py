@@ -104,6 +104,15 @@ def log(msg):
     print('traffic: %s' % msg, file=sys.stderr, flush=True)
 
 
+def use_devcloud():
+    """Point this process at the devcloud's directory and credentials."""
+    dc = os.environ.get('DEVCLOUD_DIR', os.path.join(ROOT, '.devcloud'))
+    os.environ.setdefault('OS_CLIENT_CONFIG_FILE',
+                          os.path.join(dc, 'clouds.yaml'))
+    os.environ['DEVCLOUD_DIR'] = dc
+    return dc
+
+
 def agent_hosts():
     """Service hosts of the fake computes that run an agent (ours-host)."""
     return ['devcloud-' + h for h in HOSTS if '-plain' not in h]
@@ -145,6 +154,11 @@ def devcloud(action, config, workers, agent_period=3.0, nova_agents=True,
         # weighers (Placement as for every configuration, above).
         env.update(DEVCLOUD_AVAILABLE_FILTERS='none',
                    DEVCLOUD_ENABLED_FILTERS='none', DEVCLOUD_WEIGHERS='none')
+    run_devcloud(action, env)
+
+
+def run_devcloud(action, env):
+    """``tools/devcloud.sh ACTION`` with ``env``; SystemExit if it fails."""
     done = subprocess.run(['bash', os.path.join(ROOT, 'tools',
                                                 'devcloud.sh'), action],
                           env=env, capture_output=True, text=True)
@@ -340,9 +354,12 @@ def agents_state(dc):
         return {}
 
 
-def wait_host_providers(cloud, timeout=180):
-    """Wait until every agent created its host's ``<cn>:cacheaware``."""
-    want = {names.host_provider_name(h) for h in agent_hosts()}
+def wait_host_providers(cloud, timeout=180, hosts=None):
+    """Wait until every agent created its host's ``<cn>:cacheaware``.
+
+    ``hosts``: the agents' service hosts (default: :func:`agent_hosts`).
+    """
+    want = {names.host_provider_name(h) for h in hosts or agent_hosts()}
     deadline = time.monotonic() + timeout
     while True:
         have = {rp['name'] for rp in cloud.placement(
@@ -582,10 +599,7 @@ def main(argv=None):
     parser.add_argument('--out', default=os.path.join(
         ROOT, 'benchmarks', 'results', 'traffic_e2e.json'))
     args = parser.parse_args(argv)
-    dc = os.environ.get('DEVCLOUD_DIR', os.path.join(ROOT, '.devcloud'))
-    os.environ.setdefault('OS_CLIENT_CONFIG_FILE',
-                          os.path.join(dc, 'clouds.yaml'))
-    os.environ['DEVCLOUD_DIR'] = dc
+    dc = use_devcloud()
     plan = make_plan(args.boots, args.waves, args.seed)
     results, load = [], []
     started = common.now()

@@ -167,16 +167,19 @@ class ClaimLedger:
 
     def _drop_instance(self, instance):
         # Under the lock. One instance is claimed on one host at a time.
-        if instance is None:
-            return
-        for other, held in list(self._claims.items()):
-            kept = [c for c in held if c.instance != instance]
+        if instance is not None:
+            self._drop_instances((instance,))
+
+    def _drop_instances(self, instances):
+        # Under the lock: the claims of ``instances``, on every host.
+        for host, held in list(self._claims.items()):
+            kept = [c for c in held if c.instance not in instances]
             if len(kept) == len(held):
                 continue
             if kept:
-                self._claims[other] = kept
+                self._claims[host] = kept
             else:
-                del self._claims[other]
+                del self._claims[host]
 
     def _append(self, host, claim):
         claims = self._claims.setdefault(host, [])
@@ -283,14 +286,7 @@ class ClaimLedger:
         if not self._claims or not instances:
             return
         with self._lock:
-            for host, held in list(self._claims.items()):
-                kept = [c for c in held if c.instance not in instances]
-                if len(kept) == len(held):
-                    continue
-                if kept:
-                    self._claims[host] = kept
-                else:
-                    del self._claims[host]
+            self._drop_instances(instances)
 
     def forget(self):
         """Drop everything (tests, reload)."""

@@ -165,7 +165,7 @@ class AgentConfTest(testtools.TestCase):
             'debug': False, 'transport': 'rabbit://g:g@127.0.0.1:5672/v',
             'libvirt_uri': uri, 'agent_period': '3', 'cpu_shared_set': '0-1',
             'keystone': 'http://127.0.0.1:15000/v3',
-            'service_password': 'pw'})
+            'service_password': 'pw', 'dc': '/srv/dc'})
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
                             'agent.conf')
         with open(path, 'w') as f:
@@ -188,6 +188,9 @@ class AgentConfTest(testtools.TestCase):
         self.assertEqual((True, True, 'devcloud-libvirt'),
                          (conf.agent.report_placement,
                           conf.agent.notifications, conf.agent.host))
+        # The pin records the libvirt hook reads, inside the devcloud.
+        self.assertEqual('/srv/dc/pins/devcloud-libvirt',
+                         conf.agent.pin_record_dir)
         # vCPU sizing for the tempest plugin, without the kvm_exit
         # tracepoint (TCG guests, no vCPU thread ids).
         self.assertEqual((['vcpu_sizing', 'balloon'], False),
