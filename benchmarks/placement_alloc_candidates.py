@@ -14,8 +14,9 @@ Requests are the query strings Nova 34 sends (``limit=1000``,
 
 * ``baseline``: no cache keys;
 * ``all_share``: + ``resources_CACHE=CUSTOM_CACHE_DOMAIN_VCPU:4`` and
-  ``group_policy=none``; ``all_share_agent``: + ``required=
-  CUSTOM_CACHEAWARE_AGENT`` (what ``flavor set --cache-share all`` writes);
+  ``group_policy=none``; ``all_share_agent``: + ``required_CACHE=
+  CUSTOM_CACHEAWARE_AGENT`` (what ``flavor set --cache-share all`` writes:
+  the trait is on the agent's providers);
   ``all_share_membound``: + ``CUSTOM_CACHE_DOMAIN_MEMBOUND:1`` in the group;
 * ``all_share_clean``: both (what ``flavor set --cache-share all --workload
   memory --cache-clean required`` writes), also without ``limit``
@@ -159,7 +160,8 @@ def queries(vcpus, ram_mb):
     base = ('limit=1000&resources=VCPU:%d,MEMORY_MB:%d'
             '&root_required=!COMPUTE_STATUS_DISABLED' % (vcpus, ram_mb))
     cache = '&resources_CACHE=%s:%d' % (names.RC_DOMAIN_VCPU, vcpus)
-    agent = '&required=%s' % names.TRAIT_AGENT
+    # As "flavor set" writes it: on the provider of the cache group.
+    agent = '&required_CACHE=%s' % names.TRAIT_AGENT
     membound = ',%s:1' % names.RC_DOMAIN_MEMBOUND
     policy = '&group_policy=none'
     # All-share without a granular group: the domain vCPUs in the
@@ -176,7 +178,8 @@ def queries(vcpus, ram_mb):
         'all_share_clean': base + agent + cache + membound + policy,
         'all_share_clean_nolimit': (base.replace('limit=1000&', '') + agent
                                     + cache + membound + policy),
-        'all_share_unsuffixed': unsuffixed + agent,
+        'all_share_unsuffixed': (unsuffixed + '&required=%s'
+                                 % names.TRAIT_AGENT),
         'all_share_clean_isolate': (base + agent + cache + membound
                                     + '&group_policy=isolate'),
     }

@@ -45,7 +45,10 @@ Models (``--models``; each host has ``--domains`` cache domains of
 
 Requests (Nova 34 query strings, 4 vCPU, 4 GiB): ``plain``; ``all_share``
 (+ ``required=CUSTOM_CACHEAWARE_AGENT`` and the domain vCPUs in a granular
-group, ``group_policy=none``; on ``root_count`` in the unsuffixed group);
+group, ``group_policy=none``; on ``root_count`` in the unsuffixed group; on
+the models the agent's own code builds, ``nested``, ``nested_lean`` and
+``host_child``, the trait is on the agent's providers and required in the
+group, ``required_CACHE``, as ``flavor set`` writes it);
 ``clean`` (+ one memory-bound slot in the same group). Rounds interleave
 all services and requests. Per request: median wall ms, median Placement
 CPU ms (from ``/proc``), candidates, distinct hosts in the candidates
@@ -167,7 +170,10 @@ def build_template(client, model, index, shape):
             client, root, pac.domain_set(ndom, per),
             cpu_allocation_ratio=4.0, child_traits=model == 'nested')
         return root
-    _agent_trait(client, root)
+    if model != 'host_child':
+        # The agent's own code puts the trait on its providers; the other
+        # models are not shipped: the trait on the root, as first designed.
+        _agent_trait(client, root)
     if model == 'sharing':
         agg = str(uuid.uuid4())
         members = [root]
@@ -213,6 +219,8 @@ OPT_IN = {'optin10': ('nested_lean', 10), 'optin50': ('nested_lean', 2),
           'root_count_optin10': ('root_count', 10),
           'optin10_isolated': ('nested_lean', 10),
           'host_child_optin10_isolated': ('host_child', 10)}
+#: Models built by the agent's own code (the trait on our providers).
+SHIPPED = ('nested', 'nested_lean', 'host_child')
 MODELS = ('plain', 'plain_nested_path', 'nested', 'nested_lean', 'optin10',
           'optin50', 'sharing', 'numa', 'host_child', 'host_child_optin10',
           'root_count', 'root_count_optin10', 'root_trait',
@@ -333,11 +341,14 @@ def _aggregate_opted_in(cur):
         microsecond=0, tzinfo=None)
     cur.execute('INSERT INTO placement_aggregates (uuid, created_at) '
                 'VALUES (%s, %s)', (agg, now))
+    # The roots of every tree where our trait is (on the root or, as the
+    # agent puts it, on one of our providers).
     cur.execute(
         'INSERT INTO resource_provider_aggregates (resource_provider_id, '
-        'aggregate_id, created_at) SELECT rpt.resource_provider_id, '
+        'aggregate_id, created_at) SELECT DISTINCT rp.root_provider_id, '
         'a.id, %s FROM resource_provider_traits rpt JOIN traits t ON '
-        't.id = rpt.trait_id, placement_aggregates a WHERE t.name = %s '
+        't.id = rpt.trait_id JOIN resource_providers rp ON rp.id = '
+        'rpt.resource_provider_id, placement_aggregates a WHERE t.name = %s '
         'AND a.uuid = %s', (now, names.TRAIT_AGENT, agg))
     return agg
 
@@ -355,6 +366,10 @@ def queries(model, isolate=None):
     if model in ('plain', 'plain_nested_path'):
         return out
     agent = '&required=%s' % names.TRAIT_AGENT
+    if OPT_IN.get(model, (model,))[0] in SHIPPED:
+        # What a flavor written by "flavor set" asks: the trait on the
+        # provider that satisfies the cache group.
+        agent = '&required_CACHE=%s' % names.TRAIT_AGENT
     if model == 'root_trait':
         out['all_share'] = out['clean'] = base + agent
         return out
