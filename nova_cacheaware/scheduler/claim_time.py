@@ -35,6 +35,7 @@ page, "Bursts in the domain model").
 """
 
 import threading
+import typing as ty
 
 from nova_cacheaware.scheduler import claims as claims_mod
 from nova_cacheaware.scheduler import domain_order
@@ -66,17 +67,33 @@ class ClaimTimeCandidates(list):
         return super().__getitem__(index)
 
 
+class Terms(ty.NamedTuple):
+    """What a request asks, the same on every host (made once per request).
+
+    ``cache``: the process's live-state cache (read again when Nova
+    claims: fresher than what the filter saw); the rest as for
+    :func:`~.domain_order.rank_candidates`.
+    """
+
+    vcpus: int
+    memory_bound: bool
+    instance: ty.Optional[str]
+    request: ty.Any
+    clean_required: bool
+    cache: ty.Any
+    ledger: ty.Any
+
+
 class _Offer(object):
-    """What the filter knew of one host for this thread's request."""
+    """One host's candidates as the filter left them, and the choice."""
 
-    __slots__ = ('candidates', 'rank', 'reservation', 'chosen')
+    # A few hundred bytes per host and request: the filter makes one for
+    # every host that passes an All-share request.
+    __slots__ = ('candidates', 'host_state', 'chosen')
 
-    def __init__(self, candidates, rank, reservation):
+    def __init__(self, candidates, host_state):
         self.candidates = candidates
-        #: ``rank()`` -> ``(ordered candidates, first provider)`` now.
-        self.rank = rank
-        #: ``reservation(provider)`` -> the pending Claim to record.
-        self.reservation = reservation
+        self.host_state = host_state
         self.chosen = None
 
 
@@ -93,35 +110,21 @@ def begin(request, instance):
         _local.consumed = set()
     _local.instance = instance
     _local.offers = {}
+    _local.terms = None
 
 
-def offer(host, candidates, host_state, vcpus, memory_bound, instance,
-          live_of, ledger, request, elsewhere, clean_required):
+def offer(host, candidates, host_state, terms):
     """Remember ``candidates`` of ``host`` for this thread's request.
 
-    :param live_of: ``live_of()`` -> ``(live state or None, received)``
-        of the host, read when Nova claims (fresher than the filter's).
-    Other parameters as for :func:`~.domain_order.rank_candidates`.
+    ``terms``: the request's :class:`Terms` (the filter makes them once
+    per request; the first offer's are kept).
     """
     offers = getattr(_local, 'offers', None)
     if offers is None:
         return
-
-    def rank():
-        live, received = live_of()
-        return domain_order.rank_candidates(
-            host_state, candidates, vcpus, memory_bound, instance, live,
-            received, ledger, request, elsewhere, clean_required)
-
-    def reservation(provider):
-        return claims_mod.Claim(
-            provider=provider, instance=instance, vcpus=vcpus,
-            memory_bound=memory_bound, at=ledger.now(), request=request,
-            clean_required=clean_required, pending=True)
-
-    offers[host] = _Offer(tuple(candidates), rank,
-                          lambda provider: ledger.reserve(
-                              host, reservation(provider)))
+    if _local.terms is None:
+        _local.terms = terms
+    offers[host] = _Offer(candidates, host_state)
 
 
 def pick(host):
@@ -156,17 +159,31 @@ def picked(host):
 
 
 def _choose(found):
-    if getattr(_local, 'instance', None) in _local.consumed:
+    terms = _local.terms
+    if _local.instance in _local.consumed:
         # Nova lists alternates once its claims are made: nothing is
         # claimed here now.
         return found.candidates[0]
+    host_state = found.host_state
+    host = host_state.uuid
+    live = terms.cache.get(host_state.host)
+    received = (terms.cache.received(host_state.host)
+                if live is not None else None)
     with _pick_lock:
-        ordered, provider = found.rank()
+        ordered, provider = domain_order.rank_candidates(
+            host_state, found.candidates, terms.vcpus, terms.memory_bound,
+            terms.instance, live, received, terms.ledger, terms.request,
+            domain_order.elsewhere_of(terms.cache, host_state.host),
+            terms.clean_required)
         if provider is None:
             # Every domain closed since the filter ran: Nova claims this
             # host anyway; Placement decides.
             return found.candidates[0]
-        found.reservation(provider)
+        terms.ledger.reserve(host, claims_mod.Claim(
+            provider=provider, instance=terms.instance, vcpus=terms.vcpus,
+            memory_bound=terms.memory_bound, at=terms.ledger.now(),
+            request=terms.request, clean_required=terms.clean_required,
+            pending=True))
         return ordered[0]
 
 

@@ -182,11 +182,9 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             host_state.allocation_candidates = ordered
             self._reject(host_state, domain_order.CLOSED_REASON % vcpus)
             return False
-        host = host_state.host
-        claim_time.offer(
-            host_state.uuid, kept, host_state, vcpus, request.clean_wanted,
-            instance, lambda: _live_of(cache, host), ledger, id(spec_obj),
-            elsewhere, request.clean_required)
+        claim_time.offer(host_state.uuid, kept, host_state, claim_time.Terms(
+            vcpus, request.clean_wanted, instance, id(spec_obj),
+            request.clean_required, cache, ledger))
         host_state.allocation_candidates = claim_time.ClaimTimeCandidates(
             ordered, host_state.uuid)
         return True
@@ -273,12 +271,6 @@ def record_consumed(host_state, spec_obj):
         candidate=claim_time.picked(host_state.uuid))
     if claim is not None:
         ledger.record(host_state.uuid, claim)
-
-
-def _live_of(cache, host):
-    """``(fresh live state or None, when received)`` of ``host`` now."""
-    live = cache.get(host)
-    return live, (cache.received(host) if live is not None else None)
 
 
 def _elsewhere(cache, host_state):

@@ -20,6 +20,22 @@ def provider(candidate):
     return domain_order.candidate_provider(candidate)
 
 
+class Cache(object):
+    """The live-state cache's read side: one state for every host."""
+
+    def __init__(self, live=None, received=None):
+        self.live, self.at = live, received
+
+    def get(self, host):
+        return self.live
+
+    def received(self, host):
+        return self.at
+
+    def located(self, uuid):
+        return None
+
+
 class ReservationLedgerTest(testtools.TestCase):
 
     def setUp(self):
@@ -98,10 +114,13 @@ class ClaimTimeTest(testtools.TestCase):
         ordered = domain_order.order_candidates(
             self.host, cands, 2, True, instance, live, None, self.ledger,
             request=request)
-        claim_time.offer(self.host.uuid, cands, self.host, 2, True,
-                         instance, lambda: (live, None), self.ledger,
-                         request, None, False)
+        claim_time.offer(self.host.uuid, cands, self.host, self.terms(
+            instance, request, Cache(live)))
         return claim_time.ClaimTimeCandidates(ordered, self.host.uuid)
+
+    def terms(self, instance, request, cache=None):
+        return claim_time.Terms(2, True, instance, request, False,
+                                cache or Cache(), self.ledger)
 
     def same_first(self, count):
         """``count`` instance uuids the filter orders alike on the host.
@@ -184,9 +203,8 @@ class ClaimTimeTest(testtools.TestCase):
         # Nova filters again for the alternates of the same instance.
         other_host = tc.FakeHostState(uuid='root-2')
         claim_time.begin(request, 'vm-1')
-        claim_time.offer(other_host.uuid, self.cands, other_host, 2, True,
-                         'vm-1', lambda: (None, None), self.ledger, request,
-                         None, False)
+        claim_time.offer(other_host.uuid, self.cands, other_host,
+                         self.terms('vm-1', request))
         alternate = claim_time.ClaimTimeCandidates(self.cands, 'root-2')
         self.assertEqual(self.cands[0], alternate[0])
         self.assertEqual([], self.ledger.claims('root-2'))
@@ -205,9 +223,8 @@ class ClaimTimeTest(testtools.TestCase):
         closed = tc.live([('a', [], 0), ('b', [], 0)], required=('a', 'b'))
         request = object()
         claim_time.begin(request, 'vm-1')
-        claim_time.offer(self.host.uuid, cands, self.host, 2, True, 'vm-1',
-                         lambda: (closed, 100.0), self.ledger, request, None,
-                         False)
+        claim_time.offer(self.host.uuid, cands, self.host, self.terms(
+            'vm-1', request, Cache(closed, 100.0)))
         lst = claim_time.ClaimTimeCandidates(cands, self.host.uuid)
         self.assertEqual(cands[0], lst[0])
         self.assertEqual([], self.ledger.claims('root'))
