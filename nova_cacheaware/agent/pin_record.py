@@ -65,7 +65,10 @@ class PinRecords(object):
         if self._written.get(uuid) == pins:
             return
         if not pins:
+            # Remembered as written: an instance on Nova's CPUs is not
+            # unlinked again at every pass.
             self.remove(uuid)
+            self._written[uuid] = pins
             return
         try:
             os.makedirs(self.directory, mode=0o755, exist_ok=True)
@@ -100,6 +103,8 @@ class PinRecords(object):
 
     def prune(self, present):
         """Remove the records of instances not in ``present`` (uuids)."""
+        for uuid in set(self._written) - set(present):
+            del self._written[uuid]
         try:
             names = os.listdir(self.directory)
         except FileNotFoundError:

@@ -63,6 +63,19 @@ class PinRecordsTest(testtools.TestCase):
         self.records.write(UUID, {0: (2,)})
         self.assertEqual({'0': '2'}, self.read()['vcpus'])
 
+    def test_an_unpinned_instance_is_not_removed_at_every_pass(self):
+        self.records.write(UUID, {})
+        # A file appearing now (by hand) is not this writer's to remove
+        # until the pins it knows of change.
+        os.makedirs(self.dir, exist_ok=True)
+        open(self.records.path(UUID), 'w').close()
+        self.records.write(UUID, {})
+        self.assertEqual(['%s.json' % UUID], os.listdir(self.dir))
+        self.records.prune({UUID})
+        self.assertEqual(['%s.json' % UUID], os.listdir(self.dir))
+        self.records.prune(set())
+        self.assertEqual([], os.listdir(self.dir))
+
     def test_prune_keeps_only_present_instances(self):
         for uuid in ('a', 'b', 'c'):
             self.records.write(uuid, {0: (1,)})
