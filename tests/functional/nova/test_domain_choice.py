@@ -45,6 +45,12 @@ def live(host, providers, memory_vms=None, vcpus_used=None, required=()):
         agent_healthy=True, domains=tuple(domains))
 
 
+def two_hosts_of_two_domains(test):
+    """compute1 and compute2, two 4-CPU domains each: their providers."""
+    return tuple(test.start_host(name, cores=4, threads=2, domain_cpus=4)
+                 for name in ('compute1', 'compute2'))
+
+
 class DomainChoiceTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
 
     def setUp(self):
@@ -141,10 +147,7 @@ class DomainChoiceTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         # each holds two preferred ones. The weigher alone would pick
         # compute1 (fewer memory-bound VMs per domain) and make a required
         # VM Dirty.
-        first = self.start_host('compute1', cores=4, threads=2,
-                                domain_cpus=4)
-        second = self.start_host('compute2', cores=4, threads=2,
-                                 domain_cpus=4)
+        first, second = two_hosts_of_two_domains(self)
         cache = live_state.get_cache()
         cache.update(live('compute1', first,
                           {n: ['r-%s' % n] for n in first},
@@ -246,10 +249,7 @@ class ConcurrentBurstTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
     def test_exact_fit_burst_over_two_hosts_with_live_state(self):
         # Two hosts of two domains; the agents' live state is fresh and
         # shows every domain Empty.
-        first = self.start_host('compute1', cores=4, threads=2,
-                                domain_cpus=4)
-        second = self.start_host('compute2', cores=4, threads=2,
-                                 domain_cpus=4)
+        first, second = two_hosts_of_two_domains(self)
         cache = live_state.get_cache()
         cache.update(live('compute1', first))
         cache.update(live('compute2', second))
