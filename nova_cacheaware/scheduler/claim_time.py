@@ -32,11 +32,31 @@ What it cannot do: two scheduler *workers* that pick in the same instant,
 before either's reservation reached the other over the bus, still choose
 alike; Placement then refuses one of them (the admin guide's scheduler
 page, "Bursts in the domain model").
+
+**A Clean slot for** ``cache_clean=preferred`` (host model): a declared
+memory-bound request that only prefers Clean asks Placement for no
+``CUSTOM_CACHE_DOMAIN_MEMBOUND`` slot, so two workers could put it and
+another memory-bound request into a host's last Clean place, both
+unseen by Placement. When Nova reads such a request's candidate and the
+domain the agent will choose (live state plus every claim and
+reservation known then) is Clean, :func:`pick` returns the candidate with
+one slot added: Placement then serialises the host's Clean places for
+``preferred`` as it does for ``required``. If the slot is gone, Placement
+refuses and Nova tries its next host. The slot is also asked for where
+the Clean place was reserved a moment ago by a concurrent request
+(*contested*): one of the two gets it in Placement and the other moves
+on, instead of both sharing the domain. A refusal must never cost the
+server: the slot is only added while a host the request passed remains
+untried after this one (:func:`weighed` records the hosts Nova will try,
+from ``CacheContentionWeigher``); on the last host the candidate is
+claimed as the flavor asks, and the server may go Dirty, as
+``preferred`` allows.
 """
 
 import threading
 import typing as ty
 
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.scheduler import claims as claims_mod
 from nova_cacheaware.scheduler import domain_order
 
@@ -82,6 +102,12 @@ class Terms(ty.NamedTuple):
     clean_required: bool
     cache: ty.Any
     ledger: ty.Any
+    #: Host model: the candidate names the host's cache provider and the
+    #: agent chooses the domain (see :func:`_choose_host`).
+    host_model: bool = False
+    #: Host model: a declared memory-bound ``cache_clean=preferred``
+    #: request, which claims a Clean slot when one is free.
+    slot_wanted: bool = False
 
 
 class _Offer(object):
@@ -89,12 +115,14 @@ class _Offer(object):
 
     # A few hundred bytes per host and request: the filter makes one for
     # every host that passes an All-share request.
-    __slots__ = ('candidates', 'host_state', 'chosen')
+    __slots__ = ('candidates', 'host_state', 'chosen', 'claim')
 
     def __init__(self, candidates, host_state):
         self.candidates = candidates
         self.host_state = host_state
         self.chosen = None
+        #: The reservation made with the choice (None: none).
+        self.claim = None
 
 
 def begin(request, instance):
@@ -111,6 +139,22 @@ def begin(request, instance):
     _local.instance = instance
     _local.offers = {}
     _local.terms = None
+    # The hosts Nova will try for this instance (None: unknown) and those
+    # whose candidate it has read so far.
+    _local.weighed = None
+    _local.tried = set()
+
+
+def weighed(hosts):
+    """Nova weighed ``hosts`` (uuids) for this thread's instance.
+
+    Nova tries them in weight order until one claim succeeds; Nova calls
+    no weigher when one host is left, so "unknown" means "this host is
+    the last". Only requests that may claim a Clean slot need it.
+    """
+    terms = getattr(_local, 'terms', None)
+    if terms is not None and terms.slot_wanted:
+        _local.weighed = frozenset(hosts)
 
 
 def offer(host, candidates, host_state, terms):
@@ -158,12 +202,25 @@ def picked(host):
     return None if found is None else found.chosen
 
 
+def reserved(host):
+    """The claim this thread reserved on ``host`` when Nova read it, or None.
+
+    In the host model it names the domain the agent was predicted to
+    choose at that moment; Nova's consumption records it as the claim.
+    """
+    offers = getattr(_local, 'offers', None)
+    found = offers.get(host) if offers else None
+    return None if found is None else found.claim
+
+
 def _choose(found):
     terms = _local.terms
     if _local.instance in _local.consumed:
         # Nova lists alternates once its claims are made: nothing is
         # claimed here now.
         return found.candidates[0]
+    if terms.host_model:
+        return _choose_host(found, terms)
     host_state = found.host_state
     host = host_state.uuid
     live = terms.cache.get(host_state.host)
@@ -185,6 +242,67 @@ def _choose(found):
             request=terms.request, clean_required=terms.clean_required,
             pending=True))
         return ordered[0]
+
+
+def _choose_host(found, terms):
+    """Host model: reserve the agent's domain; add a free Clean slot."""
+    host_state = found.host_state
+    host = host_state.uuid
+    candidate = found.candidates[0]
+    tried = _local.tried
+    tried.add(host)
+    live = terms.cache.get(host_state.host)
+    if live is None:
+        # Without live state Placement's host counts decide, as in the
+        # filter.
+        return candidate
+    received = terms.cache.received(host_state.host)
+    with _pick_lock:
+        rows, own = domain_order.host_domain_rows(
+            host_state, live, received, terms.ledger,
+            domain_order.elsewhere_of(terms.cache, host_state.host))
+        loads = domain_order.host_loads(
+            rows, domain_order.closed_domains(live, own))
+        domain = domain_order.predict_domain(
+            loads, terms.vcpus, terms.memory_bound,
+            terms.instance or host)
+        load = next(d for d in loads if d.provider == domain)
+        clean = load.memory_bound == 0 and (
+            load.vcpus_total is None
+            or load.vcpus_used + terms.vcpus <= load.vcpus_total)
+        # A concurrent request reserved the Clean place this one was
+        # weighed for: whichever of the two Placement admits first keeps
+        # it, and the other moves on to its next host.
+        contested = not clean and any(
+            c.pending and c.memory_bound and c.instance != terms.instance
+            for c in own)
+        weighed_hosts = _local.weighed
+        untried = bool(weighed_hosts) and bool(weighed_hosts - tried)
+        slot = terms.slot_wanted and untried and (clean or contested)
+        found.claim = claims_mod.Claim(
+            provider=domain, instance=terms.instance, vcpus=terms.vcpus,
+            memory_bound=terms.memory_bound, at=terms.ledger.now(),
+            request=terms.request, clean_required=terms.clean_required,
+            pending=True)
+        terms.ledger.reserve(host, found.claim)
+    return with_clean_slot(candidate) if slot else candidate
+
+
+def with_clean_slot(candidate):
+    """A copy of host-model ``candidate`` that also claims a Clean slot.
+
+    One ``CUSTOM_CACHE_DOMAIN_MEMBOUND`` on the provider that holds the
+    cache group's vCPUs; the candidate itself is left as Placement gave
+    it (other threads may read it).
+    """
+    allocations = {}
+    for provider, alloc in candidate['allocations'].items():
+        resources = alloc['resources']
+        if names.RC_DOMAIN_VCPU in resources:
+            alloc = dict(alloc, resources=dict(
+                resources, **{names.RC_DOMAIN_MEMBOUND: 1}))
+        allocations[provider] = alloc
+    return dict(candidate, allocations=allocations)
 
 
 def consumed(instance):

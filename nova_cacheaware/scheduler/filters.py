@@ -161,8 +161,13 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
                 domain_order.candidate_provider(kept[0]), host_state.uuid,
                 live):
             host_state.allocation_candidates = kept
-            return self._host_model_passes(host_state, spec_obj, memo,
-                                           live, cache)
+            if not self._host_model_passes(host_state, spec_obj, memo,
+                                           live, cache):
+                return False
+            if _slot_wanted(request):
+                self._offer_clean_slot(host_state, spec_obj, memo, cache,
+                                       kept)
+            return True
         # Nova claims the first candidate: put the domain to claim first,
         # and choose it again when Nova claims (claim_time).
         opts = self._opts or _options()
@@ -223,6 +228,24 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             clean_required=request.clean_required)
         return True
 
+    def _offer_clean_slot(self, host_state, spec_obj, memo, cache, kept):
+        """Host model: let claim_time add a free Clean slot at claim time.
+
+        Every host such a request passes is offered, live state or not,
+        so that claim_time sees each host Nova tries: the slot is added
+        only while another one remains.
+        """
+        opts = self._opts or _options()
+        claim_time.offer(host_state.uuid, kept, host_state, claim_time.Terms(
+            memo.vcpus, memo.cacheaware.clean_wanted,
+            _instance_uuid(spec_obj), id(spec_obj), False, cache,
+            claims.get_ledger(opts.claim_memory_seconds,
+                              opts.claim_settle_seconds,
+                              opts.claim_pending_seconds),
+            host_model=True, slot_wanted=True))
+        host_state.allocation_candidates = claim_time.ClaimTimeCandidates(
+            kept, host_state.uuid)
+
     @staticmethod
     def _reject(host_state, reason):
         LOG.info('CacheDomainFilter rejects host %s (node %s): %s',
@@ -261,6 +284,17 @@ def record_consumed(host_state, spec_obj):
     ledger.exact = True
     cache = live_state.get_cache()
     live = cache.get(host_state.host)
+    reserved = claim_time.reserved(host_state.uuid)
+    if reserved is not None and reserved.instance == _instance_uuid(
+            spec_obj):
+        # Host model: the domain predicted when Nova read the candidate,
+        # before this instance's own reservation counted.
+        ledger.record(host_state.uuid, claims.Claim(
+            provider=reserved.provider, instance=reserved.instance,
+            vcpus=reserved.vcpus, memory_bound=reserved.memory_bound,
+            at=ledger.now(), request=reserved.request,
+            clean_required=reserved.clean_required))
+        return
     claim = domain_order.consumed_claim(
         host_state, spec_obj, memo.cacheaware.clean_wanted, live,
         cache.received(host_state.host) if live is not None else None,
@@ -271,6 +305,18 @@ def record_consumed(host_state, spec_obj):
         candidate=claim_time.picked(host_state.uuid))
     if claim is not None:
         ledger.record(host_state.uuid, claim)
+
+
+def _slot_wanted(request):
+    """A declared memory-bound request that only prefers Clean.
+
+    It claims a Clean slot at claim time when one is free
+    (:mod:`.claim_time`); ``auto`` requests do not: the classifier may
+    find them CPU-bound, and a slot they held would be lost to a
+    ``required`` one.
+    """
+    return (request.workload == 'memory' and request.clean_wanted
+            and not request.clean_required)
 
 
 def _elsewhere(cache, host_state):

@@ -57,6 +57,7 @@ from nova.scheduler import weights
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import exception
 from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.scheduler import claim_time
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import domain_order
 from nova_cacheaware.scheduler import host_state as scheduler_state
@@ -148,6 +149,11 @@ class CacheContentionWeigher(_RequestWeigher):
     """Prefer hosts with Empty cache domains for memory-bound requests."""
 
     MULTIPLIER_OPTION = 'cache_contention_weight_multiplier'
+
+    def weigh_objects(self, weighed_obj_list, weight_properties):
+        """Raw weights; tells claim_time which hosts Nova will try."""
+        claim_time.weighed(obj.obj.uuid for obj in weighed_obj_list)
+        return super().weigh_objects(weighed_obj_list, weight_properties)
 
     def _wanted(self, req):
         # Invalid keys: CacheDomainFilter has already refused the request

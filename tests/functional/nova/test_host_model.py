@@ -27,6 +27,7 @@ from nova_cacheaware.scheduler import host_state
 from nova_cacheaware.scheduler import live_state
 from tests.functional.nova import base
 from tests.functional.nova import test_cache_domain_scheduling as cds
+from tests.functional.nova import test_domain_choice
 
 
 class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
@@ -160,12 +161,23 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
     def _check(self, keys, count, hosts, first, second):
         servers = self._multi_create(self._flavor(2, **keys), count)
         self.assertEqual(hosts, self._hosts(servers))
+        slots = collections.Counter()
         for server in servers:
+            host = server['OS-EXT-SRV-ATTR:host']
             expected = {names.RC_DOMAIN_VCPU: 2}
+            got = self._cache_allocation(server, host)
             if keys.get('clean') == 'required':
                 expected[names.RC_DOMAIN_MEMBOUND] = 1
-            self.assertEqual(expected, self._cache_allocation(
-                server, server['OS-EXT-SRV-ATTR:host']))
+            elif keys.get('clean') == 'preferred':
+                # Claimed at claim time where a Clean place was left.
+                slots[host] += got.pop(names.RC_DOMAIN_MEMBOUND, 0)
+            self.assertEqual(expected, got)
+        if keys.get('clean') == 'preferred':
+            # compute1 fills up first and is never the last host its
+            # servers could try: each took one of its four Clean slots;
+            # compute2 gave out at most its two.
+            self.assertEqual(hosts['compute1'], slots['compute1'])
+            self.assertLessEqual(slots['compute2'], 2)
         self.assertEqual(first, self._predicted('compute1', servers))
         self.assertEqual(second, self._predicted('compute2', servers))
 
@@ -365,3 +377,80 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
                 sorted(c.instance for c in recorded))
             self.assertTrue(all(c.memory_bound and c.vcpus == 2
                                 for c in recorded))
+
+
+class PreferredCleanSlotTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
+    """``preferred`` memory-bound requests take a Clean slot at claim time.
+
+    Two requests are filtered and weighed before either claims (Nova's
+    claims are held back until both have read their candidate): both
+    weigh the same host's last Clean place best. Placement, not luck,
+    decides which one gets it; the other moves on to its next host.
+    """
+
+    _start = HostModelTest._start
+    _live = HostModelTest._live
+    _hosts = HostModelTest._hosts
+    _cache_allocation = HostModelTest._cache_allocation
+    _hold_claims_until = test_domain_choice.ConcurrentBurstTest.\
+        _hold_claims_until
+    _burst = test_domain_choice.ConcurrentBurstTest._burst
+    _settled = test_domain_choice.ConcurrentBurstTest._settled
+
+    def setUp(self):
+        super().setUp()
+        self.flags(cpu_allocation_ratio=1.0, initial_cpu_allocation_ratio=1.0)
+        claims.reset()
+        self.addCleanup(claims.reset)
+
+    def _one_clean_place(self, hostname, memory_domains):
+        """Memory-bound VMs in ``memory_domains`` of ``hostname``.
+
+        As the agent tells them: live state, and their slots ``reserved``.
+        """
+        self._live(hostname, memory={d: ('vm-%s' % d,)
+                                     for d in memory_domains},
+                   used={d: 1 for d in memory_domains})
+        self.sync_host_provider(hostname, self.domain_sets[hostname],
+                                membound_reserved=len(memory_domains))
+
+    def _slots(self, servers):
+        return {s['OS-EXT-SRV-ATTR:host']: self._cache_allocation(
+            s, s['OS-EXT-SRV-ATTR:host']).get(names.RC_DOMAIN_MEMBOUND, 0)
+            for s in servers}
+
+    def test_two_requests_for_one_clean_place_end_on_two_hosts(self):
+        # compute1: L3-3 is its one Clean place; compute2: L3-1.
+        self._start()
+        self._one_clean_place('compute1', ('L3-0', 'L3-1', 'L3-2'))
+        self._one_clean_place('compute2', ('L3-0',))
+        reached = self._hold_claims_until(2)
+        servers = self._burst(self._flavor(2, clean='preferred'), 2)
+        self.assertGreaterEqual(len(reached), 2)
+        self.assertEqual(['ACTIVE'] * 2, [s['status'] for s in servers],
+                         [s.get('fault') for s in servers])
+        # Each holds the Clean slot of its host: both Clean.
+        self.assertEqual({'compute1': 1, 'compute2': 1}, self._slots(servers))
+
+    def test_a_refused_slot_never_costs_the_server(self):
+        # One Clean place in the region (compute1 L3-3); compute2 has
+        # room, Dirty only. Both requests weigh compute1 first.
+        self._start()
+        self._one_clean_place('compute1', ('L3-0', 'L3-1', 'L3-2'))
+        self._one_clean_place('compute2', ('L3-0', 'L3-1'))
+        self._hold_claims_until(2)
+        servers = self._burst(self._flavor(2, clean='preferred'), 2)
+        self.assertEqual(['ACTIVE'] * 2, [s['status'] for s in servers],
+                         [s.get('fault') for s in servers])
+        # One got the Clean place and its slot; the other, refused the
+        # slot, went on to compute2 and claimed what its flavor asks.
+        self.assertEqual({'compute1': 1, 'compute2': 0}, self._slots(servers))
+
+    def test_on_the_last_host_no_slot_is_asked(self):
+        # One host, no Clean place: the request lands Dirty, as preferred
+        # allows, and holds no slot (Placement has none to give).
+        self.first = self.start_host('compute1', cores=6, threads=2,
+                                     domain_cpus=3, model='host')
+        self._one_clean_place('compute1', ('L3-0', 'L3-1', 'L3-2', 'L3-3'))
+        (server,) = self._multi_create(self._flavor(2, clean='preferred'), 1)
+        self.assertEqual({'compute1': 0}, self._slots([server]))

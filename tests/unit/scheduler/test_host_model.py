@@ -6,6 +6,7 @@ claims) that one has room, and predicts the domain the agent will choose.
 """
 
 import datetime
+import threading
 import uuid
 
 import fixtures
@@ -17,6 +18,7 @@ import testtools
 
 from nova import objects
 from nova.scheduler import host_manager
+from nova.scheduler import weights as weights_mod
 
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import names
@@ -545,3 +547,120 @@ class HostModelPropertyTest(testtools.TestCase):
             room[domain] -= vcpus
             memory[domain] += int(extra is not CPU_OFF)
             state.num_instances += 1
+
+
+class PreferredCleanSlotTest(testtools.TestCase):
+    """The Clean slot a ``preferred`` request adds when Nova reads [0].
+
+    The filter, the weigher and Nova's read of each host's first
+    candidate, in the order Nova's scheduler makes them for one instance.
+    """
+
+    ROOT2 = '8b1e2f3a-1c2d-4e5f-8a9b-0c1d2e3f4a5b'
+
+    def setUp(self):
+        super().setUp()
+        self.conf = self.useFixture(config_fixture.Config(ca_conf.CONF))
+        self.conf.config(listen_for_host_state=False,
+                         group='cacheaware_scheduler')
+        live_state.reset()
+        self.addCleanup(live_state.reset)
+        claims.reset()
+        self.addCleanup(claims.reset)
+        self.cache = live_state.get_cache()
+        self.filt = filters.CacheDomainFilter()
+        self.weigher = weights.CacheContentionWeigher()
+
+    def hosts(self, first_memory=(), second_memory=()):
+        """h1 (2 domains) and h2 (2 domains); memory-bound VMs as given."""
+        child2 = domain_order.host_child_uuid(self.ROOT2)
+        self.cache.update(live([(3, 1 if i in first_memory else 0,
+                                 ('x%d' % i,) if i in first_memory else ())
+                                for i in range(2)]))
+        self.cache.update(live([(3, 1 if i in second_memory else 0,
+                                 ('y%d' % i,) if i in second_memory else ())
+                                for i in range(2)], name='h2',
+                               host_provider=child2))
+        return (host(candidates=[host_candidate(clean=False)]),
+                host('h2', candidates=[host_candidate(clean=False,
+                                                      child=child2)],
+                     root=self.ROOT2))
+
+    def schedule(self, hosts, extra=PREFERRED, instance=None):
+        """Filter and weigh ``hosts`` for one instance, as Nova does."""
+        request = spec(extra, instance=instance or new_uuid(0))
+        passed = list(self.filt.filter_all(hosts, request))
+        if len(passed) > 1:
+            # Nova calls no weigher for a single host.
+            self.weigher.weigh_objects(
+                [weights_mod.WeighedHost(h, 0.0) for h in passed], request)
+        return request, passed
+
+    def slot(self, candidate):
+        return sum(a['resources'].get(MEMBOUND, 0)
+                   for a in candidate['allocations'].values())
+
+    def test_a_free_clean_place_gets_a_slot_while_another_host_remains(self):
+        h1, h2 = self.hosts(first_memory=(0,))
+        self.schedule([h1, h2])
+        self.assertEqual(1, self.slot(h1.allocation_candidates[0]))
+        # Placement refused it; Nova tries h2, its last host: no slot.
+        self.assertEqual(0, self.slot(h2.allocation_candidates[0]))
+        # The candidate Placement gave is left as it was.
+        self.assertEqual(0, self.slot(list.__getitem__(
+            h1.allocation_candidates, 0)))
+
+    def test_no_clean_place_no_slot(self):
+        h1, h2 = self.hosts(first_memory=(0, 1))
+        self.schedule([h1, h2])
+        self.assertEqual(0, self.slot(h1.allocation_candidates[0]))
+
+    def test_a_single_host_is_the_last(self):
+        h1, _h2 = self.hosts()
+        self.schedule([h1])
+        self.assertEqual(0, self.slot(h1.allocation_candidates[0]))
+
+    def test_only_declared_memory_bound_preferred_requests_take_one(self):
+        auto = {'cacheaware:cache_share': 'all',
+                'cacheaware:workload': 'auto'}
+        for extra in (auto, CPU_OFF):
+            claims.reset()
+            h1, h2 = self.hosts()
+            self.schedule([h1, h2], extra)
+            self.assertEqual(0, self.slot(h1.allocation_candidates[0]),
+                             extra)
+
+    def test_consumption_records_the_domain_reserved_at_the_read(self):
+        h1, h2 = self.hosts(first_memory=(0,))
+        request, _ = self.schedule([h1, h2])
+        h1.allocation_candidates[0]
+        ledger = claims.get_ledger(600, 60)
+        (reserved,) = ledger.claims(ROOT)
+        self.assertEqual(('d1', True), (reserved.provider, reserved.pending))
+        filters.record_consumed(h1, request)
+        (claim,) = ledger.claims(ROOT)
+        self.assertEqual(('d1', False, new_uuid(0)),
+                         (claim.provider, claim.pending, claim.instance))
+
+    def test_requests_read_together_both_ask_placement(self):
+        # Two requests filtered and weighed before either reads h1's
+        # candidate; h1 has one Clean place. The second sees the first's
+        # reservation (contested) and asks for the slot too: Placement
+        # admits one of them, the other moves on.
+        h1, h2 = self.hosts(first_memory=(0,), second_memory=(0,))
+        weighed = threading.Barrier(2)
+        read = {}
+
+        def one(index):
+            self.schedule([h1, h2], instance=new_uuid(index))
+            weighed.wait(timeout=10)
+            with lock:
+                read[index] = self.slot(h1.allocation_candidates[0])
+
+        lock = threading.Lock()
+        threads = [threading.Thread(target=one, args=(i,)) for i in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        self.assertEqual({0: 1, 1: 1}, read)
