@@ -98,6 +98,9 @@ MEMORY_KINDS = ('mem-required', 'mem-preferred')
 POLL = 0.2
 #: Configurations with cache-aware flavors and plugins.
 AWARE = ('ours', 'ours-host')
+#: Cache domains of the hosts that opted in (HOSTS): the Clean places of a
+#: tight burst (``--tight``), for every configuration alike.
+TIGHT_PLACES = 6 * 4 + 4 * 2 + 6 * 2 + 4 * 10 + 2 * 8
 
 
 def log(msg):
@@ -435,20 +438,18 @@ def clean_misses(wave, alive, domains_of, agent_seen):
     return out
 
 
-def run(cloud, config, concurrency, plan, flavors, seed, dc):
-    """Every wave of ``plan`` at ``concurrency``; the run's figures."""
+def run(cloud, config, concurrency, plan, flavors, seed, dc, deletes=True):
+    """Every wave of ``plan`` at ``concurrency``; the run's figures.
+
+    ``deletes``: a third of the live servers go after each wave.
+    """
     rng = random.Random(seed)
     sched_log = os.path.join(dc, 'logs', 'scheduler.log')
     start = log_size(sched_log)
     alive, records, clean, best, misses = [], [], 0, 0, []
     share_ok = share_all = 0
     agent_seen = {}
-    if config == 'ours-host':
-        domain_count = sum(h['domains'] for h in agents_state(dc).values())
-    else:
-        domain_count = sum(1 for rp in cloud.placement(
-            'GET', '/resource_providers')['resource_providers']
-            if ':cacheaware:' in rp['name'])
+    domain_count = region_domains(cloud, config, dc)
     for w, ops in enumerate(plan):
         with futures.ThreadPoolExecutor(max_workers=concurrency) as pool:
             jobs = [pool.submit(boot, cloud, flavors, kind, vcpus, n,
@@ -479,7 +480,7 @@ def run(cloud, config, concurrency, plan, flavors, seed, dc):
             share_all += len(aware)
             share_ok += sum(1 for s in aware if domains_of.get(s['id']))
         # Deletes in between: a third of the live servers go.
-        gone = rng.sample(alive, len(alive) // 3)
+        gone = rng.sample(alive, len(alive) // 3) if deletes else []
         for s in gone:
             cloud.nova('DELETE', '/servers/' + s['id'], ok=(204, 404))
         alive = [s for s in alive if s not in gone]
@@ -542,6 +543,30 @@ def run(cloud, config, concurrency, plan, flavors, seed, dc):
     })
 
 
+def tight_plan(places, seed):
+    """An exact-fit burst: one single-server request per free Clean place.
+
+    ``places``: the region's cache domains (each Empty, so each one Clean
+    place); half ``required``, half ``preferred`` memory-bound servers of 1
+    or 2 vCPUs (every domain holds 2), in an order the seed draws: the
+    arrival sequence.
+    """
+    rng = random.Random(seed)
+    ops = [('mem-required' if i % 2 == 0 else 'mem-preferred',
+            rng.choice((1, 2)), 1) for i in range(places)]
+    rng.shuffle(ops)
+    return [ops]
+
+
+def region_domains(cloud, config, dc):
+    """The cache domains of the hosts that opted in (the Clean places)."""
+    if config == 'ours-host':
+        return sum(h['domains'] for h in agents_state(dc).values())
+    return sum(1 for rp in cloud.placement(
+        'GET', '/resource_providers')['resource_providers']
+        if ':cacheaware:' in rp['name'])
+
+
 def _p95(values):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
@@ -595,12 +620,19 @@ def main(argv=None):
                              'same seed); the configurations alternate per '
                              'repetition, each on a fresh devcloud, and the '
                              'results carry a summary (mean, min, max)')
+    parser.add_argument('--tight', action='store_true',
+                        help='instead of the waves: one exact-fit burst of '
+                             'single-server requests, one per cache domain '
+                             'of the region (every free Clean place), half '
+                             'required, half preferred memory-bound; the '
+                             "peer boots the same servers (Nova's defaults)")
     parser.add_argument('--seed', type=int, default=12)
     parser.add_argument('--out', default=os.path.join(
         ROOT, 'benchmarks', 'results', 'traffic_e2e.json'))
     args = parser.parse_args(argv)
     dc = use_devcloud()
-    plan = make_plan(args.boots, args.waves, args.seed)
+    plan = (tight_plan(TIGHT_PLACES, args.seed) if args.tight
+            else make_plan(args.boots, args.waves, args.seed))
     results, load = [], []
     started = common.now()
     for rep in range(args.repeats):
@@ -614,11 +646,27 @@ def main(argv=None):
             elif config == 'ours-host':
                 wait_host_providers(cloud)
             flavors = make_flavors(cloud, config)
-            for c in [int(x) for x in args.concurrency.split(',')]:
+            for n, c in enumerate(int(x) for x in
+                                  args.concurrency.split(',')):
+                if args.tight and n:
+                    # The last burst's servers are deleted: let the
+                    # agents' live state show every domain Empty again.
+                    time.sleep(max(10.0, 3 * args.agent_period))
                 load.append(os.getloadavg()[0])
                 t0 = time.monotonic()
                 cpu0 = agents_cpu_s(dc)
-                result = run(cloud, config, c, plan, flavors, args.seed, dc)
+                if args.tight:
+                    # One wave, nothing deleted: every Clean place taken
+                    # at once. The peer boots the same servers.
+                    result = run(cloud, config, c, plan, flavors,
+                                 args.seed, dc, deletes=False)
+                    result['mode'] = 'tight'
+                    result['region_domains'] = (
+                        region_domains(cloud, config, dc)
+                        if config in AWARE else None)
+                else:
+                    result = run(cloud, config, c, plan, flavors,
+                                 args.seed, dc)
                 result['repetition'] = rep + 1
                 result['load_avg_at_start'] = round(load[-1], 2)
                 result['wall_s'] = round(time.monotonic() - t0, 1)
