@@ -86,7 +86,7 @@ topology_of() {  # fake compute name -> topology file name
     echo "${t%-plain}"
 }
 
-mysql_q() { mysql -h "$DB_HOST" -u "$DB_USER" -N -B -e "$1"; }
+mysql_q() { timeout 60 mysql -h "$DB_HOST" -u "$DB_USER" -N -B -e "$1"; }
 
 computes_json() {
     local out="[" sep="" i
@@ -154,7 +154,7 @@ stop_many() {  # names...: TERM each process group, KILL what is left after 15 s
 
 wait_http() {  # name url [seconds]
     for _ in $(seq $((${3:-90} * 5))); do
-        curl -s -o /dev/null "$2" && return 0
+        curl -s -m 5 -o /dev/null "$2" && return 0
         if ! alive "$1"; then
             tail -n 30 "$LOGS/$1.log" >&2; die "$1 exited (log: $LOGS/$1.log)"
         fi
@@ -165,7 +165,7 @@ wait_http() {  # name url [seconds]
 }
 
 port_free_or_ours() {  # service port variable
-    if curl -s -o /dev/null "http://127.0.0.1:$2/" && ! alive "$1"; then
+    if curl -s -m 5 -o /dev/null "http://127.0.0.1:$2/" && ! alive "$1"; then
         die "port $2 (for $1) is taken by a process the devcloud did not start; set $3"
     fi
 }
@@ -178,9 +178,9 @@ ensure_venv() {
     log "installing the devcloud venv ($VENV, a few minutes the first time)"
     [ -x "$PY" ] || python3 -m venv "$VENV" || die "python3 -m venv failed"
     # pip's output (index warnings included) goes to a log, not the screen.
-    "$VENV/bin/pip" install -q -r "$TOOLS/requirements.txt" \
+    timeout 1800 "$VENV/bin/pip" install -q -r "$TOOLS/requirements.txt" \
         >> "$LOGS/pip-install.log" 2>&1 || die "pip install failed ($LOGS/pip-install.log)"
-    "$VENV/bin/pip" install -q --no-deps -e . \
+    timeout 600 "$VENV/bin/pip" install -q --no-deps -e . \
         >> "$LOGS/pip-install.log" 2>&1 || die "pip install -e . failed ($LOGS/pip-install.log)"
     echo "$want" > "$VENV/.stamp"
 }
@@ -206,7 +206,7 @@ ensure_backends() {
             && [ -n "$(mysql_q "SHOW DATABASES LIKE '${DB_PREFIX//_/\\_}%'")" ]; then
         log "dropping databases ${DB_PREFIX}* and vhost $RABBIT_VHOST left by an earlier devcloud (its directory is gone)"
         for db in $DATABASES; do mysql_q "DROP DATABASE IF EXISTS \`$DB_PREFIX$db\`"; done
-        rabbitmqctl -q delete_vhost "$RABBIT_VHOST" >/dev/null 2>&1 || true
+        timeout 60 rabbitmqctl -q delete_vhost "$RABBIT_VHOST" >/dev/null 2>&1 || true
     fi
     for db in $DATABASES; do
         mysql_q "CREATE DATABASE IF NOT EXISTS \`$DB_PREFIX$db\` CHARACTER SET utf8" || die "cannot create database $DB_PREFIX$db"
@@ -221,17 +221,17 @@ ensure_backends() {
         mysql_q "SET GLOBAL max_connections = $DB_MIN_CONNECTIONS" \
             || die "cannot raise MariaDB max_connections to $DB_MIN_CONNECTIONS (DEVCLOUD_DB_MIN_CONNECTIONS=0 skips it)"
     fi
-    if ! rabbitmqctl -q list_vhosts 2>/dev/null | grep -qx "$RABBIT_VHOST"; then
-        rabbitmqctl -q add_vhost "$RABBIT_VHOST" >/dev/null \
+    if ! timeout 60 rabbitmqctl -q list_vhosts 2>/dev/null | grep -qx "$RABBIT_VHOST"; then
+        timeout 60 rabbitmqctl -q add_vhost "$RABBIT_VHOST" >/dev/null \
             || die "cannot create RabbitMQ vhost $RABBIT_VHOST (rabbitmqctl)"
-        rabbitmqctl -q set_permissions -p "$RABBIT_VHOST" guest '.*' '.*' '.*' >/dev/null
+        timeout 60 rabbitmqctl -q set_permissions -p "$RABBIT_VHOST" guest '.*' '.*' '.*' >/dev/null
     fi
 }
 
 # --- services ---------------------------------------------------------------
 keystone_up() {
     local conf=$DC/etc/keystone/keystone.conf km
-    km="$VENV/bin/keystone-manage --config-file $conf"
+    km="timeout 600 $VENV/bin/keystone-manage --config-file $conf"
     mkdir -p "$DC/keystone"
     if [ ! -f "$DC/keystone/.bootstrapped" ]; then
         $km db_sync >> "$LOGS/keystone-manage.log" 2>&1 || die "keystone db_sync failed ($LOGS/keystone-manage.log)"
@@ -250,7 +250,7 @@ keystone_up() {
 }
 
 nova_db() {
-    local nm="$VENV/bin/nova-manage --config-file $DC/etc/nova/nova.conf"
+    local nm="timeout 600 $VENV/bin/nova-manage --config-file $DC/etc/nova/nova.conf"
     [ -f "$DC/nova/.db-synced" ] && return 0
     $nm api_db sync >> "$LOGS/nova-manage.log" 2>&1 || die "nova-manage api_db sync failed ($LOGS/nova-manage.log)"
     $nm cell_v2 list_cells 2>/dev/null | grep -q ' cell0 ' \
@@ -269,14 +269,14 @@ glance_up() {
     local t0=$SECONDS
     mkdir -p "$DC/glance/images" "$DC/glance/staging" "$DC/glance/tasks" "$DC/glance/lock"
     if [ ! -f "$DC/glance/.db-synced" ]; then
-        "$VENV/bin/glance-manage" --config-file "$DC/etc/glance/glance-api.conf" db_sync \
+        timeout 600 "$VENV/bin/glance-manage" --config-file "$DC/etc/glance/glance-api.conf" db_sync \
             >> "$LOGS/glance-manage.log" 2>&1 || die "glance-manage db_sync failed ($LOGS/glance-manage.log)"
         touch "$DC/glance/.db-synced"
     fi
     OS_GLANCE_CONFIG_DIR=$DC/etc/glance start_svc glance \
         "$PY" "${WSGI_SERVE[@]}" glance.wsgi.api "$IMAGE_PORT"
     wait_http glance "http://127.0.0.1:$IMAGE_PORT/"
-    "$PY" "$TOOLS/glance_images.py" "$DC/image" >> "$LOGS/glance-images.log" 2>&1 \
+    timeout 600 "$PY" "$TOOLS/glance_images.py" "$DC/image" >> "$LOGS/glance-images.log" 2>&1 \
         || { tail -n 20 "$LOGS/glance-images.log" >&2; die "uploading the guest images into Glance failed"; }
     log "glance up with the guest images in $((SECONDS - t0)) s"
 }
@@ -299,7 +299,7 @@ one_libvirtd_up() {
     if alive "libvirtd$sfx"; then return 0; fi
     mkdir -p "$dir/hooks"
     rm -f "$dir/libvirtd.pid" "$dir/virtlogd.pid"
-    "$VENV/bin/nova-cacheaware" install-hook --hooks-dir "$dir/hooks" \
+    timeout 60 "$VENV/bin/nova-cacheaware" install-hook --hooks-dir "$dir/hooks" \
         --pin-record-dir "$DC/pins/$(lv_host "$i")" \
         >> "$LOGS/install-hook.log" 2>&1 || die "nova-cacheaware install-hook failed ($LOGS/install-hook.log)"
     # Each daemon in its own UTS namespace with the compute's name: libvirt
@@ -318,17 +318,29 @@ one_libvirtd_up() {
     done
     cp "$dir/libvirtd.pid" "$RUN/libvirtd$sfx.pid"
     cp "$dir/virtlogd.pid" "$RUN/virtlogd$sfx.pid"
-    virsh -c "$uri" version >/dev/null 2>&1 || die "private libvirtd does not answer ($LOGS/libvirtd$sfx.log)"
+    timeout 30 virsh -c "$uri" version >/dev/null 2>&1 || die "private libvirtd does not answer ($LOGS/libvirtd$sfx.log)"
+}
+
+# Nova's libvirt driver runs ssh to a move's destination (the shared
+# storage check of a resize or cold migration) with no timeout of its own;
+# an address that drops packets hung a resize for minutes. The computes
+# find this ssh first on their PATH: the real one, with a connect timeout.
+ssh_wrapper() {
+    mkdir -p "$DC/bin"
+    printf '#!/bin/sh\nexec %s -o ConnectTimeout=10 -o ServerAliveInterval=10 -o ServerAliveCountMax=3 "$@"\n' \
+        "$(command -v ssh || echo /usr/bin/ssh)" > "$DC/bin/ssh"
+    chmod +x "$DC/bin/ssh"
 }
 
 computes_up() {
     local conf=$DC/etc/nova/nova.conf t i h
+    ssh_wrapper
     for i in $(seq "$LIBVIRT_COMPUTES"); do
         h=$(lv_host "$i")
         mkdir -p "$DC/nova/$h/instances" "$DC/nova/$h/lock"
         # In its libvirtd's mount namespace: there, LIBVIRT_INSTANCES is
         # this compute's own instances directory.
-        start_svc "compute-$h" nsenter -t "$(cat "$RUN/libvirtd$(lv_sfx "$i").pid")" -m -- \
+        PATH=$DC/bin:$PATH start_svc "compute-$h" nsenter -t "$(cat "$RUN/libvirtd$(lv_sfx "$i").pid")" -m -- \
             "$VENV/bin/nova-compute" --config-file "$conf" \
             --config-file "$DC/etc/nova/compute-$h.conf"
     done
@@ -403,7 +415,7 @@ cmd_up() {
     port_free_or_ours placement "$PLACEMENT_PORT" DEVCLOUD_PLACEMENT_PORT
     port_free_or_ours nova-api "$NOVA_PORT" DEVCLOUD_NOVA_PORT
     port_free_or_ours "$IMAGE_SVC" "$IMAGE_PORT" DEVCLOUD_IMAGE_PORT
-    "$PY" "$TOOLS/render.py" > "$DC/etc-plugins.out" || die "render.py failed"
+    timeout 120 "$PY" "$TOOLS/render.py" > "$DC/etc-plugins.out" || die "render.py failed"
     log "configuration in $DC/etc"
     cmd_plugins >&2
 
@@ -414,7 +426,7 @@ cmd_up() {
     fi
     keystone_up
     if [ ! -f "$DC/nova/.placement-synced" ]; then
-        "$VENV/bin/placement-manage" --config-file "$DC/etc/placement/placement.conf" db sync \
+        timeout 600 "$VENV/bin/placement-manage" --config-file "$DC/etc/placement/placement.conf" db sync \
             >> "$LOGS/placement-manage.log" 2>&1 || die "placement db sync failed"
         touch "$DC/nova/.placement-synced"
     fi
@@ -422,7 +434,7 @@ cmd_up() {
         "$PY" "${WSGI_SERVE[@]}" placement.wsgi.api "$PLACEMENT_PORT"
     nova_db
     wait_http keystone "http://127.0.0.1:$KEYSTONE_PORT/v3"
-    "$PY" "$TOOLS/keystone_setup.py" >> "$LOGS/keystone-setup.log" 2>&1 \
+    timeout 300 "$PY" "$TOOLS/keystone_setup.py" >> "$LOGS/keystone-setup.log" 2>&1 \
         || { tail -n 20 "$LOGS/keystone-setup.log" >&2; die "keystone_setup.py failed"; }
     glance_up
     start_svc conductor "$VENV/bin/nova-conductor" --config-file "$DC/etc/nova/nova.conf"
@@ -437,6 +449,8 @@ cmd_up() {
     n=$(echo "$DEVCLOUD_COMPUTES" | grep -o '"name"' | wc -l)
     "$PY" "$TOOLS/cloud.py" wait-computes "$n" --timeout 240 \
         || { "$0" status; dead_logs; die "computes did not come up; see $LOGS"; }
+    timeout 120 "$PY" "$TOOLS/cloud.py" zones >> "$LOGS/zones.log" 2>&1 \
+        || die "creating the availability zones failed ($LOGS/zones.log)"
     fake_agents_up
     log "up in $(( $(date +%s) - t0 )) s; credentials: $DC/clouds.yaml (cloud 'devcloud'), $DC/openrc"
 }
@@ -492,10 +506,10 @@ cmd_down() {
     for i in 1 2; do
         alive "libvirtd$(lv_sfx "$i")" || continue
         uri=$(lv_uri "$i")
-        for name in $(virsh -c "$uri" list --all --name 2>/dev/null); do
-            virsh -c "$uri" destroy "$name" >/dev/null 2>&1
-            virsh -c "$uri" undefine --nvram "$name" >/dev/null 2>&1 \
-                || virsh -c "$uri" undefine "$name" >/dev/null 2>&1
+        for name in $(timeout 30 virsh -c "$uri" list --all --name 2>/dev/null); do
+            timeout 30 virsh -c "$uri" destroy "$name" >/dev/null 2>&1
+            timeout 30 virsh -c "$uri" undefine --nvram "$name" >/dev/null 2>&1 \
+                || timeout 30 virsh -c "$uri" undefine "$name" >/dev/null 2>&1
         done
     done
     # Nova services first (they talk to the rest while shutting down), all
@@ -509,8 +523,8 @@ cmd_down() {
     if mysql_q "SELECT 1" >/dev/null 2>&1; then
         for db in $DATABASES; do mysql_q "DROP DATABASE IF EXISTS \`$DB_PREFIX$db\`"; done
     fi
-    if rabbitmqctl -q list_vhosts 2>/dev/null | grep -qx "$RABBIT_VHOST"; then
-        rabbitmqctl -q delete_vhost "$RABBIT_VHOST" >/dev/null 2>&1
+    if timeout 60 rabbitmqctl -q list_vhosts 2>/dev/null | grep -qx "$RABBIT_VHOST"; then
+        timeout 60 rabbitmqctl -q delete_vhost "$RABBIT_VHOST" >/dev/null 2>&1
     fi
     rm -rf "${DC:?}/nova" "${DC:?}/keystone" "${DC:?}/glance" "${DC:?}/etc" "${LIBVIRT_DIR:?}" "$(lv_dir 2)" "${RUN:?}" "${DC:?}/etc-plugins.out"
     if [ "${1:-}" = "--purge" ]; then

@@ -26,6 +26,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOPOLOGIES = os.path.join(HERE, 'topologies')
 COMPUTE_VERSION = '2.95'
 PLACEMENT_VERSION = '1.39'
+#: Seconds one API request may take.
+REQUEST_TIMEOUT = 120
 DISK_IMAGE_ID = '5b0c2ea4-2a4b-4e57-9c43-6d3b8a1f0a03'  # image_stub.DISK_ID
 LIBVIRT_HOST = 'devcloud-libvirt'
 #: The second libvirt compute (DEVCLOUD_LIBVIRT_COMPUTES=2): its agent
@@ -40,6 +42,9 @@ class Cloud(object):
     def __init__(self, cloud='devcloud'):
         region = openstack.config.OpenStackConfig().get_one(cloud)
         self.session = region.get_session()
+        # Every request of the demo and the benchmarks ends: a service that
+        # hangs is an error, not a wait.
+        self.session.timeout = REQUEST_TIMEOUT
 
     def _call(self, service, version, method, path, body=None, ok=(200,)):
         headers = {'OpenStack-API-Version': '%s %s' % (
@@ -139,6 +144,68 @@ def _wait_for_agent_sync(placement, cn_uuid, domain_set, timeout=120,
                              '%s in %ds (see .devcloud/logs/agent*.log)'
                              % (host, timeout))
         time.sleep(1)
+
+
+#: The zone of the fake-driver computes; each libvirt compute has its own
+#: (named after it): a cold move between the two libvirt computes needs
+#: ssh and shared storage, which one machine does not have.
+FAKE_ZONE = 'devcloud-fake'
+
+
+def zones_of(computes):
+    """``{zone: [compute host, ...]}`` for the devcloud's computes.
+
+    ``computes``: the ``DEVCLOUD_COMPUTES`` documents (``name``,
+    ``driver``). A server created in a zone is pinned to it (Nova 34), so
+    a resize or cold migration stays among computes that can carry it:
+    a fake server never lands on a libvirt compute, nor a real guest on a
+    fake one.
+    """
+    zones = {}
+    for c in computes:
+        zone = c['name'] if c['driver'] == 'libvirt' else FAKE_ZONE
+        zones.setdefault(zone, []).append(c['name'])
+    return zones
+
+
+def pin_to_zone(cloud, server):
+    """Pin an ACTIVE ``server`` to the zone it landed in (Nova 2.104).
+
+    A server created without a zone may otherwise be resized or migrated
+    into any zone; pinned, its moves stay among computes of the kind it
+    runs on. Returns the zone, or None when the server has none.
+    """
+    zone = server.get('OS-EXT-AZ:availability_zone')
+    if server.get('status') != 'ACTIVE' or not zone:
+        return None
+    cloud.nova('PUT', '/servers/' + server['id'], {'server': {
+        'pinned_availability_zone': zone}}, version='2.104')
+    return zone
+
+
+def ensure_zones(cloud, zones):
+    """One aggregate per zone, with its ``availability_zone`` and hosts.
+
+    Idempotent: an aggregate already there keeps its id; missing hosts
+    are added.
+    """
+    have = {a['name']: a for a in cloud.nova(
+        'GET', '/os-aggregates')['aggregates']}
+    for zone, hosts in sorted(zones.items()):
+        agg = have.get(zone) or cloud.nova('POST', '/os-aggregates', {
+            'aggregate': {'name': zone, 'availability_zone': zone}})[
+            'aggregate']
+        for host in hosts:
+            if host not in (agg.get('hosts') or []):
+                cloud.nova('POST', '/os-aggregates/%s/action' % agg['id'],
+                           {'add_host': {'host': host}})
+        print('zone %s: %s' % (zone, ', '.join(hosts)))
+    return 0
+
+
+def _computes():
+    """The ``DEVCLOUD_COMPUTES`` documents devcloud.sh exports."""
+    return json.loads(os.environ.get('DEVCLOUD_COMPUTES', '[]'))
 
 
 def format_table(rows):
@@ -377,6 +444,8 @@ def demo(cloud, keep=False):
                 else:
                     ids.extend(result)
     servers = _wait_servers(cloud, ids)
+    for server in servers:
+        pin_to_zone(cloud, server)
     on_libvirt = [s for s in servers if s['status'] == 'ACTIVE' and
                   s.get('OS-EXT-SRV-ATTR:host') == LIBVIRT_HOST]
     decisions, note = agent_view() if on_libvirt else ({}, None)
@@ -459,6 +528,8 @@ def main(argv=None):
     wait.add_argument('count', type=int)
     wait.add_argument('--timeout', type=int, default=180)
     sub.add_parser('sync-domains')
+    sub.add_parser('zones', help='one availability zone per libvirt '
+                                 'compute, one for the fake computes')
     fl = sub.add_parser('ensure-flavor')
     fl.add_argument('name')
     fl.add_argument('vcpus', type=int)
@@ -476,6 +547,8 @@ def main(argv=None):
         if note:
             print('note: ' + note)
         return 0
+    if args.cmd == 'zones':
+        return ensure_zones(cloud, zones_of(_computes()))
     if args.cmd == 'ensure-flavor':
         return ensure_flavor(cloud, args.name, args.vcpus, args.ram,
                              args.disk)

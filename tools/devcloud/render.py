@@ -220,6 +220,9 @@ debug = {debug}
 state_path = {dc}/nova/state
 compute_driver = fake.FakeDriver
 my_ip = 127.0.0.1
+# Each libvirt compute is its own availability zone (cloud.py zones): a
+# resize of a real guest stays on its host.
+allow_resize_to_same_host = True
 instance_usage_audit = False
 heal_instance_info_cache_interval = -1
 [api]

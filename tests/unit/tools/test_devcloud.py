@@ -434,3 +434,66 @@ class NumaShapesTest(testtools.TestCase):
                                      'devcloud-fake-zen-plain-02',
                                      'devcloud-fake-ecluster',
                                      'devcloud-no-such-topology'])])
+
+
+class ZonesTest(testtools.TestCase):
+    """Availability zones that keep moves among computes that carry them."""
+
+    COMPUTES = [
+        {'name': 'devcloud-libvirt', 'driver': 'libvirt'},
+        {'name': 'devcloud-libvirt2', 'driver': 'libvirt'},
+        {'name': 'devcloud-fake-zen', 'driver': 'fake'},
+        {'name': 'devcloud-fake-ecluster', 'driver': 'fake'},
+    ]
+
+    def test_each_libvirt_compute_is_a_zone_the_fakes_share_one(self):
+        self.assertEqual({
+            'devcloud-libvirt': ['devcloud-libvirt'],
+            'devcloud-libvirt2': ['devcloud-libvirt2'],
+            'devcloud-fake': ['devcloud-fake-zen', 'devcloud-fake-ecluster'],
+        }, cloud.zones_of(self.COMPUTES))
+
+    def test_ensure_zones_creates_what_is_missing_only(self):
+        calls = []
+        existing = [{'id': 7, 'name': 'devcloud-fake',
+                     'availability_zone': 'devcloud-fake',
+                     'hosts': ['devcloud-fake-zen']}]
+
+        class Nova(object):
+            def nova(self, method, path, body=None, **kwargs):
+                calls.append((method, path, body))
+                if method == 'GET':
+                    return {'aggregates': existing}
+                return {'aggregate': {'id': 9, 'hosts': []}}
+
+        with fixtures.MonkeyPatch('sys.stdout', io.StringIO()):
+            cloud.ensure_zones(Nova(), {
+                'devcloud-fake': ['devcloud-fake-zen',
+                                  'devcloud-fake-ecluster'],
+                'devcloud-libvirt': ['devcloud-libvirt']})
+        self.assertEqual([
+            ('GET', '/os-aggregates', None),
+            ('POST', '/os-aggregates/7/action',
+             {'add_host': {'host': 'devcloud-fake-ecluster'}}),
+            ('POST', '/os-aggregates', {'aggregate': {
+                'name': 'devcloud-libvirt',
+                'availability_zone': 'devcloud-libvirt'}}),
+            ('POST', '/os-aggregates/9/action',
+             {'add_host': {'host': 'devcloud-libvirt'}}),
+        ], calls)
+
+    def test_pin_to_zone_only_active_servers_with_a_zone(self):
+        calls = []
+
+        class Nova(object):
+            def nova(self, method, path, body=None, **kwargs):
+                calls.append((method, path, body, kwargs.get('version')))
+
+        self.assertEqual('devcloud-fake', cloud.pin_to_zone(Nova(), {
+            'id': 's1', 'status': 'ACTIVE',
+            'OS-EXT-AZ:availability_zone': 'devcloud-fake'}))
+        self.assertIsNone(cloud.pin_to_zone(Nova(), {
+            'id': 's2', 'status': 'ERROR',
+            'OS-EXT-AZ:availability_zone': ''}))
+        self.assertEqual([('PUT', '/servers/s1', {'server': {
+            'pinned_availability_zone': 'devcloud-fake'}}, '2.104')], calls)
