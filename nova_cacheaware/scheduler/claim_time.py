@@ -263,6 +263,10 @@ def _choose_host(found, terms):
             domain_order.elsewhere_of(terms.cache, host_state.host))
         loads = domain_order.host_loads(
             rows, domain_order.closed_domains(live, own))
+        if not loads:
+            # A state with no domain arrived since the filter: Placement's
+            # host counts decide, as without live state.
+            return candidate
         domain = domain_order.predict_domain(
             loads, terms.vcpus, terms.memory_bound,
             terms.instance or host)

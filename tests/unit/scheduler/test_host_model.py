@@ -664,3 +664,13 @@ class PreferredCleanSlotTest(testtools.TestCase):
         for t in threads:
             t.join(10)
         self.assertEqual({0: 1, 1: 1}, read)
+
+    def test_a_state_without_domains_at_the_read_claims_as_filtered(self):
+        h1, h2 = self.hosts()
+        self.schedule([h1, h2])
+        # The agent's next state lists no domain (its topology could not
+        # be read); it arrives between the filter and Nova's read.
+        self.cache.update(live([]))
+        self.assertEqual(host_candidate(clean=False),
+                         h1.allocation_candidates[0])
+        self.assertEqual([], claims.get_ledger(600, 60).claims(ROOT))
