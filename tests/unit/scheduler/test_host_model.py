@@ -108,6 +108,21 @@ def rows(*values):
                  for i, (m, u, t) in enumerate(values))
 
 
+def fresh_filter(test):
+    """``(live-state cache, CacheDomainFilter)`` with nothing remembered.
+
+    No listener (the tests feed the cache); the process's live state and
+    claims are reset now and after ``test``.
+    """
+    test.useFixture(config_fixture.Config(ca_conf.CONF)).config(
+        listen_for_host_state=False, group='cacheaware_scheduler')
+    live_state.reset()
+    test.addCleanup(live_state.reset)
+    claims.reset()
+    test.addCleanup(claims.reset)
+    return live_state.get_cache(), filters.CacheDomainFilter()
+
+
 def new_uuid(index):
     return str(uuid.UUID(int=index + 1))
 
@@ -189,15 +204,7 @@ class HostModelFilterTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.conf = self.useFixture(config_fixture.Config(ca_conf.CONF))
-        self.conf.config(listen_for_host_state=False,
-                         group='cacheaware_scheduler')
-        live_state.reset()
-        self.addCleanup(live_state.reset)
-        claims.reset()
-        self.addCleanup(claims.reset)
-        self.cache = live_state.get_cache()
-        self.filt = filters.CacheDomainFilter()
+        self.cache, self.filt = fresh_filter(self)
         self.log = self.useFixture(fixtures.FakeLogger(
             name='nova_cacheaware.scheduler.filters'))
 
@@ -560,15 +567,7 @@ class PreferredCleanSlotTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.conf = self.useFixture(config_fixture.Config(ca_conf.CONF))
-        self.conf.config(listen_for_host_state=False,
-                         group='cacheaware_scheduler')
-        live_state.reset()
-        self.addCleanup(live_state.reset)
-        claims.reset()
-        self.addCleanup(claims.reset)
-        self.cache = live_state.get_cache()
-        self.filt = filters.CacheDomainFilter()
+        self.cache, self.filt = fresh_filter(self)
         self.weigher = weights.CacheContentionWeigher()
 
     def hosts(self, first_memory=(), second_memory=()):
