@@ -502,12 +502,7 @@ class HostModelPropertyTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(config_fixture.Config(ca_conf.CONF)).config(
-            listen_for_host_state=False, group='cacheaware_scheduler')
-        live_state.reset()
-        self.addCleanup(live_state.reset)
-        claims.reset()
-        self.addCleanup(claims.reset)
+        fresh_filter(self)
 
     @settings(max_examples=150, deadline=None)
     @given(st.lists(_DOMAIN, min_size=1, max_size=6),
