@@ -67,6 +67,7 @@ class PlacementSide:
                     if d in cpus_of}
         wanted = []
         base = {}
+        slots = self.placement.membound_holders()
         for instance in snapshot.instances:
             pins = set().union(*instance.live.values())
             current = next((d for d, cpus in sorted(cpus_of.items())
@@ -87,6 +88,7 @@ class PlacementSide:
             wanted.append(domain_choice.HostHeld(
                 uuid=instance.uuid, vcpus=len(instance.nova.allowed),
                 memory_bound=wanted_clean, clean_required=required,
+                holds_slot=instance.uuid in slots,
                 current=current, previous=self._chosen.get(instance.uuid),
                 order=domain_xml.creation_order(instance.nova.name)))
         self._choice_input = domain_choice_doc.choice_to_dict(

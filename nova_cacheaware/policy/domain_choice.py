@@ -170,6 +170,9 @@ class HostHeld:
     scheduler claimed the instances of one multi-create.
     ``clean_required``: the flavor asks ``cache_clean=required`` (its
     domain is then closed to other memory-bound instances).
+    ``holds_slot``: its allocation holds a ``CUSTOM_CACHE_DOMAIN_MEMBOUND``
+    slot (a ``required`` instance, or a ``preferred`` one that claimed a
+    free Clean place): Placement counted a Clean place for it.
     """
 
     uuid: str
@@ -179,6 +182,7 @@ class HostHeld:
     previous: ty.Optional[str] = None
     order: ty.Optional[int] = None
     clean_required: bool = False
+    holds_slot: bool = False
 
 
 def arrival_key(vm):
@@ -210,7 +214,10 @@ def assign_domains(capacity, instances, base=None):
     (:func:`arrival_key`), with :func:`order_domains` over the loads of
     those already placed - the same rule, seed and order the scheduler
     used to predict the domain, so with the same knowledge both choose the
-    same one. ``None``: no domain has
+    same one - except that instances holding a Clean slot go first:
+    Placement admitted each of them against a free Clean place, and an
+    instance that holds none (claimed a moment earlier, first in Nova's
+    order) must not take that place from them. ``None``: no domain has
     room (the instance stays on Nova's CPUs; two claims raced for the last
     room between two agent syncs).
     """
@@ -223,7 +230,8 @@ def assign_domains(capacity, instances, base=None):
             used[domain] += vcpus
             memory[domain] += memory_bound
     fresh = []
-    for vm in sorted(instances, key=arrival_key):
+    for vm in sorted(instances,
+                     key=lambda vm: (not vm.holds_slot,) + arrival_key(vm)):
         home = vm.previous if vm.previous in capacity else (
             vm.current if vm.current in capacity else None)
         if home is None:

@@ -51,6 +51,9 @@ INSTANCE_SCHEMA = {
     'clean_required': (schema.Check(
         schema.is_bool, '%(key)s of %(where)s must be true or false'),
         False),
+    'holds_slot': (schema.Check(
+        schema.is_bool, '%(key)s of %(where)s must be true or false'),
+        False),
     # A database id (Nova's claim order): no small bound, unlike counts.
     'order': (schema.Check(
         lambda v: v is None or (isinstance(v, int)
@@ -68,7 +71,8 @@ def choice_from_dict(doc):
 
     ``{"capacity": {domain: vCPUs}, "base": {domain: [vCPUs, memory-bound
     VMs]}, "instances": [{"uuid", "vcpus", "memory_bound", "current",
-    "previous", "order", "clean_required"}]}`` (the last two optional) -
+    "previous", "order", "clean_required", "holds_slot"}]}`` (the last
+    three optional) -
     what the agent writes as ``agent.domain_choice`` in ``--dump-state``.
     """
     if not isinstance(doc, dict):
@@ -119,5 +123,6 @@ def choice_to_dict(capacity, instances, base=None):
                            'memory_bound': i.memory_bound,
                            'current': i.current, 'previous': i.previous,
                            'order': i.order,
-                           'clean_required': i.clean_required}
+                           'clean_required': i.clean_required,
+                           'holds_slot': i.holds_slot}
                           for i in sorted(instances, key=lambda i: i.uuid)]}

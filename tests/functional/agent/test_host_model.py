@@ -133,6 +133,9 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
             dump['agent']['domain_choice'])
         self.assertEqual({'L2-0': 2, 'L2-1': 2, 'L2-2': 2, 'L2-3': 2},
                          capacity)
+        # Which of them hold a Clean slot, as their allocations say.
+        self.assertEqual({m1: True, m2: True, c1: False, m3: False},
+                         {vm.uuid: vm.holds_slot for vm in held})
         self.assertEqual(before, domain_choice.assign_domains(
             capacity, held, base))
 

@@ -164,10 +164,10 @@ class PropertiesTest(testtools.TestCase):
 
 
 def _held(uuid, vcpus=1, memory=False, current=None, previous=None,
-          order=None, required=False):
+          order=None, required=False, slot=False):
     return dc.HostHeld(uuid=uuid, vcpus=vcpus, memory_bound=memory,
                        current=current, previous=previous, order=order,
-                       clean_required=required)
+                       clean_required=required, holds_slot=slot)
 
 
 class ContentionScoreTest(testtools.TestCase):
@@ -325,6 +325,35 @@ class ClaimOrderTest(testtools.TestCase):
             exception.InvalidInput,
             'clean_required of a must be true or false',
             dcd.choice_from_dict, doc)
+
+    def test_slot_holders_take_the_clean_places_placement_counted(self):
+        # One Clean place left (L3-1). 'a' (claimed first, no slot: auto
+        # or a preferred request on its last host) and 'b' (a preferred
+        # request that claimed the slot) arrive in one pass: 'b' gets it.
+        capacity = {'L3-0': 4, 'L3-1': 4}
+        base = {'L3-0': (1, 1)}
+        held = [_held('a', 1, True, order=1),
+                _held('b', 1, True, order=2, slot=True)]
+        self.assertEqual({'a': 'L3-0', 'b': 'L3-1'},
+                         dc.assign_domains(capacity, held, base))
+        # Without the slot, Nova's claim order decides: 'a' takes it.
+        held[1] = _held('b', 1, True, order=2)
+        self.assertEqual('L3-1', dc.assign_domains(capacity, held,
+                                                   base)['a'])
+        # Required instances hold their slot too.
+        held = [_held('a', 1, True, order=1),
+                _held('r', 1, True, order=2, required=True, slot=True)]
+        self.assertEqual('L3-1', dc.assign_domains(capacity, held,
+                                                   base)['r'])
+
+    def test_replay_document_carries_the_slot(self):
+        held = [_held('a', 2, True, slot=True), _held('b', 1, True)]
+        doc = dcd.choice_to_dict({'L3-0': 4}, held)
+        self.assertEqual([True, False],
+                         [i['holds_slot'] for i in doc['instances']])
+        self.assertEqual(({'L3-0': 4}, held, {}), dcd.choice_from_dict(doc))
+        del doc['instances'][0]['holds_slot']
+        self.assertFalse(dcd.choice_from_dict(doc)[1][0].holds_slot)
 
     def test_replay_document_carries_the_order(self):
         held = [_held('a', 2, True, order=12), _held('b', 1)]
