@@ -234,7 +234,11 @@ def make_flavors(cloud, config):
 
 
 def candidates_exist(cloud, vcpus, specs):
-    """Whether Placement has a candidate for this request right now."""
+    """Whether Placement has a candidate for this request right now.
+
+    None when Placement could not answer (the run goes on; the failure is
+    not counted spurious).
+    """
     query = ['resources=VCPU:%d,MEMORY_MB:256,DISK_GB:1' % vcpus,
              'limit=1']
     groups = collections.defaultdict(list)
@@ -252,8 +256,13 @@ def candidates_exist(cloud, vcpus, specs):
         query.append('required%s=%s' % (suffix, ','.join(names_)))
     if groups:
         query.append('group_policy=%s' % specs.get('group_policy', 'none'))
-    found = cloud.placement('GET', '/allocation_candidates?' + '&'.join(
-        query))
+    try:
+        found = cloud.placement('GET', '/allocation_candidates?' +
+                                '&'.join(query))
+    except RuntimeError as e:
+        log('could not ask Placement whether a NoValidHost was spurious: '
+            '%s' % str(e)[:200])
+        return None
     return bool(found['allocation_requests'])
 
 
@@ -528,6 +537,10 @@ def run(cloud, config, concurrency, plan, flavors, seed, dc, deletes=True):
                          if r['host'] or r['spurious']),
         'novalidhost': sum(1 for r in records if r['novalidhost']),
         'spurious_novalidhost': sum(1 for r in records if r['spurious']),
+        # NoValidHost for which Placement could not be asked afterwards.
+        'novalidhost_unchecked': sum(1 for r in records
+                                     if r['novalidhost']
+                                     and r['spurious'] is None),
         'conflicts_409': conflicts,
         'conflicts_per_server': round(conflicts / len(records), 3),
         # Cache-aware servers holding exactly one domain, summed over the

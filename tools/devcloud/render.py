@@ -203,6 +203,11 @@ debug = {debug}
 auth_strategy = keystone
 [placement_database]
 connection = {db}/{prefix}placement?charset=utf8
+# One Placement process serves both scheduler workers, every compute and
+# agent: oslo.db's default pool (5 + 10 overflow) ran out in a
+# concurrency-32 burst on 24 computes (HTTP 500 "QueuePool limit").
+max_pool_size = 20
+max_overflow = 40
 [placement]
 # No server-side retry of an allocation write after a provider generation
 # conflict: Placement 16 retries inside the same database transaction and
