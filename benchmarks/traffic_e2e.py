@@ -456,6 +456,7 @@ def run(cloud, config, concurrency, plan, flavors, seed, dc, deletes=True):
     sched_log = os.path.join(dc, 'logs', 'scheduler.log')
     start = log_size(sched_log)
     alive, records, clean, best, misses = [], [], 0, 0, []
+    slots_held = slots_asked = 0
     share_ok = share_all = 0
     agent_seen = {}
     domain_count = region_domains(cloud, config, dc)
@@ -488,6 +489,10 @@ def run(cloud, config, concurrency, plan, flavors, seed, dc, deletes=True):
             aware = [s for s in alive if KINDS[s['kind']][0]]
             share_all += len(aware)
             share_ok += sum(1 for s in aware if domains_of.get(s['id']))
+            if config == 'ours-host':
+                held, asked = slot_holders(cloud, wave)
+                slots_held += held
+                slots_asked += asked
         # Deletes in between: a third of the live servers go.
         gone = rng.sample(alive, len(alive) // 3) if deletes else []
         for s in gone:
@@ -550,6 +555,10 @@ def run(cloud, config, concurrency, plan, flavors, seed, dc, deletes=True):
         'clean_vs_best': (round(clean / best, 3)
                           if best else None),
         'clean_servers': clean, 'clean_best': best,
+        # ours-host: placed mem-preferred servers whose allocation holds a
+        # Clean slot (claimed at claim time), and how many were placed.
+        'preferred_with_slot': slots_held,
+        'preferred_placed': slots_asked,
         'clean_misses': misses,
         'latency_p50_s': round(statistics.median(latencies), 3),
         'latency_p95_s': round(_p95(latencies), 3),
@@ -578,6 +587,23 @@ def region_domains(cloud, config, dc):
     return sum(1 for rp in cloud.placement(
         'GET', '/resource_providers')['resource_providers']
         if ':cacheaware:' in rp['name'])
+
+
+def slot_holders(cloud, wave):
+    """``(held, placed)`` for the mem-preferred servers ``wave`` placed.
+
+    ``held``: those whose Placement allocation holds a
+    ``CUSTOM_CACHE_DOMAIN_MEMBOUND`` slot.
+    """
+    placed = [r for r in wave
+              if r['kind'] == 'mem-preferred' and r['host']]
+    held = 0
+    for r in placed:
+        allocs = cloud.placement('GET', '/allocations/' + r['id'])[
+            'allocations']
+        held += any(a['resources'].get(names.RC_DOMAIN_MEMBOUND)
+                    for a in allocs.values())
+    return held, len(placed)
 
 
 def _p95(values):
