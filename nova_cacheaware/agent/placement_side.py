@@ -98,20 +98,23 @@ class PlacementSide:
         self._choice_loads = domain_choice.choice_loads(wanted, chosen, base)
         self._required_loads = domain_choice.required_holders(
             [vm.uuid for vm in wanted if vm.clean_required], chosen)
+        self._log_choice(chosen)
+        self._unplaced = {u for u, d in chosen.items() if d is None}
+        self._chosen = {u: d for u, d in chosen.items() if d is not None}
+        out = {u: d for u, d in held.items() if d != reporting.ANY_DOMAIN}
+        out.update(self._chosen)
+        return out
+
+    def _log_choice(self, chosen):
+        """Log new domains, and instances left without one (once each)."""
         for uuid, domain in sorted(chosen.items()):
             if domain is None:
-                # Once per instance, not every pass while it waits.
                 (LOG.debug if uuid in self._unplaced else LOG.warning)(
                     'instance %s holds All-share room of this host but no '
                     'cache domain has room for it now (two claims raced '
                     'between agent syncs): it stays on Nova\'s CPUs', uuid)
             elif self._chosen.get(uuid) != domain:
                 LOG.info('instance %s: cache domain %s', uuid, domain)
-        self._unplaced = {u for u, d in chosen.items() if d is None}
-        self._chosen = {u: d for u, d in chosen.items() if d is not None}
-        out = {u: d for u, d in held.items() if d != reporting.ANY_DOMAIN}
-        out.update(self._chosen)
-        return out
 
     def _held_required(self, snapshot, held):
         """Per-domain model: ``required_holders`` where Placement says.
