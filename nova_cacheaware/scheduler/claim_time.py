@@ -102,12 +102,11 @@ class Terms(ty.NamedTuple):
     clean_required: bool
     cache: ty.Any
     ledger: ty.Any
-    #: Host model: the candidate names the host's cache provider and the
-    #: agent chooses the domain (see :func:`_choose_host`).
-    host_model: bool = False
     #: Host model: a declared memory-bound ``cache_clean=preferred``
-    #: request, which claims a Clean slot when one is free.
-    slot_wanted: bool = False
+    #: request; the candidate names the host's cache provider, the agent
+    #: chooses the domain, and the request claims a free Clean slot (see
+    #: :func:`_choose_host`).
+    clean_slot: bool = False
 
 
 class _Offer(object):
@@ -153,7 +152,7 @@ def weighed(hosts):
     the last". Only requests that may claim a Clean slot need it.
     """
     terms = getattr(_local, 'terms', None)
-    if terms is not None and terms.slot_wanted:
+    if terms is not None and terms.clean_slot:
         _local.weighed = frozenset(hosts)
 
 
@@ -219,7 +218,7 @@ def _choose(found):
         # Nova lists alternates once its claims are made: nothing is
         # claimed here now.
         return found.candidates[0]
-    if terms.host_model:
+    if terms.clean_slot:
         return _choose_host(found, terms)
     host_state = found.host_state
     host = host_state.uuid
@@ -236,11 +235,7 @@ def _choose(found):
             # Every domain closed since the filter ran: Nova claims this
             # host anyway; Placement decides.
             return found.candidates[0]
-        terms.ledger.reserve(host, claims_mod.Claim(
-            provider=provider, instance=terms.instance, vcpus=terms.vcpus,
-            memory_bound=terms.memory_bound, at=terms.ledger.now(),
-            request=terms.request, clean_required=terms.clean_required,
-            pending=True))
+        _reserve(terms, host, provider)
         return ordered[0]
 
 
@@ -282,14 +277,23 @@ def _choose_host(found, terms):
             for c in own)
         weighed_hosts = _local.weighed
         untried = bool(weighed_hosts) and bool(weighed_hosts - tried)
-        slot = terms.slot_wanted and untried and (clean or contested)
-        found.claim = claims_mod.Claim(
-            provider=domain, instance=terms.instance, vcpus=terms.vcpus,
-            memory_bound=terms.memory_bound, at=terms.ledger.now(),
-            request=terms.request, clean_required=terms.clean_required,
-            pending=True)
-        terms.ledger.reserve(host, found.claim)
-    return with_clean_slot(candidate) if slot else candidate
+        found.claim = _reserve(terms, host, domain)
+    return (with_clean_slot(candidate) if untried and (clean or contested)
+            else candidate)
+
+
+def _reserve(terms, host, provider):
+    """Reserve ``provider`` (a domain) on ``host`` for the request; the claim.
+
+    Under :data:`_pick_lock`: choosing and reserving are one step.
+    """
+    claim = claims_mod.Claim(
+        provider=provider, instance=terms.instance, vcpus=terms.vcpus,
+        memory_bound=terms.memory_bound, at=terms.ledger.now(),
+        request=terms.request, clean_required=terms.clean_required,
+        pending=True)
+    terms.ledger.reserve(host, claim)
+    return claim
 
 
 def with_clean_slot(candidate):

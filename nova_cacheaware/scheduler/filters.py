@@ -48,6 +48,7 @@ already, so rejections are rare and worth seeing).
 Requests without ``cacheaware:`` keys pass every host untouched.
 """
 
+import dataclasses
 import typing as ty
 
 from oslo_log import log as logging
@@ -171,9 +172,7 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         # Nova claims the first candidate: put the domain to claim first,
         # and choose it again when Nova claims (claim_time).
         opts = self._opts or _options()
-        ledger = claims.get_ledger(opts.claim_memory_seconds,
-                                   opts.claim_settle_seconds,
-                                   opts.claim_pending_seconds)
+        ledger = _ledger(opts)
         instance = _instance_uuid(spec_obj)
         elsewhere = _elsewhere(cache, host_state)
         ordered = domain_order.order_candidates(
@@ -205,9 +204,7 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             return True
         request = memo.cacheaware
         opts = self._opts or _options()
-        ledger = claims.get_ledger(opts.claim_memory_seconds,
-                                   opts.claim_settle_seconds,
-                                   opts.claim_pending_seconds)
+        ledger = _ledger(opts)
         vcpus = memo.vcpus
         rows, own = domain_order.host_domain_rows(
             host_state, live, cache.received(host_state.host), ledger,
@@ -239,10 +236,7 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         claim_time.offer(host_state.uuid, kept, host_state, claim_time.Terms(
             memo.vcpus, memo.cacheaware.clean_wanted,
             _instance_uuid(spec_obj), id(spec_obj), False, cache,
-            claims.get_ledger(opts.claim_memory_seconds,
-                              opts.claim_settle_seconds,
-                              opts.claim_pending_seconds),
-            host_model=True, slot_wanted=True))
+            _ledger(opts), clean_slot=True))
         host_state.allocation_candidates = claim_time.ClaimTimeCandidates(
             kept, host_state.uuid)
 
@@ -277,9 +271,7 @@ def record_consumed(host_state, spec_obj):
         return
     claim_time.consumed(_instance_uuid(spec_obj))
     opts = CONF.cacheaware_scheduler
-    ledger = claims.get_ledger(opts.claim_memory_seconds,
-                               opts.claim_settle_seconds,
-                               opts.claim_pending_seconds)
+    ledger = _ledger(opts)
     # Before any row is read: the hand-out guess must not count it too.
     ledger.exact = True
     cache = live_state.get_cache()
@@ -289,11 +281,8 @@ def record_consumed(host_state, spec_obj):
             spec_obj):
         # Host model: the domain predicted when Nova read the candidate,
         # before this instance's own reservation counted.
-        ledger.record(host_state.uuid, claims.Claim(
-            provider=reserved.provider, instance=reserved.instance,
-            vcpus=reserved.vcpus, memory_bound=reserved.memory_bound,
-            at=ledger.now(), request=reserved.request,
-            clean_required=reserved.clean_required))
+        ledger.record(host_state.uuid, dataclasses.replace(
+            reserved, at=ledger.now(), pending=False))
         return
     claim = domain_order.consumed_claim(
         host_state, spec_obj, memo.cacheaware.clean_wanted, live,
@@ -307,6 +296,16 @@ def record_consumed(host_state, spec_obj):
         ledger.record(host_state.uuid, claim)
 
 
+def _ledger(opts):
+    """This process's claim ledger, sized by ``opts``.
+
+    ``opts``: :func:`_options` or ``[cacheaware_scheduler]`` itself.
+    """
+    return claims.get_ledger(opts.claim_memory_seconds,
+                             opts.claim_settle_seconds,
+                             opts.claim_pending_seconds)
+
+
 def _slot_wanted(request):
     """A declared memory-bound request that only prefers Clean.
 
@@ -315,8 +314,7 @@ def _slot_wanted(request):
     find them CPU-bound, and a slot they held would be lost to a
     ``required`` one.
     """
-    return (request.workload == 'memory' and request.clean_wanted
-            and not request.clean_required)
+    return request.workload == 'memory' and request.cache_clean == 'preferred'
 
 
 def _elsewhere(cache, host_state):
