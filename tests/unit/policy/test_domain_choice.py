@@ -312,19 +312,22 @@ class ClaimOrderTest(testtools.TestCase):
         self.assertEqual('L3-0', dc.assign_domains(
             capacity, full + [_held('n', 1, True)])['n'])
 
-    def test_replay_document_carries_the_required_flag(self):
-        held = [_held('a', 2, True, required=True), _held('b', 1, True)]
-        doc = dcd.choice_to_dict({'L3-0': 4}, held)
-        self.assertEqual([True, False],
-                         [i['clean_required'] for i in doc['instances']])
-        self.assertEqual(({'L3-0': 4}, held, {}), dcd.choice_from_dict(doc))
-        del doc['instances'][0]['clean_required']
-        self.assertFalse(dcd.choice_from_dict(doc)[1][0].clean_required)
-        doc['instances'][0]['clean_required'] = 'yes'
-        self.assertRaisesRegex(
-            exception.InvalidInput,
-            'clean_required of a must be true or false',
-            dcd.choice_from_dict, doc)
+    def test_replay_document_carries_the_optional_flags(self):
+        for key, flag in (('clean_required', 'required'),
+                          ('holds_slot', 'slot')):
+            held = [_held('a', 2, True, **{flag: True}), _held('b', 1, True)]
+            doc = dcd.choice_to_dict({'L3-0': 4}, held)
+            self.assertEqual([True, False],
+                             [i[key] for i in doc['instances']])
+            self.assertEqual(({'L3-0': 4}, held, {}),
+                             dcd.choice_from_dict(doc))
+            del doc['instances'][0][key]
+            self.assertFalse(getattr(dcd.choice_from_dict(doc)[1][0], key))
+            doc['instances'][0][key] = 'yes'
+            self.assertRaisesRegex(
+                exception.InvalidInput,
+                '%s of a must be true or false' % key,
+                dcd.choice_from_dict, doc)
 
     def test_slot_holders_take_the_clean_places_placement_counted(self):
         # One Clean place left (L3-1). 'a' (claimed first, no slot: auto
@@ -345,15 +348,6 @@ class ClaimOrderTest(testtools.TestCase):
                 _held('r', 1, True, order=2, required=True, slot=True)]
         self.assertEqual('L3-1', dc.assign_domains(capacity, held,
                                                    base)['r'])
-
-    def test_replay_document_carries_the_slot(self):
-        held = [_held('a', 2, True, slot=True), _held('b', 1, True)]
-        doc = dcd.choice_to_dict({'L3-0': 4}, held)
-        self.assertEqual([True, False],
-                         [i['holds_slot'] for i in doc['instances']])
-        self.assertEqual(({'L3-0': 4}, held, {}), dcd.choice_from_dict(doc))
-        del doc['instances'][0]['holds_slot']
-        self.assertFalse(dcd.choice_from_dict(doc)[1][0].holds_slot)
 
     def test_replay_document_carries_the_order(self):
         held = [_held('a', 2, True, order=12), _held('b', 1)]
