@@ -668,3 +668,17 @@ class PreferredCleanSlotTest(testtools.TestCase):
         self.assertEqual(host_candidate(clean=False),
                          h1.allocation_candidates[0])
         self.assertEqual([], claims.get_ledger(600, 60).claims(ROOT))
+
+    def test_no_live_state_no_slot_and_nothing_reserved(self):
+        # The agent is dead or the bus is down (its state expired, with
+        # stale_host_state = trust_placement): Placement's host counts
+        # decide, as for any request without live state.
+        child2 = domain_order.host_child_uuid(self.ROOT2)
+        h1 = host(candidates=[host_candidate(clean=False)])
+        h2 = host('h2', candidates=[host_candidate(clean=False,
+                                                   child=child2)],
+                  root=self.ROOT2)
+        self.schedule([h1, h2])
+        self.assertEqual(host_candidate(clean=False),
+                         h1.allocation_candidates[0])
+        self.assertEqual([], claims.get_ledger(600, 60).claims(ROOT))
