@@ -89,8 +89,9 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         self.assertEqual(3, len(set(chosen.values())))
         self.assertEqual(chosen, domain_choice.assign_domains(
             {d: 2 for d in ('L2-0', 'L2-1', 'L2-2', 'L2-3')},
-            [domain_choice.HostHeld(m1, 2, True),
-             domain_choice.HostHeld(m2, 2, True),
+            # m1 and m2 hold a Clean slot in their allocations.
+            [domain_choice.HostHeld(m1, 2, True, holds_slot=True),
+             domain_choice.HostHeld(m2, 2, True, holds_slot=True),
              domain_choice.HostHeld(c1, 2, False)]))
         cpus = {'L2-0': (0, 1), 'L2-1': (2, 3), 'L2-2': (4, 5),
                 'L2-3': (6, 7)}
