@@ -111,8 +111,10 @@ class PlacementSide:
             if domain is None:
                 (LOG.debug if uuid in self._unplaced else LOG.warning)(
                     'instance %s holds All-share room of this host but no '
-                    'cache domain has room for it now (two claims raced '
-                    'between agent syncs): it stays on Nova\'s CPUs', uuid)
+                    'cache domain it may join has room now (two claims '
+                    'raced between agent syncs; a memory-bound instance '
+                    'never joins a cache_clean=required one): it stays on '
+                    'Nova\'s CPUs', uuid)
             elif self._chosen.get(uuid) != domain:
                 LOG.info('instance %s: cache domain %s', uuid, domain)
 

@@ -217,9 +217,9 @@ def assign_domains(capacity, instances, base=None):
     same one - except that instances holding a Clean slot go first:
     Placement admitted each of them against a free Clean place, and an
     instance that holds none (claimed a moment earlier, first in Nova's
-    order) must not take that place from them. ``None``: no domain has
-    room (the instance stays on Nova's CPUs; two claims raced for the last
-    room between two agent syncs).
+    order) must not take that place from them. ``None``: no domain it may
+    join has room (it stays on Nova's CPUs; two claims raced for the last
+    room between two agent syncs), see :func:`closed_to`.
     """
     out = {}
     used = {d: 0 for d in capacity}
@@ -248,7 +248,8 @@ def assign_domains(capacity, instances, base=None):
                  for d in sorted(capacity)]
         order = order_domains(loads, vm.vcpus, vm.memory_bound, vm.uuid)
         first = order[0] if order else None
-        if first is None or used[first] + vm.vcpus > capacity[first]:
+        if (first is None or used[first] + vm.vcpus > capacity[first]
+                or closed_to(vm, memory[first], required[first])):
             out[vm.uuid] = None
             continue
         out[vm.uuid] = first
@@ -256,6 +257,21 @@ def assign_domains(capacity, instances, base=None):
         memory[first] += int(vm.memory_bound)
         required[first] += int(vm.clean_required)
     return out
+
+
+def closed_to(vm, memory_bound, required):
+    """True when new instance ``vm`` must not join a domain.
+
+    ``memory_bound`` and ``required``: the domain's memory-bound and
+    ``cache_clean=required`` instances. A memory-bound instance never
+    joins a required one, and a required one never joins a memory-bound
+    one, even where that is the only room: the scheduler's filter refuses
+    such a host for the same reason, so only a race gets here, and a
+    newcomer left on Nova's CPUs gets the next domain that frees, where
+    one pinned beside another would stay (instances keep their domain).
+    """
+    return bool((vm.memory_bound and required)
+                or (vm.clean_required and memory_bound))
 
 
 def required_holders(required, assigned):

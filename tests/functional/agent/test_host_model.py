@@ -200,8 +200,8 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         agent.reconcile()
         agent.reconcile()
         # Said once, not every pass while it waits.
-        self.assertEqual(1, logs.output.count("no cache domain has room"),
-                         logs.output)
+        self.assertEqual(1, logs.output.count(
+            "no cache domain it may join has room"), logs.output)
         self.assertNotIn(late, agent.last_held)
         self.assertEqual({0: tuple(range(8)), 1: tuple(range(8))},
                          self.live_pins(late))

@@ -107,11 +107,15 @@ class NumaBalanceQemuTest(base.QemuTestCase):
         a, b = self.boot_pair()
         cap = self.capability(step_mib=128)
         self.run_pass(cap)
+        total_a, total_b = self.mem_total(a), self.mem_total(b) + 256 * 1024
         # b starts with 128 MiB plugged on each node, a with none.
         for node in (0, 1):
             cap.set_virtio_mem(b, self.device(b, node), 128)
         self.wait_current(b, {0: 128, 1: 128})
-        total_a, total_b = self.mem_total(a), self.mem_total(b)
+        # The device reports its size before the guest has onlined every
+        # block; a total read now could miss some and make the later
+        # check wrong.
+        self.wait_mem_total(b, total_b)
         # The balloon statistics (period 1 s) see b's new memory.
         deadline = time.monotonic() + 20
         while self.free(b) < self.free(a) + 230:
@@ -168,7 +172,9 @@ class NumaBalanceQemuTest(base.QemuTestCase):
 
     # -- helpers ------------------------------------------------------------
 
-    def wait_actual(self, uuid, mib, timeout_s=30):
+    def wait_actual(self, uuid, mib, timeout_s=120):
+        # The guest's balloon driver moves under TCG beside the other
+        # test worker's guests: seconds alone, over 30 s loaded.
         deadline = time.monotonic() + timeout_s
         while True:
             got = self.dom(uuid).memoryStats().get('actual', 0) // 1024

@@ -304,13 +304,25 @@ class ClaimOrderTest(testtools.TestCase):
             self.assertEqual('L3-1', out[new.uuid], index)
             self.assertEqual({'L3-0': 1}, dc.required_holders(
                 [vm.uuid for vm in kept + [new] if vm.clean_required], out))
-        # Where it is the only domain with room, the instance still gets
-        # it: the host holds its room, the scheduler's filter keeps such
-        # requests off the host.
+        # Where it is the only domain with room (two claims raced), a
+        # memory-bound instance stays on Nova's CPUs rather than make the
+        # required one Dirty; a cpu-bound one may go there.
         full = [_held('r', 2, True, previous='L3-0', required=True),
                 _held('c', 4, False, previous='L3-1')]
+        for new, domain in ((_held('n', 1, True), None),
+                            (_held('n', 1, True, slot=True), None),
+                            (_held('n', 1, True, required=True), None),
+                            (_held('n', 1, False), 'L3-0')):
+            self.assertEqual(domain, dc.assign_domains(
+                capacity, full + [new])['n'])
+        # A required newcomer whose only room holds a memory-bound
+        # instance waits on Nova's CPUs for a domain of its own.
+        shared = [_held('p', 2, True, previous='L3-0'),
+                  _held('c', 4, False, previous='L3-1')]
+        self.assertIsNone(dc.assign_domains(
+            capacity, shared + [_held('n', 1, True, required=True)])['n'])
         self.assertEqual('L3-0', dc.assign_domains(
-            capacity, full + [_held('n', 1, True)])['n'])
+            capacity, shared + [_held('n', 1, True)])['n'])
 
     def test_replay_document_carries_the_optional_flags(self):
         for key, flag in (('clean_required', 'required'),
@@ -422,6 +434,23 @@ class AssignDomainsPropertiesTest(testtools.TestCase):
             if out[vm.uuid] is None:
                 self.assertFalse(any(
                     used[d] + vm.vcpus <= capacity[d] for d in capacity))
+
+    @hypothesis.given(
+        st.lists(st.integers(1, 8), min_size=1, max_size=5),
+        st.lists(st.tuples(st.integers(1, 4), st.booleans(), st.booleans(),
+                           st.booleans()), max_size=16))
+    def test_no_memory_bound_newcomer_joins_a_required_instance(
+            self, sizes, vms):
+        capacity = {'L3-%d' % i: s for i, s in enumerate(sizes)}
+        held = [_held('vm-%02d' % i, v, m or r, required=r, slot=r or s,
+                      order=i)
+                for i, (v, m, r, s) in enumerate(vms)]
+        out = dc.assign_domains(capacity, held)
+        for domain in capacity:
+            inside = [vm for vm in held if out[vm.uuid] == domain]
+            if any(vm.clean_required for vm in inside):
+                self.assertEqual(
+                    1, sum(vm.memory_bound for vm in inside), inside)
 
 
 class ChoiceLoadsTest(testtools.TestCase):
