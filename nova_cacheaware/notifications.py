@@ -20,6 +20,7 @@ from oslo_log import log as logging
 import oslo_messaging
 
 from nova_cacheaware.contracts import host_state
+from nova_cacheaware.contracts import state_wire
 from nova_cacheaware import exception
 
 LOG = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ def publish_host_state(notifier, state):
     dropped by every scheduler.
     """
     if isinstance(state, dict):
-        host_state.from_payload(state)
+        state_wire.parse_state(state)
         payload = state
     else:
         payload = host_state.to_payload(state)
@@ -63,22 +64,30 @@ class HostStateEndpoint:
     """
 
     filter_rule = oslo_messaging.NotificationFilter(
-        event_type='^%s$' % host_state.EVENT_TYPE.replace('.', r'\.'))
+        event_type='^(%s)$' % '|'.join(
+            e.replace('.', r'\.')
+            for e in (host_state.EVENT_TYPE, state_wire.HEARTBEAT_EVENT)))
 
     def __init__(self, cache):
         self._cache = cache
 
     def info(self, ctxt, publisher_id, event_type, payload, metadata):
-        """Handle one ``cacheaware.host.state`` notification."""
+        """Handle one ``cacheaware.host.state`` or heartbeat notification."""
+        heartbeat = event_type == state_wire.HEARTBEAT_EVENT
         try:
-            state = host_state.from_payload(payload)
+            if heartbeat:
+                message = state_wire.parse_heartbeat(payload)
+            else:
+                message = state_wire.parse_state(payload)
         except exception.InvalidInput as e:
             LOG.warning('Dropping %s from %s: %s', event_type, publisher_id,
                         e)
             return oslo_messaging.NotificationResult.HANDLED
-        if not self._cache.update(state):
+        kept = (self._cache.heartbeat(message) if heartbeat
+                else self._cache.update(message))
+        if not kept:
             LOG.debug('Ignoring out-of-order %s for host %s', event_type,
-                      state.host)
+                      message.host)
         return oslo_messaging.NotificationResult.HANDLED
 
 

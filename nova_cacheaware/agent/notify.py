@@ -22,6 +22,7 @@ the newest is worth sending). Outage and recovery are logged once each
 
 import datetime
 import logging
+import time
 import uuid as uuid_mod
 
 import oslo_messaging
@@ -30,8 +31,13 @@ from oslo_utils import timeutils
 from nova_cacheaware.agent import outage
 from nova_cacheaware.agent import reporting
 from nova_cacheaware.contracts import host_state
+from nova_cacheaware.contracts import state_wire
+from nova_cacheaware.contracts import timestamps
+from nova_cacheaware import exception
 from nova_cacheaware import notifications
 from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.policy import pcpu_headroom
+from nova_cacheaware.policy import state_cadence
 
 #: The messagingv2 envelope version.
 ENVELOPE_VERSION = 2.0
@@ -90,6 +96,8 @@ def to_host_cache_state(report, host, now=None):
     pcpus = report.get('available_pcpus')
     if pcpus is None and affinity is not None and affinity.get('pcpus'):
         pcpus = float(len(affinity['pcpus']))
+    if affinity is not None:
+        affinity = pcpu_est.EstimateRequest.from_dict(affinity)
     return host_state.HostCacheState(
         host=host, timestamp=now or datetime.datetime.now(
             datetime.timezone.utc),
@@ -97,8 +105,19 @@ def to_host_cache_state(report, host, now=None):
         domains=tuple(domains), vms=tuple(vms),
         available_pcpus=pcpus,
         host_provider=report.get('host_provider'),
-        vcpu_affinity=(None if affinity is None
-                       else pcpu_est.EstimateRequest.from_dict(affinity)))
+        vcpu_affinity=affinity, pcpu_levels=_pcpu_levels(affinity))
+
+
+def _pcpu_levels(affinity):
+    """Payload 2.0 ``pcpu_levels`` of the VMs' affinities, or None."""
+    if affinity is None:
+        return None
+    try:
+        levels = pcpu_headroom.share_levels(affinity)
+    except exception.InvalidInput as e:
+        LOG.warning('no pCPU levels for the live state: %s', e)
+        return None
+    return None if levels is None else state_wire.PcpuLevels(*levels)
 
 
 def _domain_states(report):
@@ -140,50 +159,102 @@ def _sizing_fields(entry):
 
 
 class NotificationStatePublisher(reporting.StatePublisher):
-    """Emits ``cacheaware.host.state`` over oslo.messaging.
+    """Emits ``cacheaware.host.state`` (and heartbeats) over oslo.messaging.
 
     :param transport: an oslo.messaging notification transport.
     :param host: the Nova compute service host name (the scheduler's
         ``HostState.host``).
     :param topic: ``[cacheaware_scheduler] host_state_topic``.
+    :param version: ``[agent] state_payload_version``: 2.0 sends the
+        compact state when it changes and at ``cadence.resync_s``, and
+        heartbeats between (:mod:`~nova_cacheaware.policy.state_cadence`);
+        1.5 (schedulers not upgraded yet) the whole state at every pass.
+    :param cadence: a :class:`~.state_cadence.Cadence` (2.0 only).
+    :param clock: monotonic seconds (tests).
     """
 
-    def __init__(self, transport, host, topic):
+    def __init__(self, transport, host, topic, version=state_wire.VERSION,
+                 cadence=None, clock=time.monotonic):
+        if version not in state_wire.WRITABLE:
+            raise ValueError('state payload version %r is not one of %s'
+                             % (version, ', '.join(state_wire.WRITABLE)))
         self.transport = transport
         self.host = host
         self.topic = topic
+        self.version = version
+        self.cadence = cadence or state_cadence.Cadence(
+            heartbeat_s=60.0, resync_s=300.0)
+        self._clock = clock
         self.publisher_id = 'nova-cacheaware-agent.%s' % host
         self.sent = 0
         self.failed = 0
+        self.heartbeats = 0
+        # Milliseconds since the epoch: the generations of a restarted
+        # agent start above those it sent before (clocks move forward).
+        self.last = state_cadence.Sent(
+            generation=int(time.time() * 1000))
         #: The newest state not delivered (None once one got through).
         self.pending = None
         self.outages = outage.Outages(log=LOG)
 
     def publish(self, state):
-        """Send ``state`` (the agent's report); True if it was delivered."""
+        """Send what ``state`` (the agent's report) calls for.
+
+        True when it was delivered or nothing was due.
+        """
         built = to_host_cache_state(state, self.host)
+        if self.version != state_wire.VERSION:
+            return self._deliver(
+                host_state.EVENT_TYPE,
+                state_wire.render_state(built, self.version), built)
+        content = state_wire.to_compact(built)
+        content.pop('timestamp')
+        now = self._clock()
+        kind, generation = state_cadence.next_message(
+            self.last, content, now, self.cadence)
+        if kind is None:
+            return True
+        if kind == state_cadence.STATE:
+            payload = dict(content, generation=generation,
+                           timestamp=timestamps.format_time(built.timestamp))
+            ok = self._deliver(host_state.EVENT_TYPE, payload, built)
+        else:
+            ok = self._deliver(state_wire.HEARTBEAT_EVENT,
+                               state_wire.heartbeat_payload(
+                                   state_wire.Heartbeat(
+                                       host=self.host, generation=generation,
+                                       agent_healthy=built.agent_healthy)),
+                               None)
+            self.heartbeats += ok
+        self.last = state_cadence.attempted(self.last, kind, generation,
+                                            content, now, ok)
+        return ok
+
+    def _deliver(self, event_type, payload, built):
         try:
-            self._send(host_state.to_payload(built))
+            self._send(event_type, payload)
         except Exception as e:
             self.outages.failed(
                 'the message bus', 'cannot send %s on topic %s: %s' % (
-                    host_state.EVENT_TYPE, self.topic, e),
+                    event_type, self.topic, e),
                 'the agent keeps working and sends its newest state at '
                 'each pass until the bus is back')
             self.failed += 1
-            self.pending = built
+            if built is not None:
+                self.pending = built
             return False
         self.outages.ok('the message bus')
-        self.pending = None
-        self.sent += 1
+        if built is not None:
+            self.pending = None
+            self.sent += 1
         return True
 
-    def _send(self, payload):
+    def _send(self, event_type, payload):
         # What Notifier.info() + the messagingv2 driver send, raising on
         # failure instead of logging it.
         message = {'message_id': str(uuid_mod.uuid4()),
                    'publisher_id': self.publisher_id,
-                   'event_type': host_state.EVENT_TYPE,
+                   'event_type': event_type,
                    'priority': notifications.PRIORITY.upper(),
                    'payload': payload,
                    'timestamp': str(timeutils.utcnow())}

@@ -31,6 +31,7 @@ from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
 from nova_cacheaware.conf import opts as conf_opts
 from nova_cacheaware import exception
+from nova_cacheaware.policy import state_cadence
 from nova_cacheaware.topology import cpulist
 from nova_cacheaware.topology import domains
 from nova_cacheaware.topology import source as topology_source
@@ -191,7 +192,11 @@ def build_publisher(conf):
     transport = notify.notification_transport(conf)
     return notify.NotificationStatePublisher(
         transport, conf.agent.host or socket.gethostname(),
-        conf.cacheaware_scheduler.host_state_topic)
+        conf.cacheaware_scheduler.host_state_topic,
+        version=conf.agent.state_payload_version,
+        cadence=state_cadence.Cadence(
+            heartbeat_s=conf.agent.state_heartbeat_s,
+            resync_s=conf.agent.state_resync_s))
 
 
 def decisions_doc(decisions):

@@ -31,6 +31,52 @@ The agent also reconciles right after every libvirt lifecycle event (start,
 resume, migration, reboot), so the period only bounds how long an external
 change (a pin changed by hand, a lost event) can last.
 """),
+    cfg.StrOpt('state_payload_version',
+               default='2.0',
+               choices=[('2.0', 'compact state when it changes and at '
+                                'state_resync_s, heartbeats between'),
+                        ('1.5', 'the whole state at every pass, for '
+                                'nova-schedulers whose nova-cacheaware '
+                                'reads only 1.x')],
+               help="""
+The ``cacheaware.host.state`` payload version the agent sends.
+
+Upgrade the nova-schedulers (their nova-cacheaware plugins) first: they read
+both. Pin the agents to 1.5 until then, and unpin them once every scheduler
+runs the new release (doc/source/admin/live-state.rst).
+
+Related options:
+
+* state_heartbeat_s, state_resync_s
+* ``[cacheaware_scheduler] host_state_ttl`` on the schedulers
+"""),
+    cfg.FloatOpt('state_heartbeat_s',
+                 default=60.0,
+                 min=1.0,
+                 help="""
+Seconds at most between two messages to the schedulers (payload 2.0).
+
+Between changes of its state the agent sends a heartbeat (host, health and
+the generation of its newest state, a few hundred bytes) when it has sent
+nothing for this long. The schedulers' ``host_state_ttl`` must be at least
+twice this (three times leaves room for a lost heartbeat): a host whose
+agent is not heard for ``host_state_ttl`` is treated as dead.
+
+Related options:
+
+* ``[cacheaware_scheduler] host_state_ttl``
+"""),
+    cfg.FloatOpt('state_resync_s',
+                 default=300.0,
+                 min=1.0,
+                 help="""
+Seconds at most between two full states (payload 2.0).
+
+The full state is sent whenever it changes, and again after this long
+without a change: a scheduler that missed a message, or started since,
+has the host's state again within this time (until then it knows the
+agent is alive and leaves the host to Placement).
+"""),
     cfg.IntOpt('max_repins_per_period',
                default=64,
                min=1,

@@ -42,6 +42,9 @@ Minor versions:
   predicts the agent's choice with the second; absent or null (older
   agents), it falls back to the usable CPUs times Nova's
   ``cpu_allocation_ratio`` and to the memory-bound VMs.
+* 2.0: the compact state of :mod:`.state_wire` (and its heartbeat). A
+  1.x reader refuses it: upgrade the schedulers first, or pin the agents
+  to 1.5 (``[agent] state_payload_version``).
 * 1.5: optional per domain ``required_holders``, the instances the agent
   keeps there whose flavor asks ``cache_clean=required``. The scheduler
   keeps other memory-bound requests out of such a domain: sharing it would
@@ -66,6 +69,7 @@ import typing as ty
 
 from nova_cacheaware.contracts import cache_state
 from nova_cacheaware.contracts import schema
+from nova_cacheaware.contracts import timestamps
 from nova_cacheaware.contracts import vcpu_affinity as affinity_docs
 from nova_cacheaware import exception
 
@@ -151,6 +155,17 @@ class HostCacheState:
     #: The host's one cache child provider in the host model (1.3); None:
     #: the domain model or unknown.
     host_provider: ty.Optional[str] = None
+    #: Numbers the agent's states; a heartbeat names the newest (2.0).
+    #: None: a 1.x state (each one is its own confirmation).
+    generation: ty.Optional[int] = None
+    #: The instance uuids where no per-VM records came (2.0); None: the
+    #: uuids of ``vms``.
+    listed: ty.Optional[ty.FrozenSet[str]] = None
+    #: VMs in a spin storm where no per-VM records came (2.0).
+    storming: ty.Optional[int] = None
+    #: The pCPU-Est summary (``state_wire.PcpuLevels``, 2.0) where no
+    #: ``vcpu_affinity`` came; None: unknown.
+    pcpu_levels: ty.Optional[ty.Any] = None
 
     # Derived values are computed once per received state: the scheduler
     # reads them for every request on every host.
@@ -204,11 +219,15 @@ class HostCacheState:
     @functools.cached_property
     def storming_vms(self):
         """How many of the host's VMs are in a spin storm now."""
+        if not self.vms and self.storming is not None:
+            return self.storming
         return sum(1 for vm in self.vms if vm.spin_storm)
 
     @functools.cached_property
     def instance_uuids(self):
         """Uuids of every instance the state lists on the host."""
+        if self.listed is not None:
+            return self.listed
         return frozenset(vm.instance_uuid for vm in self.vms)
 
     def domain_by_provider(self):
@@ -221,7 +240,7 @@ def to_payload(state):
     return {
         'version': state.version,
         'host': state.host,
-        'timestamp': _format_time(state.timestamp),
+        'timestamp': timestamps.format_time(state.timestamp),
         'agent_healthy': state.agent_healthy,
         'available_pcpus': state.available_pcpus,
         'domains': [{
@@ -271,7 +290,7 @@ _TEXT = schema.Check(_is_text, '%(key)s must be a non-empty string')
 _LIST = '%(key)s must be a list'
 _OPTIONAL_COUNT = schema.Check(
     lambda v: v is None or _is_count(v), '%(key)s must be an int >= 0 or null')
-_OPTIONAL_AMOUNT = schema.Check(
+OPTIONAL_AMOUNT = schema.Check(
     lambda v: v is None or _is_amount(v),
     '%(key)s must be a finite number >= 0', _to_float)
 _OPTIONAL_STR = schema.Check(
@@ -299,20 +318,20 @@ VM = schema.Obj({
     'workload_class': (schema.Check(
         lambda v: v in VM_CLASSES,
         '%%(key)s %%(value)r not one of %s' % (VM_CLASSES,)), 'unknown'),
-    'pcpu_estimate': (_OPTIONAL_AMOUNT, None),
+    'pcpu_estimate': (OPTIONAL_AMOUNT, None),
     'domain_id': (_OPTIONAL_STR, None),
     'spin_storm': (schema.Check(lambda v: v is None or isinstance(v, bool),
                                 '%(key)s must be a bool'), None),
     'instance_uuid': (_TEXT, schema.AS_NULL),
 }, 'vm must be an object', make=VmState)
 #: Checked first, alone: another major version may have another shape.
-VERSION = schema.Obj({'version': (_TEXT, schema.AS_NULL)},
-                     'payload must be an object')
+VERSION_FIELD = schema.Obj({'version': (_TEXT, schema.AS_NULL)},
+                           'payload must be an object')
 #: The rest of a payload of this major version. ``vcpu_affinity`` is the
 #: ``pcpu-est`` input document, checked by its own contract.
 PAYLOAD = schema.Obj({
     'domains': (schema.ListOf(DOMAIN, _LIST), ()),
-    'available_pcpus': (_OPTIONAL_AMOUNT, None),
+    'available_pcpus': (OPTIONAL_AMOUNT, None),
     'agent_healthy': (schema.Check(schema.is_bool, '%(key)s must be a bool'),
                       schema.AS_NULL),
     'host_provider': (schema.Check(lambda v: v is None or _is_text(v),
@@ -337,7 +356,7 @@ def from_payload(payload):
     Unknown fields are ignored (a newer minor version's).
     """
     with schema.reraise(_invalid):
-        version = VERSION.check(payload, 'payload', '')['version']
+        version = VERSION_FIELD.check(payload, 'payload', '')['version']
     if version.split('.')[0] != str(MAJOR):
         raise _invalid('payload version %s not supported (major %d '
                        'expected)' % (version, MAJOR))
@@ -359,32 +378,7 @@ def from_payload(payload):
         except exception.InvalidInput as e:
             raise _invalid('vcpu_affinity: %s' % e.kwargs.get('reason', e))
     return HostCacheState(
-        host=doc['host'], timestamp=_parse_time(doc['timestamp']),
+        host=doc['host'], timestamp=timestamps.parse_time(doc['timestamp']),
         agent_healthy=doc['agent_healthy'], domains=domains, vms=doc['vms'],
         available_pcpus=doc['available_pcpus'], version=version,
         vcpu_affinity=affinity, host_provider=doc['host_provider'])
-
-
-def _format_time(moment):
-    # isoformat, not strftime('%Y'): glibc writes year 999 as "999", which
-    # is no ISO 8601 and fromisoformat refuses.
-    return moment.astimezone(datetime.timezone.utc).replace(
-        tzinfo=None).isoformat(timespec='microseconds') + 'Z'
-
-
-def _parse_time(text):
-    try:
-        moment = datetime.datetime.fromisoformat(text.replace('Z', '+00:00'))
-    except ValueError:
-        raise exception.InvalidInput(
-            reason='timestamp %r is not ISO 8601' % text) from None
-    if moment.tzinfo is None:
-        raise exception.InvalidInput(
-            reason='timestamp %r has no time zone' % text)
-    try:
-        return moment.astimezone(datetime.timezone.utc)
-    except OverflowError:
-        # 0001-01-01T00:00+01:00 is before the first UTC moment (the old
-        # walker crashed on it).
-        raise exception.InvalidInput(
-            reason='timestamp %r is out of range' % text) from None

@@ -50,13 +50,20 @@ class Headroom:
     __slots__ = ('pcpus', '_scale', '_room', '_levels', '_at_level',
                  '_below', '_above')
 
-    def __init__(self, pcpus, shares):
-        """``pcpus``: ``|P|``; ``shares``: the current vCPUs' exact shares."""
+    def __init__(self, pcpus, shares=(), counts=None):
+        """The headroom of ``pcpus`` (``|P|``) and the current vCPUs.
+
+        Their exact shares as a list (``shares``) or as ``{share: vCPUs}``
+        (``counts``).
+        """
         self.pcpus = pcpus
-        counts = {}
-        for share in shares:
-            if share > 0:
-                counts[share] = counts.get(share, 0) + 1
+        if counts is None:
+            counts = {}
+            for share in shares:
+                if share > 0:
+                    counts[share] = counts.get(share, 0) + 1
+        else:
+            counts = {s: n for s, n in counts.items() if s > 0 and n > 0}
         levels = sorted(counts)
         scale = 1
         for level in levels:
@@ -84,16 +91,14 @@ class Headroom:
 
         One exact pCPU-Est of the current VMs: done once per host state.
         """
-        pcpus = affinity_request.pcpus
-        if pcpus is None:
-            pcpus = {p for vm in affinity_request.vms.values()
-                     for a in vm.vcpus.values() for p in a}
-        if not pcpus:
-            return None
-        affinities, caps = affinity_request.flat_vcpus()
-        shares = pcpu_est.fair_shares(affinities, caps,
-                                      affinity_request.pcpus)
-        return cls(len(pcpus), shares.values())
+        levels = share_levels(affinity_request)
+        return None if levels is None else cls.of_levels(*levels)
+
+    @classmethod
+    def of_levels(cls, pcpus, levels):
+        """The headroom of :func:`share_levels`' ``(pcpus, levels)``."""
+        return cls(pcpus, counts={Fraction(num, den): n
+                                  for num, den, n in levels})
 
     def share(self, vcpus, cap=None):
         """Exact share of each vCPU of a new ``vcpus``-vCPU instance.
@@ -128,6 +133,30 @@ class Headroom:
         if num * limit[1] >= limit[0] * den:
             return limit
         return num, den
+
+
+def share_levels(affinity_request):
+    """``(pCPUs, ((numerator, denominator, vCPUs), ...))``, or None.
+
+    What a new instance's share needs of a host's VMs (their exact
+    max-min fair shares, counted per level, ascending): the agent
+    publishes it (payload 2.0 ``pcpu_levels``) so that no scheduler
+    solves pCPU-Est per host state. None when the host has no pCPU.
+    """
+    pcpus = affinity_request.pcpus
+    if pcpus is None:
+        pcpus = {p for vm in affinity_request.vms.values()
+                 for a in vm.vcpus.values() for p in a}
+    if not pcpus:
+        return None
+    affinities, caps = affinity_request.flat_vcpus()
+    shares = pcpu_est.fair_shares(affinities, caps, affinity_request.pcpus)
+    counts = {}
+    for share in shares.values():
+        if share > 0:
+            counts[share] = counts.get(share, 0) + 1
+    return len(pcpus), tuple((s.numerator, s.denominator, counts[s])
+                             for s in sorted(counts))
 
 
 @functools.lru_cache(maxsize=256)

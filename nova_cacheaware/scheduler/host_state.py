@@ -13,6 +13,7 @@ import dataclasses
 import functools
 
 from nova_cacheaware.contracts import host_state as wire
+from nova_cacheaware.contracts import state_wire
 from nova_cacheaware import exception
 from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.policy import pcpu_headroom
@@ -35,9 +36,14 @@ class HostCacheState(wire.HostCacheState):
     def pcpu_headroom(self):
         """:class:`~.pcpu_headroom.Headroom` of ``vcpu_affinity``, or None.
 
-        None without ``vcpu_affinity``, with no pCPU, or when the estimate
-        refuses the affinities (the weigher is then neutral).
+        From the agent's ``pcpu_levels`` (payload 2.0) where they came,
+        else solved here from ``vcpu_affinity`` (1.x). None without
+        either, with no pCPU, or when the estimate refuses the affinities
+        (the weigher is then neutral).
         """
+        if self.pcpu_levels is not None:
+            return pcpu_headroom.Headroom.of_levels(
+                self.pcpu_levels.pcpus, self.pcpu_levels.levels)
         if self.vcpu_affinity is None:
             return None
         try:
@@ -60,8 +66,11 @@ class HostCacheState(wire.HostCacheState):
         affinities did not change (most agent periods), its pCPU headroom
         and scores are still exact and are kept instead of recomputed.
         """
-        if (previous is not None and previous.vcpu_affinity is not None
-                and previous.vcpu_affinity == self.vcpu_affinity):
+        if previous is not None and (
+                (previous.pcpu_levels is not None
+                 and previous.pcpu_levels == self.pcpu_levels)
+                or (previous.vcpu_affinity is not None
+                    and previous.vcpu_affinity == self.vcpu_affinity)):
             self.__dict__['pcpu_headroom'] = previous.pcpu_headroom
             self.__dict__['pcpu_scores'] = previous.pcpu_scores
         for name in ('empty_domains', 'memory_bound_vms', 'storming_vms',
@@ -114,5 +123,8 @@ def for_scheduler(state):
 
 
 def from_payload(payload):
-    """:func:`~nova_cacheaware.contracts.host_state.from_payload`, for us."""
-    return for_scheduler(wire.from_payload(payload))
+    """A state payload of any major this scheduler reads, for us.
+
+    :func:`~nova_cacheaware.contracts.state_wire.parse_state`.
+    """
+    return for_scheduler(state_wire.parse_state(payload))

@@ -11,6 +11,17 @@ a newer one, whatever order the bus delivers them in).
 The cache also remembers when the bus was last heard (any host's state)
 and since when it has been heard again after a silence: the inputs of the
 liveness rule (:func:`nova_cacheaware.policy.liveness.ineligible_reason`).
+
+Agents sending payload 2.0 send their state when it changes and a
+heartbeat between (:mod:`nova_cacheaware.policy.state_cadence`). A
+heartbeat keeps the agent alive in the liveness rule and *confirms* the
+state it names by generation: a state is fresh while it was received or
+confirmed within the TTL. A heartbeat naming a newer generation than the
+state held means a state was lost: the held one is no longer given out
+(:meth:`HostStateCache.get` says None: Placement decides for that host,
+the weighers are neutral) until the agent's next state, at its next
+change or resync. A 1.x state (no generation) is fresh for the TTL after
+it was received, as before.
 """
 
 import threading
@@ -31,6 +42,7 @@ class HostStateCache:
         self._last_heard = None    # when any state was last received
         self._heard_since = None   # first reception after a silence
         self._where = {}           # instance uuid -> host listing it
+        self._beats = {}           # host -> (received, generation, healthy)
         #: Called as ``on_stored(state)`` after a state is stored (outside
         #: the lock); None: nobody. The scheduler settles its claims.
         self.on_stored = None
@@ -53,14 +65,14 @@ class HostStateCache:
         state.prepare(None if held is None else held[1])
         now = self._clock()
         with self._lock:
-            if (self._last_heard is None
-                    or now - self._last_heard > self._ttl / 2.0):
-                self._heard_since = now
-            self._last_heard = now
+            self._heard(now)
             held = self._states.get(state.host)
             if held is not None and held[1].timestamp > state.timestamp:
                 return False
             self._states[state.host] = (now, state)
+            if state.generation is not None:
+                self._beat(state.host, now, state.generation,
+                           state.agent_healthy)
             if held is not None:
                 for uuid in held[1].instance_uuids - state.instance_uuids:
                     if self._where.get(uuid) == state.host:
@@ -71,36 +83,79 @@ class HostStateCache:
             self.on_stored(state)
         return True
 
+    def heartbeat(self, beat):
+        """Record a :class:`~nova_cacheaware.contracts.state_wire.Heartbeat`.
+
+        Returns True unless a newer generation of its host was heard.
+        """
+        now = self._clock()
+        with self._lock:
+            self._heard(now)
+            return self._beat(beat.host, now, beat.generation,
+                              beat.agent_healthy)
+
+    def _heard(self, now):
+        if (self._last_heard is None
+                or now - self._last_heard > self._ttl / 2.0):
+            self._heard_since = now
+        self._last_heard = now
+
+    def _beat(self, host, now, generation, healthy):
+        held = self._beats.get(host)
+        if held is not None and held[1] > generation:
+            return False
+        self._beats[host] = (now, generation, healthy)
+        return True
+
+    def _fresh(self, host, now):
+        """``(received, state)`` of a host's fresh state, or None."""
+        entry = self._states.get(host)
+        if entry is None:
+            return None
+        confirmed = entry[0]
+        generation = entry[1].generation
+        if generation is not None:
+            beat = self._beats.get(host)
+            if beat is not None:
+                if beat[1] > generation:
+                    return None
+                if beat[1] == generation:
+                    confirmed = max(confirmed, beat[0])
+        return None if now - confirmed > self._ttl else entry
+
     def located(self, uuid):
         """The host whose latest state lists instance ``uuid``, or None."""
         return self._where.get(uuid)
 
     def get(self, host):
-        """The host's fresh state, or None when missing or older than TTL."""
-        entry = self._states.get(host)
-        if entry is None or self._clock() - entry[0] > self._ttl:
-            return None
-        return entry[1]
+        """The host's fresh state, or None when missing, stale or outdated.
+
+        Fresh: received or confirmed by a heartbeat within the TTL;
+        outdated: a heartbeat names a newer generation.
+        """
+        entry = self._fresh(host, self._clock())
+        return None if entry is None else entry[1]
 
     def received(self, host):
         """When the host's fresh state was received (this cache's clock).
 
-        None when the state is missing or older than the TTL.
+        None when :meth:`get` gives no state. A heartbeat confirms a state
+        but does not make it newer: claims are judged against this.
         """
-        entry = self._states.get(host)
-        if entry is None or self._clock() - entry[0] > self._ttl:
-            return None
-        return entry[0]
+        entry = self._fresh(host, self._clock())
+        return None if entry is None else entry[0]
 
     def forget(self, host):
         """Drop a host's state (e.g. when its compute service is deleted)."""
         with self._lock:
             self._states.pop(host, None)
+            self._beats.pop(host, None)
 
     def clear(self):
         """Drop every state and what was heard: as new."""
         with self._lock:
             self._states.clear()
+            self._beats.clear()
             self._where.clear()
             self._last_heard = self._heard_since = None
 
@@ -108,10 +163,12 @@ class HostStateCache:
         """Drop stale entries; returns how many were dropped."""
         now = self._clock()
         with self._lock:
-            stale = [h for h, (received, _) in self._states.items()
-                     if now - received > self._ttl]
+            stale = [h for h in self._states if self._fresh(h, now) is None]
             for host in stale:
                 del self._states[host]
+            for host in [h for h, beat in self._beats.items()
+                         if now - beat[0] > self._ttl]:
+                del self._beats[host]
         return len(stale)
 
     def __len__(self):
@@ -121,10 +178,14 @@ class HostStateCache:
         """``host``'s liveness view now (a stale state counts, aged)."""
         now = self._clock()
         entry = self._states.get(host)
+        heard = None if entry is None else (entry[0], entry[1].agent_healthy)
+        beat = self._beats.get(host)
+        if beat is not None and (heard is None or beat[0] >= heard[0]):
+            heard = (beat[0], beat[2])
         last, since = self._last_heard, self._heard_since
         return liveness.LiveView(
             ttl=self._ttl,
-            age=None if entry is None else now - entry[0],
-            healthy=entry is not None and entry[1].agent_healthy,
+            age=None if heard is None else now - heard[0],
+            healthy=heard is not None and heard[1],
             quiet_for=None if last is None else now - last,
             heard_for=0.0 if since is None else now - since)

@@ -125,7 +125,8 @@ class AgentLivenessTest(base.FunctionalTestCase):
             f.write('[DEFAULT]\ntransport_url = %s\ncontrol_exchange = %s\n'
                     '[agent]\nlibvirt_uri = test:///default\n'
                     'spec_source = none\n'
-                    'period_s = %s\nreport_placement = true\n'
+                    'period_s = %s\nstate_heartbeat_s = %s\n'
+                    'report_placement = true\n'
                     'hypervisor_hostname = %s\nnotifications = true\n'
                     'host = %s\n'
                     '[cacheaware_scheduler]\nhost_state_topic = %s\n'
@@ -133,7 +134,8 @@ class AgentLivenessTest(base.FunctionalTestCase):
                     'token = admin\n'
                     '[topology]\nsource = libvirt\n'
                     'libvirt_uri = test:///default\n'
-                    % (bus.RABBIT_URL, self.exchange, PERIOD, host, host,
+                    % (bus.RABBIT_URL, self.exchange, PERIOD, PERIOD,
+                       host, host,
                        self.topic, self.placement.endpoint))
         log = open(os.path.join(self.tmp, '%s.log' % host), 'a')
         self.addCleanup(log.close)

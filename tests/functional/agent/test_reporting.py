@@ -365,8 +365,7 @@ class BusReportingTest(base.AgentTestCase):
              host_state.DomainState('L2-2', 'empty', (), 2, None, 0),
              host_state.DomainState('L2-3', 'empty', (), 2, None, 0)),
             got.domains)
-        self.assertEqual(
-            sorted([host_state.VmState(mem, 'memory', 'L2-0'),
-                    host_state.VmState(cpu, 'cpu', None)],
-                   key=lambda v: v.instance_uuid), list(got.vms))
+        # Payload 2.0: the instances, no per-VM records.
+        self.assertEqual(({mem, cpu}, (), '2.0'),
+                         (got.instance_uuids, got.vms, got.version))
         self.assertTrue(got.agent_healthy)

@@ -5,6 +5,7 @@ import datetime
 import oslo_messaging
 import testtools
 
+from nova_cacheaware.contracts import state_wire
 from nova_cacheaware import exception
 from nova_cacheaware import notifications
 from nova_cacheaware.scheduler import host_state as hs
@@ -58,3 +59,36 @@ class NotificationsTest(testtools.TestCase):
         self.assertEqual(handled, endpoint.info(
             {}, 'agent', hs.EVENT_TYPE, hs.to_payload(STATE), {}))
         self.assertEqual(STATE, cache.get('cmp1'))
+
+    def test_endpoint_takes_compact_states_and_heartbeats(self):
+        clock = [0.0]
+        cache = state_cache.HostStateCache(ttl=60, clock=lambda: clock[0])
+        endpoint = notifications.HostStateEndpoint(cache)
+        state = hs.HostCacheState(
+            host='cmp1', agent_healthy=True, generation=4,
+            timestamp=STATE.timestamp, domains=STATE.domains)
+        endpoint.info({}, 'agent', hs.EVENT_TYPE,
+                      state_wire.to_compact(state), {})
+        self.assertEqual((state.domains, 4), held(cache))
+        clock[0] = 50.0
+        endpoint.info({}, 'agent', state_wire.HEARTBEAT_EVENT,
+                      state_wire.heartbeat_payload(
+                          state_wire.Heartbeat('cmp1', 4)), {})
+        clock[0] = 100.0
+        self.assertEqual((state.domains, 4), held(cache))
+        # A malformed heartbeat is dropped; one naming generation 5 says
+        # a state was missed.
+        endpoint.info({}, 'agent', state_wire.HEARTBEAT_EVENT,
+                      {'host': 'cmp1'}, {})
+        self.assertEqual((state.domains, 4), held(cache))
+        endpoint.info({}, 'agent', state_wire.HEARTBEAT_EVENT,
+                      state_wire.heartbeat_payload(
+                          state_wire.Heartbeat('cmp1', 5)), {})
+        self.assertIsNone(cache.get('cmp1'))
+        self.assertTrue(endpoint.filter_rule.match(
+            {}, 'agent', state_wire.HEARTBEAT_EVENT, {}, {}))
+
+
+def held(cache):
+    state = cache.get('cmp1')
+    return None if state is None else (state.domains, state.generation)

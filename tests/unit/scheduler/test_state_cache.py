@@ -4,6 +4,7 @@ import datetime
 
 import testtools
 
+from nova_cacheaware.contracts import state_wire
 from nova_cacheaware.scheduler import host_state as hs
 from nova_cacheaware.scheduler import state_cache
 
@@ -109,3 +110,82 @@ class HostStateCacheTest(testtools.TestCase):
                          (view.age, view.quiet_for, view.heard_for))
         self.cache.clear()
         self.assertIsNone(self.cache.live_view('h2').quiet_for)
+
+
+def gen(host, second, generation, healthy=True):
+    """A payload 2.0 state: it carries a generation."""
+    return hs.HostCacheState(
+        host=host, agent_healthy=healthy, generation=generation,
+        timestamp=datetime.datetime(2026, 1, 1, 0, 0, second,
+                                    tzinfo=datetime.timezone.utc))
+
+
+def beat(host, generation, healthy=True):
+    return state_wire.Heartbeat(host, generation, healthy)
+
+
+class HeartbeatTest(testtools.TestCase):
+    """Payload 2.0: heartbeats confirm the state they name."""
+
+    def setUp(self):
+        super().setUp()
+        self.clock = Clock()
+        self.cache = state_cache.HostStateCache(ttl=60, clock=self.clock)
+
+    def test_a_matching_heartbeat_keeps_the_state_fresh(self):
+        self.cache.update(gen('h1', 0, 5))
+        for _ in range(4):
+            self.clock.now += 50
+            self.assertTrue(self.cache.heartbeat(beat('h1', 5)))
+            self.assertEqual(gen('h1', 0, 5), self.cache.get('h1'))
+        # Claims are judged against when the state came, not the beat.
+        self.assertEqual(1000.0, self.cache.received('h1'))
+        self.clock.now += 61
+        self.assertIsNone(self.cache.get('h1'))
+        self.assertEqual(1, self.cache.prune())
+
+    def test_a_newer_generation_outdates_the_state_but_not_the_agent(self):
+        self.cache.update(gen('h1', 0, 5))
+        self.clock.now += 10
+        self.cache.heartbeat(beat('h1', 6))
+        # A state was lost: the held one is not given out, the agent is
+        # alive and healthy (Placement decides for the host).
+        self.assertIsNone(self.cache.get('h1'))
+        self.assertIsNone(self.cache.received('h1'))
+        view = self.cache.live_view('h1')
+        self.assertEqual((0.0, True), (view.age, view.healthy))
+        # The resync brings it back.
+        self.clock.now += 5
+        self.cache.update(gen('h1', 1, 6))
+        self.assertEqual(gen('h1', 1, 6), self.cache.get('h1'))
+
+    def test_an_older_heartbeat_changes_nothing(self):
+        self.cache.update(gen('h1', 0, 5))
+        self.assertFalse(self.cache.heartbeat(beat('h1', 4)))
+        self.assertEqual(gen('h1', 0, 5), self.cache.get('h1'))
+
+    def test_the_newest_word_on_health_counts(self):
+        self.cache.update(gen('h1', 0, 5))
+        self.clock.now += 1
+        self.cache.heartbeat(beat('h1', 5, healthy=False))
+        self.assertFalse(self.cache.live_view('h1').healthy)
+        self.clock.now += 1
+        self.cache.update(gen('h1', 1, 6, healthy=True))
+        self.assertTrue(self.cache.live_view('h1').healthy)
+
+    def test_a_heartbeat_without_a_state_makes_the_agent_alive(self):
+        self.cache.heartbeat(beat('h1', 9))
+        self.assertIsNone(self.cache.get('h1'))
+        self.clock.now += 3
+        view = self.cache.live_view('h1')
+        self.assertEqual((3.0, True, 3.0), (view.age, view.healthy,
+                                            view.quiet_for))
+        self.cache.forget('h1')
+        self.assertIsNone(self.cache.live_view('h1').age)
+
+    def test_a_1_x_state_ignores_heartbeats(self):
+        self.cache.update(at('h1', 0))
+        self.clock.now += 50
+        self.cache.heartbeat(beat('h1', 1))
+        self.clock.now += 11
+        self.assertIsNone(self.cache.get('h1'))
