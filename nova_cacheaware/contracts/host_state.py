@@ -158,9 +158,9 @@ class HostCacheState:
     #: Numbers the agent's states; a heartbeat names the newest (2.0).
     #: None: a 1.x state (each one is its own confirmation).
     generation: ty.Optional[int] = None
-    #: The instance uuids where no per-VM records came (2.0); None: the
-    #: uuids of ``vms``.
-    listed: ty.Optional[ty.FrozenSet[str]] = None
+    #: The instance uuids where no per-VM records came (2.0, an
+    #: ``instance_ids.InstanceIds``); None: the uuids of ``vms``.
+    listed: ty.Optional[ty.Any] = None
     #: VMs in a spin storm where no per-VM records came (2.0).
     storming: ty.Optional[int] = None
     #: The pCPU-Est summary (``state_wire.PcpuLevels``, 2.0) where no

@@ -32,6 +32,7 @@ import typing as ty
 import uuid as uuid_mod
 
 from nova_cacheaware.contracts import host_state
+from nova_cacheaware.contracts import instance_ids
 from nova_cacheaware.contracts import schema
 from nova_cacheaware.contracts import timestamps
 from nova_cacheaware import exception
@@ -93,9 +94,10 @@ def parse_state(payload):
 def to_compact(state):
     """JSON-ready 2.0 dict of a :class:`~.host_state.HostCacheState`.
 
-    Instance ids must be uuids (Nova's are): ``ValueError`` otherwise.
+    Instance ids must be uuids (Nova's are), and a domain's memory-bound
+    instances among them: ``ValueError`` (or ``KeyError``) otherwise.
     """
-    uuids = sorted(state.instance_uuids)
+    uuids = sorted(str(uuid_mod.UUID(u)) for u in state.instance_uuids)
     index = {u: i for i, u in enumerate(uuids)}
     raw = b''.join(uuid_mod.UUID(u).bytes for u in uuids)
     doc = {'version': VERSION, 'host': state.host,
@@ -117,7 +119,8 @@ def to_compact(state):
 
 def _domain_doc(domain, index):
     doc = {'id': domain.id, 'usable_cpus': domain.usable_cpus,
-           'memory_bound': [index[u] for u in domain.memory_bound_vms]}
+           'memory_bound': [index[str(uuid_mod.UUID(u))]
+                            for u in domain.memory_bound_vms]}
     for key in ('provider_uuid', 'vcpus_used', 'vcpus_capacity',
                 'clean_holders', 'required_holders'):
         _put(doc, key, getattr(domain, key))
@@ -202,11 +205,11 @@ def from_compact(payload):
         levels = doc['pcpu_levels']
         if levels is not None:
             levels = LEVELS.check(levels, 'pcpu_levels', '')
-    uuids = _instances(doc['instances'])
+    ids = _instances(doc['instances'])
     domains = []
     for d in doc['domains']:
         try:
-            bound = tuple(uuids[i] for i in d['memory_bound'])
+            bound = tuple(ids.uuid_at(i) for i in d['memory_bound'])
         except IndexError:
             raise _invalid('domain %s: memory_bound index out of range'
                            % d['id']) from None
@@ -217,15 +220,15 @@ def from_compact(payload):
             vcpus_capacity=d['vcpus_capacity'],
             clean_holders=d['clean_holders'],
             required_holders=d['required_holders']))
-    ids = [d.id for d in domains]
-    if len(set(ids)) != len(ids):
-        raise _invalid('duplicate domain ids %s' % ids)
+    names = [d.id for d in domains]
+    if len(set(names)) != len(names):
+        raise _invalid('duplicate domain ids %s' % names)
     return host_state.HostCacheState(
         host=doc['host'], timestamp=timestamps.parse_time(doc['timestamp']),
         agent_healthy=doc['agent_healthy'], domains=tuple(domains),
         available_pcpus=doc['available_pcpus'],
         version=payload['version'], host_provider=doc['host_provider'],
-        generation=doc['generation'], listed=frozenset(uuids),
+        generation=doc['generation'], listed=ids,
         storming=doc['storming_vms'],
         pcpu_levels=None if levels is None else PcpuLevels(
             pcpus=levels['pcpus'],
@@ -239,8 +242,11 @@ def _instances(text):
         raise _invalid('instances must be base64') from None
     if len(raw) % 16:
         raise _invalid('instances must be whole 16-byte uuids')
-    return [str(uuid_mod.UUID(bytes=raw[i:i + 16]))
-            for i in range(0, len(raw), 16)]
+    ids = instance_ids.InstanceIds(raw)
+    if ids.raw != raw:
+        # The domains name members by their index in this order.
+        raise _invalid('instances must be sorted and unique')
+    return ids
 
 
 def heartbeat_payload(beat):

@@ -39,7 +39,8 @@ def get_cache():
     with _lock:
         if _process['cache'] is None:
             opts = CONF.cacheaware_scheduler
-            cache = state_cache.HostStateCache(opts.host_state_ttl)
+            cache = state_cache.HostStateCache(
+                opts.host_state_ttl, recent_s=opts.claim_memory_seconds)
             # A claim ends once a state lists its instance, whether or not
             # a request asks about that host while it does.
             cache.on_stored = claims.state_stored

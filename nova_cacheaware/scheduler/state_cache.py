@@ -24,6 +24,7 @@ change or resync. A 1.x state (no generation) is fresh for the TTL after
 it was received, as before.
 """
 
+import collections
 import threading
 import time
 
@@ -34,14 +35,25 @@ from nova_cacheaware.scheduler import host_state
 class HostStateCache:
     """``host -> HostCacheState`` with a time-to-live in seconds."""
 
-    def __init__(self, ttl, clock=time.monotonic):
+    def __init__(self, ttl, clock=time.monotonic, recent_s=120.0):
+        """A cache whose states stay fresh ``ttl`` seconds.
+
+        ``recent_s``: how long :meth:`located` knows where an instance
+        appeared (the scheduler's ``claim_memory_seconds``: no claim
+        lives longer).
+        """
         self._ttl = float(ttl)
         self._clock = clock
+        self._recent_s = float(recent_s)
         self._lock = threading.Lock()
         self._states = {}
         self._last_heard = None    # when any state was last received
         self._heard_since = None   # first reception after a silence
-        self._where = {}           # instance uuid -> host listing it
+        # instance uuid -> (host, when): instances that appeared on a host
+        # (not in its previous state) lately, oldest first. Not every
+        # instance of the region: 2 million uuids cost a worker hundreds
+        # of MiB, and only new ones can make a claim wrong.
+        self._arrived = collections.OrderedDict()
         self._beats = {}           # host -> (received, generation, healthy)
         #: Called as ``on_stored(state)`` after a state is stored (outside
         #: the lock); None: nobody. The scheduler settles its claims.
@@ -74,11 +86,7 @@ class HostStateCache:
                 self._beat(state.host, now, state.generation,
                            state.agent_healthy)
             if held is not None:
-                for uuid in held[1].instance_uuids - state.instance_uuids:
-                    if self._where.get(uuid) == state.host:
-                        del self._where[uuid]
-            for uuid in state.instance_uuids:
-                self._where[uuid] = state.host
+                self._track_arrivals(held[1], state, now)
         if self.on_stored is not None:
             self.on_stored(state)
         return True
@@ -123,9 +131,32 @@ class HostStateCache:
                     confirmed = max(confirmed, beat[0])
         return None if now - confirmed > self._ttl else entry
 
+    def _track_arrivals(self, previous, state, now):
+        # Under the lock.
+        arrived = self._arrived
+        for uuid in _new(previous.instance_uuids, state.instance_uuids):
+            arrived[uuid] = (state.host, now)
+            arrived.move_to_end(uuid)
+        for uuid in _new(state.instance_uuids, previous.instance_uuids):
+            if arrived.get(uuid, (None,))[0] == state.host:
+                del arrived[uuid]
+        while arrived:
+            oldest = next(iter(arrived.values()))
+            if now - oldest[1] <= self._recent_s:
+                break
+            arrived.popitem(last=False)
+
     def located(self, uuid):
-        """The host whose latest state lists instance ``uuid``, or None."""
-        return self._where.get(uuid)
+        """The host where instance ``uuid`` appeared lately, or None.
+
+        Lately: within ``recent_s``, in a state that followed one of the
+        same host without it (a host's first state tells nothing new). A
+        host whose later state lacks it again forgets it.
+        """
+        entry = self._arrived.get(uuid)
+        if entry is None or self._clock() - entry[1] > self._recent_s:
+            return None
+        return entry[0]
 
     def get(self, host):
         """The host's fresh state, or None when missing, stale or outdated.
@@ -156,7 +187,7 @@ class HostStateCache:
         with self._lock:
             self._states.clear()
             self._beats.clear()
-            self._where.clear()
+            self._arrived.clear()
             self._last_heard = self._heard_since = None
 
     def prune(self):
@@ -189,3 +220,11 @@ class HostStateCache:
             healthy=heard is not None and heard[1],
             quiet_for=None if last is None else now - last,
             heard_for=0.0 if since is None else now - since)
+
+
+def _new(before, after):
+    """The uuids of ``after`` not in ``before`` (instance id sets)."""
+    new_since = getattr(after, 'new_since', None)
+    if new_since is not None and hasattr(before, 'raw'):
+        return new_since(before)
+    return [u for u in after if u not in before]

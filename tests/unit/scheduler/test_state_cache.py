@@ -39,21 +39,29 @@ class HostStateCacheTest(testtools.TestCase):
                                             tzinfo=datetime.timezone.utc),
                 vms=tuple(hs.VmState(u) for u in uuids))
         table = [
-            # (state, {uuid: host} afterwards)
-            (listing('h1', 1, 'a', 'b'), {'a': 'h1', 'b': 'h1', 'c': None}),
-            (listing('h2', 1, 'c'), {'a': 'h1', 'b': 'h1', 'c': 'h2'}),
+            # (state, {uuid: host} afterwards). A host's first state says
+            # nothing new: only instances that appear later are located.
+            (listing('h1', 1, 'a'), {'a': None, 'b': None, 'c': None}),
+            (listing('h2', 1), {'a': None, 'b': None, 'c': None}),
+            (listing('h1', 2, 'a', 'b'), {'a': None, 'b': 'h1', 'c': None}),
+            (listing('h2', 2, 'c'), {'a': None, 'b': 'h1', 'c': 'h2'}),
             # 'b' left h1 (deleted or moved) and shows up on h2.
-            (listing('h1', 2, 'a'), {'a': 'h1', 'b': None, 'c': 'h2'}),
-            (listing('h2', 2, 'b', 'c'), {'a': 'h1', 'b': 'h2', 'c': 'h2'}),
+            (listing('h1', 3, 'a'), {'a': None, 'b': None, 'c': 'h2'}),
+            (listing('h2', 3, 'b', 'c'), {'a': None, 'b': 'h2', 'c': 'h2'}),
             # An older state of h1 changes nothing.
-            (listing('h1', 0, 'b'), {'a': 'h1', 'b': 'h2', 'c': 'h2'}),
+            (listing('h1', 0, 'b'), {'a': None, 'b': 'h2', 'c': 'h2'}),
         ]
         for state, where in table:
             self.cache.update(state)
             self.assertEqual(where, {u: self.cache.located(u)
                                      for u in where}, state)
+        # Forgotten after recent_s (120 s by default).
+        self.clock.now += 121
+        self.assertIsNone(self.cache.located('b'))
+        self.cache.update(listing('h1', 4, 'a', 'd'))
+        self.assertEqual(['d'], list(self.cache._arrived))
         self.cache.clear()
-        self.assertIsNone(self.cache.located('a'))
+        self.assertIsNone(self.cache.located('d'))
 
     def test_fresh_until_ttl_then_missing(self):
         self.assertIsNone(self.cache.get('h1'))
