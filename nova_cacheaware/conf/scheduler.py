@@ -54,9 +54,11 @@ Seconds a host's live state stays usable after it was received.
 
 Older (or missing) state makes the weigher neutral for that host; for
 All-share and Clean requests the filter then applies ``stale_host_state``.
-Set it to two or three times the agent's report interval (``[agent]
-period_s``, at least twice): a dead or hung agent's host stops getting
-All-share/Clean requests at most this long after its last state.
+A heartbeat confirming the state counts as receiving it. Set it to two or
+three times the agents' longest silence (``[agent] state_heartbeat_s``, or
+``period_s`` for agents pinned to payload 1.5; at least twice): a dead or
+hung agent's host stops getting All-share/Clean requests at most this long
+after its last message.
 
 Related options:
 
