@@ -130,14 +130,21 @@ def _bad(reason):
 _OBJECT = schema.Check(schema.is_object, '%(where)s must be an object')
 _UNKNOWN = '%(where)s: unknown key %(key)r'
 _CPUS = schema.All(
-    schema.Check(lambda v: schema.is_list(v) and v,
-                 '%(where)s must be a non-empty list of CPU ids'),
-    schema.Check(lambda v: all(limits.is_cpu_id(c) for c in v),
+    schema.Check(lambda v: (schema.is_list(v) and v) or (
+        isinstance(v, str) and bool(v)),
+        '%(where)s must be a non-empty list of CPU ids'),
+    schema.Check(lambda v: not isinstance(v, str)
+                 or schema.cpu_ranges(v) is not None,
+                 '%%(where)s must be a CPU list such as "0-15,32-47" of '
+                 'distinct CPU ids 0..%d' % (limits.MAX_CPUS - 1)),
+    schema.Check(lambda v: isinstance(v, str)
+                 or all(limits.is_cpu_id(c) for c in v),
                  '%%(where)s must hold CPU ids (integers 0..%d)'
                  % (limits.MAX_CPUS - 1)),
-    schema.Check(lambda v: len(set(v)) == len(v),
+    schema.Check(lambda v: isinstance(v, str) or len(set(v)) == len(v),
                  '%(where)s lists a CPU twice'),
-    convert=lambda v: tuple(sorted(v)))
+    convert=lambda v: (schema.cpu_ranges(v) if isinstance(v, str)
+                       else tuple(sorted(v))))
 INPUT_SCHEMA = {
     'objective': (schema.Check(
         lambda v: v in OBJECTIVES,
@@ -193,8 +200,11 @@ def input_from_dict(doc):
         top = schema.fields(doc, INPUT_SCHEMA, '')
         domains, owner = _domains_from_list(top['domains'])
         vms = []
+        # Pins known to lie in domains: a floating VM's vCPUs repeat the
+        # same set (the whole host), checked once.
+        inside = set()
         for n, v in enumerate(top['vms']):
-            vms.append(_vm_from_dict(v, 'vms[%d]' % n, owner))
+            vms.append(_vm_from_dict(v, 'vms[%d]' % n, owner, inside))
             if sum(1 for x in vms if x.id == vms[-1].id) > 1:
                 raise _bad('duplicate VM id %r' % vms[-1].id)
     return PlanInput(domains=domains, vms=tuple(vms),
@@ -224,7 +234,7 @@ def _domains_from_list(raw):
     return tuple(domains), owner
 
 
-def _vm_from_dict(v, where, owner):
+def _vm_from_dict(v, where, owner, inside):
     _OBJECT.check(v, None, where)
     schema.only_keys(v, ('id',) + tuple(VM_SCHEMA), where, _UNKNOWN)
     vm_id = schema.fields(v, _ID_SCHEMA, where)['id']
@@ -238,10 +248,12 @@ def _vm_from_dict(v, where, owner):
             raise _bad('%s: vCPU %d out of range (vcpus %d)'
                        % (where, index, vcpus))
         pins = _CPUS.check(cpus, None, '%s vCPU %d' % (where, index))
-        stray = [c for c in pins if c not in owner]
-        if stray:
-            raise _bad('%s vCPU %d: CPU %d is in no domain'
-                       % (where, index, stray[0]))
+        if pins not in inside:
+            stray = [c for c in pins if c not in owner]
+            if stray:
+                raise _bad('%s vCPU %d: CPU %d is in no domain'
+                           % (where, index, stray[0]))
+            inside.add(pins)
         current[index] = pins
     return VM(id=vm_id, vcpus=vcpus, workload=values['workload'],
               current=current, movable=values['movable'])

@@ -42,10 +42,12 @@ class FieldTableTest(testtools.TestCase):
     def test_cpu_lists(self):
         cpus = schema.CpuList()
         self.assertEqual((1, 3), cpus.check([3, 1], 'w'))
+        self.assertEqual((1, 3, 4), cpus.check('3-4,1', 'w'))
         for value, message in (([True], 'True is not a pCPU number'),
                                ([limits.MAX_CPUS], '8192 is not a pCPU'),
                                ([2, 2], 'duplicate pCPU(s) [2]'),
-                               ('0-3', 'must be a list of pCPU numbers')):
+                               ('0-3,3', 'is not a CPU list such as'),
+                               (3, 'must be a list of pCPU numbers')):
             e = self.assertRaises(schema.SchemaError, cpus.check, value, 'w')
             self.assertIn(message, str(e))
 

@@ -15,6 +15,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
+from nova_cacheaware.contracts import schema
+from nova_cacheaware.contracts import vcpu_affinity
 from nova_cacheaware import exception
 from nova_cacheaware.policy import allshare_replan
 from nova_cacheaware.policy import balloon_default
@@ -114,6 +116,30 @@ def outcome(parse, doc):
         return 'crash', type(e).__name__
 
 
+def _as_lists(doc):
+    """``doc`` with the valid cpulist strings of a plan input as lists."""
+    doc = copy.deepcopy(doc)
+
+    def listed(value):
+        cpus = schema.cpu_ranges(value) if isinstance(value, str) else None
+        return list(cpus) if cpus else value
+    if not isinstance(doc, dict):
+        return doc
+    for domain in _items(doc.get('domains')):
+        if isinstance(domain, dict) and 'cpus' in domain:
+            domain['cpus'] = listed(domain['cpus'])
+    for vm in _items(doc.get('vms')):
+        current = vm.get('current') if isinstance(vm, dict) else None
+        if isinstance(current, dict):
+            for key in current:
+                current[key] = listed(current[key])
+    return doc
+
+
+def _items(value):
+    return value if isinstance(value, list) else ()
+
+
 class SameAsOldWalkerTest(testtools.TestCase):
 
     def _same(self, new, old, data, base):
@@ -123,8 +149,14 @@ class SameAsOldWalkerTest(testtools.TestCase):
     @settings(max_examples=400, deadline=None)
     @given(st.data())
     def test_plan_input(self, data):
-        self._same(cachedomain_model.input_from_dict,
-                   old_cachedomain.input_from_dict, data, PLAN_INPUT)
+        # CPU sets may now be cpulist strings: the old walker sees the
+        # lists they stand for, and a bad string gets its own line.
+        doc = mutate(data, PLAN_INPUT, data.draw(st.integers(0, 4)))
+        new = outcome(cachedomain_model.input_from_dict, doc)
+        old = outcome(old_cachedomain.input_from_dict, _as_lists(doc))
+        if new != old:
+            self.assertEqual(('bad', 'bad'), (new[0], old[0]), doc)
+            self.assertIn('must be a CPU list such as', new[1], doc)
 
     @settings(max_examples=400, deadline=None)
     @given(st.data())
@@ -217,6 +249,12 @@ class MessageTableTest(testtools.TestCase):
              'domains[0] "cpus" must hold CPU ids (integers 0..8191)'),
             (_edit(p, 'domains', 0, cpus=[0, 0]),
              'domains[0] "cpus" lists a CPU twice'),
+            (_edit(p, 'domains', 0, cpus='0-1,1'),
+             'domains[0] "cpus" must be a CPU list such as "0-15,32-47" '
+             'of distinct CPU ids 0..8191'),
+            (_edit(p, 'domains', 0, cpus='0-8192'),
+             'domains[0] "cpus" must be a CPU list such as "0-15,32-47" '
+             'of distinct CPU ids 0..8191'),
             (_edit(p, 'domains', 1, cpus=[1, 2]),
              "CPU 1 is in domains 'a' and 'b'"),
             (_edit(p, vms=[3]), 'vms[0] must be an object'),
@@ -358,3 +396,37 @@ class MessageTableTest(testtools.TestCase):
              "VM 'a': used + cache + free exceed memory_mib"),
             (_edit(b, 'vms', 1, id='a'), 'input: duplicate VM id(s): a'),
         ])
+
+
+class CpuListStringsTest(testtools.TestCase):
+    """Replay inputs take CPU sets as cpulist strings too (Nova's form)."""
+
+    def test_plan_input_same_with_ranges(self):
+        compact = copy.deepcopy(PLAN_INPUT)
+        compact['domains'][0]['cpus'] = '0-1'
+        compact['domains'][1]['cpus'] = '2,3'
+        compact['vms'][0]['current'] = {'0': '0-1', '1': '2'}
+        self.assertEqual(cachedomain_model.input_from_dict(PLAN_INPUT),
+                         cachedomain_model.input_from_dict(compact))
+
+    def test_pcpu_est_input_same_with_ranges(self):
+        lists = {'pcpus': [0, 1, 2, 3, 8],
+                 'vms': {'a': {'vcpus': {'0': [0, 1, 2, 3], '1': [8]}}}}
+        ranges = {'pcpus': '0-3,8',
+                  'vms': {'a': {'vcpus': {'0': '0-3', '1': '8'}}}}
+        self.assertEqual(vcpu_affinity.EstimateRequest.from_dict(lists),
+                         vcpu_affinity.EstimateRequest.from_dict(ranges))
+        for bad in ('0-3,3', '3-1', 'x', '0-8192', '1,,2'):
+            ranges['vms']['a']['vcpus']['0'] = bad
+            e = self.assertRaises(exception.InvalidInput,
+                                  vcpu_affinity.EstimateRequest.from_dict,
+                                  ranges)
+            self.assertIn('is not a CPU list such as "0-15,32-47"', str(e))
+
+    def test_cpu_ranges(self):
+        table = [('', ()), ('0', (0,)), ('0-2,5', (0, 1, 2, 5)),
+                 ('5,0-2', (0, 1, 2, 5)), ('8191', (8191,)),
+                 ('0-2,2', None), ('2-1', None), ('-1', None), ('a', None),
+                 ('0 -2', None), ('8192', None), ('1,', None), ('١', None)]
+        for text, cpus in table:
+            self.assertEqual(cpus, schema.cpu_ranges(text), text)
