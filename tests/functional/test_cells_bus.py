@@ -12,8 +12,11 @@ as an API-level nova.conf:
   bus the schedulers listen on: the cell host's state reaches them, and
   nothing of ours goes to the cell bus;
 * without it the state is delivered (the agent sees no error) to the cell
-  bus, where no scheduler listens; the scheduler never sees that host
-  (doc/source/admin/cells.rst).
+  bus, where no scheduler listens; the scheduler never sees that host;
+* the scheduler workers share their claims on their own bus;
+* a dedicated notification bus works the same way;
+* on the API-level bus, an agent user may be limited to the state's
+  routing key (doc/source/admin/cells.rst has the permissions).
 
 Each test deletes its vhosts, and with them every queue and exchange the
 test caused to be declared.
@@ -21,12 +24,15 @@ test caused to be declared.
 
 import functools
 import os
+import re
 import subprocess
 import time
 import urllib.parse
 import uuid
 
+import amqp
 import fixtures
+import kombu
 from oslo_config import fixture as config_fixture
 import oslo_messaging
 
@@ -73,9 +79,12 @@ def rabbitmqctl(*args):
         return subprocess.CompletedProcess(args, 1, '', str(e))
 
 
-def url(vhost):
-    """The transport URL of ``vhost`` on the test's RabbitMQ."""
-    return bus.RABBIT_URL.rstrip('/') + '/' + vhost
+def url(vhost, credentials=None, scheme='rabbit'):
+    """The URL of ``vhost`` on the test's RabbitMQ (as another user)."""
+    parts = urllib.parse.urlsplit(bus.RABBIT_URL)
+    netloc = parts.netloc if credentials is None else '%s:%s@%s:%s' % (
+        credentials + (parts.hostname, parts.port))
+    return '%s://%s/%s' % (scheme, netloc, vhost)
 
 
 class CellsBusTest(base.FunctionalTestCase):
@@ -132,16 +141,16 @@ class CellsBusTest(base.FunctionalTestCase):
 
     # -- a compute node of cell 1 ------------------------------------------
 
-    def agent(self, host, notification_vhost=None):
+    def agent(self, host, notification_url=None):
         """The publisher nova-cacheaware-agent builds from its file.
 
         The file is a cell compute's: ``[DEFAULT] transport_url`` is the
         cell bus (copied from nova-compute's nova.conf).
         """
         text = ('[DEFAULT]\ntransport_url = %s\n' % url(self.cell))
-        if notification_vhost:
+        if notification_url:
             text += ('[oslo_messaging_notifications]\ntransport_url = %s\n'
-                     % url(notification_vhost))
+                     % notification_url)
         text += ('[agent]\nnotifications = true\nhost = %s\n'
                  'state_heartbeat_s = %s\n'
                  '[cacheaware_scheduler]\nhost_state_topic = %s\n'
@@ -232,7 +241,7 @@ class CellsBusTest(base.FunctionalTestCase):
 
     def test_cell_agent_reaches_the_api_level_scheduler(self):
         cache = self.scheduler()
-        agent = self.agent('cell1-cn-1', notification_vhost=self.api)
+        agent = self.agent('cell1-cn-1', url(self.api))
         self.assertTrue(agent.publish(REPORT))
         self.assertStateOf('cell1-cn-1', cache)
         self.assertIsNone(live_state.ineligible_reason(cache, 'cell1-cn-1'))
@@ -253,7 +262,7 @@ class CellsBusTest(base.FunctionalTestCase):
         self.assertIsNone(live_state.ineligible_reason(cache, 'cell1-cn-2'))
 
         # An agent of the same cell that names the API-level bus is heard.
-        good = self.agent('cell1-cn-1', notification_vhost=self.api)
+        good = self.agent('cell1-cn-1', url(self.api))
         self.assertTrue(good.publish(REPORT))
         self.assertStateOf('cell1-cn-1', cache)
         # Past warm-up (ttl / 2), that agent heard all along, the host
@@ -269,7 +278,7 @@ class CellsBusTest(base.FunctionalTestCase):
     def test_scheduler_workers_share_claims_on_the_api_level_bus(self):
         cache_a = self.scheduler()
         cache_b, ledger_b = self.second_worker()
-        agent = self.agent('cell1-cn-1', notification_vhost=self.api)
+        agent = self.agent('cell1-cn-1', url(self.api))
         self.assertTrue(agent.publish(REPORT))
         for cache in (cache_a, cache_b):
             self.assertStateOf('cell1-cn-1', cache)
@@ -294,7 +303,7 @@ class CellsBusTest(base.FunctionalTestCase):
         # in every service's [oslo_messaging_notifications].
         notify = self.vhost('notify')
         cache = self.scheduler(notification_vhost=notify)
-        agent = self.agent('cell1-cn-1', notification_vhost=notify)
+        agent = self.agent('cell1-cn-1', url(notify))
         self.assertTrue(agent.publish(REPORT))
         self.assertStateOf('cell1-cn-1', cache)
         self.assertQueues({}, self.cell)
@@ -303,3 +312,35 @@ class CellsBusTest(base.FunctionalTestCase):
         # (<topic>.info) keeps every state (doc/source/admin/cells.rst).
         self.assertQueues({notifications.process_pool_name(self.prefix): 0,
                            '%s.info' % self.topic: 1}, notify)
+
+    def test_an_agent_user_that_may_send_the_state_only(self):
+        # The API-level bus carries Nova's RPC on the same exchange (nova):
+        # the agents' user may declare, bind and publish <topic>.info only
+        # (doc/source/admin/cells.rst).
+        user = 'ca_agent_%s' % self.run_id
+        password = uuid.uuid4().hex
+        self.assertEqual(0, rabbitmqctl('add_user', user, password).returncode)
+        self.addCleanup(rabbitmqctl, 'delete_user', user)
+        state = re.escape('%s.info' % self.topic)
+        for args in (('set_permissions', '-p', self.api, user,
+                      '^(nova|%s)$' % state, '^(nova|%s)$' % state, '^nova$'),
+                     ('set_topic_permissions', '-p', self.api, user, 'nova',
+                      '^%s$' % state, '^%s$' % state)):
+            done = rabbitmqctl(*args)
+            self.assertEqual(0, done.returncode, done.stderr)
+        cache = self.scheduler()
+        agent = self.agent('cell1-cn-1', url(self.api, (user, password)))
+        self.assertTrue(agent.publish(REPORT))
+        self.assertStateOf('cell1-cn-1', cache)
+        # A call to nova-scheduler's RPC topic is refused.
+        with kombu.Connection(url(self.api, (user, password), 'amqp'),
+                              connect_timeout=5) as conn:
+            nova = kombu.Exchange('nova', type='topic', durable=False)
+
+            def call_the_scheduler():
+                conn.Producer(exchange=nova).publish(
+                    {}, routing_key='scheduler')
+                conn.drain_events(timeout=5)
+            e = self.assertRaises(amqp.exceptions.AccessRefused,
+                                  call_the_scheduler)
+        self.assertIn("topic 'scheduler'", str(e))
