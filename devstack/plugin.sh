@@ -88,7 +88,12 @@ function configure_nova_cacheaware_agent {
     sudo install -d -o "$STACK_USER" "$NOVA_CACHEAWARE_CONF_DIR"
     touch "$conf"
     iniset "$conf" DEFAULT debug "$ENABLE_DEBUG_LOG_LEVEL"
-    iniset "$conf" DEFAULT transport_url "$(get_transport_url)"
+    # The state goes to the bus nova-scheduler listens on: the notification
+    # bus DevStack writes into nova.conf, never the compute's own bus (with
+    # CELLSV2_SETUP=superconductor, DevStack's default, that is its cell's).
+    # The agent makes no RPC call, so it has no [DEFAULT] transport_url.
+    iniset "$conf" oslo_messaging_notifications transport_url \
+        "$(get_notification_url)"
     iniset "$conf" oslo_messaging_notifications driver messagingv2
     iniset "$conf" agent libvirt_uri "qemu:///system"
     # Declared workloads from the flavors; report to Placement and the

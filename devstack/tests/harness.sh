@@ -46,7 +46,7 @@ function iniset { "${INI[@]}" set "$@"; }
 function iniget { "${INI[@]}" get "$@"; }
 function iniadd { "${INI[@]}" add "$@"; }
 function iniget_multiline { "${INI[@]}" get_multi "$@"; }
-function get_transport_url { echo "rabbit://stackrabbit:secretpw@127.0.0.1:5672/"; }
+function get_notification_url { echo "rabbit://stackrabbit:secretpw@127.0.0.1:5672/"; }
 function setup_develop { echo "setup_develop $*" >> "$CALLS"; }
 function run_process { echo "run_process $*" >> "$CALLS"; }
 function stop_process { echo "stop_process $*" >> "$CALLS"; }

@@ -111,6 +111,15 @@ class DevstackPluginTest(base.FunctionalTestCase):
         from nova_cacheaware.agent import capability
         self.assertLessEqual(set(conf.agent.capabilities),
                              set(capability.available()))
+        # The state goes to DevStack's notification bus (where
+        # nova-scheduler listens), never to the compute's cell bus.
+        from nova_cacheaware.agent import notify
+        notify.notification_transport(conf).cleanup()   # registers options
+        self.assertEqual('rabbit://stackrabbit:secretpw@127.0.0.1:5672/',
+                         conf.oslo_messaging_notifications.transport_url)
+        # No [DEFAULT] transport_url: the agent makes no RPC call.
+        self.assertEqual(cfg.Locations.opt_default,
+                         conf.get_location('transport_url').location)
         from keystoneauth1 import loading as ks_loading
         for group in ('nova', 'placement'):
             self.assertEqual('Password', type(
