@@ -116,7 +116,11 @@ class HostStateCache:
         return True
 
     def _fresh(self, host, now):
-        """``(received, state)`` of a host's fresh state, or None."""
+        """``(confirmed, state)`` of a host's fresh state, or None.
+
+        Confirmed: when the state was received, or a heartbeat naming its
+        generation was, whichever is later.
+        """
         entry = self._states.get(host)
         if entry is None:
             return None
@@ -129,7 +133,7 @@ class HostStateCache:
                     return None
                 if beat[1] == generation:
                     confirmed = max(confirmed, beat[0])
-        return None if now - confirmed > self._ttl else entry
+        return None if now - confirmed > self._ttl else (confirmed, entry[1])
 
     def _track_arrivals(self, previous, state, now):
         # Under the lock.
@@ -168,10 +172,13 @@ class HostStateCache:
         return None if entry is None else entry[1]
 
     def received(self, host):
-        """When the host's fresh state was received (this cache's clock).
+        """When the host's fresh state was last known current.
 
-        None when :meth:`get` gives no state. A heartbeat confirms a state
-        but does not make it newer: claims are judged against this.
+        This cache's clock: when the state was received, or confirmed by a
+        heartbeat naming its generation (the agent's state then still
+        lacked whatever it lacks). None when :meth:`get` gives no state.
+        Claims are judged against this: one that a state current this
+        long after it still does not list did not stick.
         """
         entry = self._fresh(host, self._clock())
         return None if entry is None else entry[0]

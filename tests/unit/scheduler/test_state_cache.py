@@ -146,8 +146,8 @@ class HeartbeatTest(testtools.TestCase):
             self.clock.now += 50
             self.assertTrue(self.cache.heartbeat(beat('h1', 5)))
             self.assertEqual(gen('h1', 0, 5), self.cache.get('h1'))
-        # Claims are judged against when the state came, not the beat.
-        self.assertEqual(1000.0, self.cache.received('h1'))
+        # Claims are judged against when the state was last confirmed.
+        self.assertEqual(1200.0, self.cache.received('h1'))
         self.clock.now += 61
         self.assertIsNone(self.cache.get('h1'))
         self.assertEqual(1, self.cache.prune())
