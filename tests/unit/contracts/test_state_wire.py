@@ -292,3 +292,54 @@ class LevelsTest(testtools.TestCase):
             'b': pcpu_est.VMAffinity(vcpus={0: (1, 2)})}, pcpus=(0, 1, 2))
         self.assertEqual((3, ((1, 2, 2), (1, 1, 1))),
                          pcpu_headroom.share_levels(req))
+
+
+def named_host(name):
+    """Named topologies of the region, in both provider models."""
+    shapes = {
+        # (domains, CPUs per domain, VMs, per-domain providers)
+        'epyc-16xL3-200vms-host-model': (16, 8, 200, False),
+        'epyc-16xL3-16vms-domain-model': (16, 8, 16, True),
+        'epyc-32xL3-200vms-domain-model': (32, 8, 200, True),
+        'e-core-clusters-4x4-200vms-host-model': (4, 4, 200, False),
+        'shared-l2-pairs-16vms-domain-model': (8, 2, 16, True),
+    }
+    domains, width, vms, per_domain = shapes[name]
+    state = region_host(domains, vms, seed=len(name))
+    affinity = pcpu_est.EstimateRequest(
+        vms={u: pcpu_est.VMAffinity(vcpus={0: tuple(range(domains * width)),
+                                           1: tuple(range(width))})
+             for u in sorted(state.instance_uuids)[:24]},
+        pcpus=tuple(range(domains * width)))
+    return hs.HostCacheState(
+        host=state.host, timestamp=T0, agent_healthy=True,
+        generation=state.generation,
+        host_provider=None if per_domain else state.host_provider,
+        domains=tuple(hs.DomainState(
+            d.id, d.state, d.memory_bound_vms, width,
+            'rp-%s' % d.id if per_domain else None, d.vcpus_used,
+            vcpus_capacity=d.vcpus_capacity, clean_holders=d.clean_holders,
+            required_holders=int(i % 3 == 0))
+            for i, d in enumerate(state.domains)),
+        vms=state.vms, vcpu_affinity=affinity,
+        pcpu_levels=notify._pcpu_levels(affinity))
+
+
+class NamedTopologiesTest(testtools.TestCase):
+    """Same decisions on 1.5 and 2.0, table over named hosts."""
+
+    NAMES = ('epyc-16xL3-200vms-host-model', 'epyc-16xL3-16vms-domain-model',
+             'epyc-32xL3-200vms-domain-model',
+             'e-core-clusters-4x4-200vms-host-model',
+             'shared-l2-pairs-16vms-domain-model')
+
+    def test_every_named_host(self):
+        for name in self.NAMES:
+            state = named_host(name)
+            old = sched_hs.from_payload(json.loads(json.dumps(
+                sw.render_state(state, '1.5'))))
+            new = sched_hs.from_payload(json.loads(json.dumps(
+                sw.to_compact(state))))
+            self.assertEqual(decisions(old), decisions(new), name)
+            # The weigher has something to weigh on every host.
+            self.assertIsNotNone(new.pcpu_headroom, name)
