@@ -169,28 +169,26 @@ LEVELS = schema.Obj({
                    and all(_is_count(x) for x in v) and v[1] > 0),
         '%(key)s must be [numerator, denominator >= 1, vCPUs]'), _LIST), ()),
 }, 'pcpu_levels must be an object')
-PAYLOAD = schema.Obj({
-    'host': (_TEXT, schema.AS_NULL),
-    'timestamp': (_TEXT, schema.AS_NULL),
-    'generation': (_COUNT, schema.AS_NULL),
-    'agent_healthy': (schema.Check(schema.is_bool, '%(key)s must be a bool'),
-                      schema.AS_NULL),
-    'instances': (schema.Check(lambda v: isinstance(v, str),
-                               '%(key)s must be a string'), ''),
-    'domains': (schema.ListOf(DOMAIN, _LIST), ()),
-    'host_provider': (_OPTIONAL_TEXT, None),
-    'available_pcpus': (host_state.OPTIONAL_AMOUNT, None),
-    'storming_vms': (_OPTIONAL_COUNT, None),
-    'pcpu_levels': (schema.Check(lambda v: v is None or isinstance(v, dict),
-                                 'pcpu_levels must be an object'), None),
-})
-HEARTBEAT = schema.Obj({
-    'version': (_TEXT, schema.AS_NULL),
+#: What a state and a heartbeat both say of their sender.
+_SENDER = {
     'host': (_TEXT, schema.AS_NULL),
     'generation': (_COUNT, schema.AS_NULL),
     'agent_healthy': (schema.Check(schema.is_bool, '%(key)s must be a bool'),
                       schema.AS_NULL),
-}, 'payload must be an object')
+}
+PAYLOAD = schema.Obj(dict(
+    _SENDER,
+    timestamp=(_TEXT, schema.AS_NULL),
+    instances=(schema.Check(lambda v: isinstance(v, str),
+                            '%(key)s must be a string'), ''),
+    domains=(schema.ListOf(DOMAIN, _LIST), ()),
+    host_provider=(_OPTIONAL_TEXT, None),
+    available_pcpus=(host_state.OPTIONAL_AMOUNT, None),
+    storming_vms=(_OPTIONAL_COUNT, None),
+    pcpu_levels=(schema.Check(lambda v: v is None or isinstance(v, dict),
+                              'pcpu_levels must be an object'), None)))
+HEARTBEAT = schema.Obj(dict(_SENDER, version=(_TEXT, schema.AS_NULL)),
+                       'payload must be an object')
 
 
 def from_compact(payload):
