@@ -9,6 +9,7 @@ output, ``{"vms": {name: {"available_pcpus", "recommended_vcpus",
 
 import dataclasses
 
+from nova_cacheaware.contracts import cpu_sets
 from nova_cacheaware.contracts import schema
 from nova_cacheaware import exception
 
@@ -108,7 +109,7 @@ class EstimateResult:
                         for n, e in doc['vms'].items()})
 
 
-_CPUS = schema.CpuList()
+_CPUS = cpu_sets.CpuList()
 
 
 def _request(doc):

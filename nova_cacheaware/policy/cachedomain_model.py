@@ -18,6 +18,7 @@ import functools
 import math
 import typing as ty
 
+from nova_cacheaware.contracts import cpu_sets
 from nova_cacheaware.contracts import limits
 from nova_cacheaware.contracts import schema
 from nova_cacheaware import exception
@@ -134,7 +135,7 @@ _CPUS = schema.All(
         isinstance(v, str) and bool(v)),
         '%(where)s must be a non-empty list of CPU ids'),
     schema.Check(lambda v: not isinstance(v, str)
-                 or schema.cpu_ranges(v) is not None,
+                 or cpu_sets.cpu_ranges(v) is not None,
                  '%%(where)s must be a CPU list such as "0-15,32-47" of '
                  'distinct CPU ids 0..%d' % (limits.MAX_CPUS - 1)),
     schema.Check(lambda v: isinstance(v, str)
@@ -143,7 +144,7 @@ _CPUS = schema.All(
                  % (limits.MAX_CPUS - 1)),
     schema.Check(lambda v: isinstance(v, str) or len(set(v)) == len(v),
                  '%(where)s lists a CPU twice'),
-    convert=lambda v: (schema.cpu_ranges(v) if isinstance(v, str)
+    convert=lambda v: (cpu_sets.cpu_ranges(v) if isinstance(v, str)
                        else tuple(sorted(v))))
 INPUT_SCHEMA = {
     'objective': (schema.Check(

@@ -4,6 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 import testtools
 
+from nova_cacheaware.contracts import cpu_sets
 from nova_cacheaware.contracts import limits
 from nova_cacheaware.contracts import schema
 
@@ -40,7 +41,7 @@ class FieldTableTest(testtools.TestCase):
                          str(e))
 
     def test_cpu_lists(self):
-        cpus = schema.CpuList()
+        cpus = cpu_sets.CpuList()
         self.assertEqual((1, 3), cpus.check([3, 1], 'w'))
         self.assertEqual((1, 3, 4), cpus.check('3-4,1', 'w'))
         for value, message in (([True], 'True is not a pCPU number'),
@@ -137,7 +138,7 @@ class FastPathTest(testtools.TestCase):
                               st.booleans(), st.floats(0, 4)),
                     max_size=6))
     def test_same_answer_as_check(self, value):
-        cpus = schema.CpuList()
+        cpus = cpu_sets.CpuList()
         try:
             want = cpus.check(value, 'w')
         except schema.SchemaError as e:

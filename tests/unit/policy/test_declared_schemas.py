@@ -15,7 +15,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
-from nova_cacheaware.contracts import schema
+from nova_cacheaware.contracts import cpu_sets
 from nova_cacheaware.contracts import vcpu_affinity
 from nova_cacheaware import exception
 from nova_cacheaware.policy import allshare_replan
@@ -121,7 +121,7 @@ def _as_lists(doc):
     doc = copy.deepcopy(doc)
 
     def listed(value):
-        cpus = schema.cpu_ranges(value) if isinstance(value, str) else None
+        cpus = cpu_sets.cpu_ranges(value) if isinstance(value, str) else None
         return list(cpus) if cpus else value
     if not isinstance(doc, dict):
         return doc
@@ -429,4 +429,4 @@ class CpuListStringsTest(testtools.TestCase):
                  ('0-2,2', None), ('2-1', None), ('-1', None), ('a', None),
                  ('0 -2', None), ('8192', None), ('1,', None), ('١', None)]
         for text, cpus in table:
-            self.assertEqual(cpus, schema.cpu_ranges(text), text)
+            self.assertEqual(cpus, cpu_sets.cpu_ranges(text), text)
