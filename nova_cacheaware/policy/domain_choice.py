@@ -217,18 +217,13 @@ def assign_domains(capacity, instances, base=None):
     same one - except that instances holding a Clean slot go first:
     Placement admitted each of them against a free Clean place, and an
     instance that holds none (claimed a moment earlier, first in Nova's
-    order) must not take that place from them. ``None``: no domain it may
-    join has room (it stays on Nova's CPUs; two claims raced for the last
-    room between two agent syncs), see :func:`closed_to`.
+    order) must not take that place from them. Where one already did, in
+    an earlier pass, it yields the place (:func:`_displace`). ``None``: no
+    domain it may join has room (it stays on Nova's CPUs; two claims raced
+    for the last room between two agent syncs), see :func:`closed_to`.
     """
     out = {}
-    used = {d: 0 for d in capacity}
-    memory = {d: 0 for d in capacity}
-    required = {d: 0 for d in capacity}
-    for domain, (vcpus, memory_bound) in (base or {}).items():
-        if domain in capacity:
-            used[domain] += vcpus
-            memory[domain] += memory_bound
+    tally = _Tally(capacity, base)
     fresh = []
     for vm in sorted(instances,
                      key=lambda vm: (not vm.holds_slot,) + arrival_key(vm)):
@@ -236,27 +231,107 @@ def assign_domains(capacity, instances, base=None):
             vm.current if vm.current in capacity else None)
         if home is None:
             fresh.append(vm)
-            continue
-        out[vm.uuid] = home
-        used[home] += vm.vcpus
-        memory[home] += int(vm.memory_bound)
-        required[home] += int(vm.clean_required)
-    for vm in fresh:
-        loads = [DomainLoad(provider=d, memory_bound=memory[d],
-                            vcpus_used=used[d], vcpus_total=capacity[d],
-                            holds_required=required[d] > 0)
-                 for d in sorted(capacity)]
-        order = order_domains(loads, vm.vcpus, vm.memory_bound, vm.uuid)
+        else:
+            out[vm.uuid] = home
+            tally.add(vm, home)
+    yielding = set()
+    while fresh:
+        vm = fresh.pop(0)
+        order = order_domains(tally.loads(), vm.vcpus, vm.memory_bound,
+                              vm.uuid)
+        if vm.uuid in yielding:
+            # It gave its place to a slot holder: joining another one would
+            # only move the Dirt. Beside instances without a slot, or none.
+            order = [d for d in order if not any(
+                m.holds_slot and m.memory_bound for m in tally.members[d])]
         first = order[0] if order else None
-        if (first is None or used[first] + vm.vcpus > capacity[first]
-                or closed_to(vm, memory[first], required[first])):
-            out[vm.uuid] = None
-            continue
+        if first is not None and not tally.may_join(vm, first):
+            first = None
+        # Not Clean there: a place a slot-less instance took comes first.
+        yielded = (_displace(tally, vm) if first is None
+                   or tally.memory[first] else None)
+        if yielded is not None:
+            first, leaving = yielded
+            tally.remove(leaving, first)
+            out[leaving.uuid] = None
+            yielding.add(leaving.uuid)
+            fresh.append(dataclasses.replace(leaving, previous=None,
+                                             current=None))
         out[vm.uuid] = first
-        used[first] += vm.vcpus
-        memory[first] += int(vm.memory_bound)
-        required[first] += int(vm.clean_required)
+        if first is not None:
+            tally.add(vm, first)
     return out
+
+
+class _Tally:
+    """The domains' load while :func:`assign_domains` places instances."""
+
+    def __init__(self, capacity, base):
+        self.capacity = capacity
+        self.used = {d: 0 for d in capacity}
+        self.memory = {d: 0 for d in capacity}
+        self.required = {d: 0 for d in capacity}
+        self.members = {d: [] for d in capacity}
+        for domain, (vcpus, memory_bound) in (base or {}).items():
+            if domain in capacity:
+                self.used[domain] += vcpus
+                self.memory[domain] += memory_bound
+
+    def loads(self):
+        """The :class:`DomainLoad` of every domain, in id order."""
+        return [DomainLoad(provider=d, memory_bound=self.memory[d],
+                           vcpus_used=self.used[d],
+                           vcpus_total=self.capacity[d],
+                           holds_required=self.required[d] > 0)
+                for d in sorted(self.capacity)]
+
+    def may_join(self, vm, domain, leaving=None):
+        """Room for ``vm`` in ``domain`` (without ``leaving``), not closed."""
+        used, memory = self.used[domain], self.memory[domain]
+        if leaving is not None:
+            used -= leaving.vcpus
+            memory -= int(leaving.memory_bound)
+        return (used + vm.vcpus <= self.capacity[domain]
+                and not closed_to(vm, memory, self.required[domain]))
+
+    def add(self, vm, domain, sign=1):
+        """Count ``vm`` in ``domain`` (``sign`` -1: no longer)."""
+        if sign > 0:
+            self.members[domain].append(vm)
+        else:
+            self.members[domain].remove(vm)
+        self.used[domain] += sign * vm.vcpus
+        self.memory[domain] += sign * int(vm.memory_bound)
+        self.required[domain] += sign * int(vm.clean_required)
+
+    def remove(self, vm, domain):
+        """``vm`` leaves ``domain``."""
+        self.add(vm, domain, sign=-1)
+
+
+def _displace(tally, vm):
+    """``(domain, instance)``: a Clean place ``vm`` may take from it, or None.
+
+    Only for a memory-bound ``vm`` holding a slot (Placement counted a
+    Clean place for it): a domain whose one memory-bound instance holds
+    no slot and is not ``required`` (it took the place between two agent
+    syncs), where ``vm`` fits once that instance leaves. That instance is
+    then placed again like a new one, but only beside instances that hold
+    no slot (it may share a domain, as ``preferred`` and ``auto`` allow,
+    not with a slot holder: that would only move the Dirt), or waits on
+    Nova's CPUs. The domain of the lowest id is taken, so that every pass
+    chooses the same.
+    """
+    if not (vm.memory_bound and vm.holds_slot):
+        return None
+    for domain in sorted(tally.capacity):
+        bound = [m for m in tally.members[domain] if m.memory_bound]
+        if (tally.memory[domain] == 1 and len(bound) == 1
+                and not bound[0].holds_slot
+                and not bound[0].clean_required
+                and tally.may_join(vm, domain, leaving=bound[0])):
+            return domain, bound[0]
+    return None
 
 
 def closed_to(vm, memory_bound, required):

@@ -361,6 +361,41 @@ class ClaimOrderTest(testtools.TestCase):
         self.assertEqual('L3-1', dc.assign_domains(capacity, held,
                                                    base)['r'])
 
+    def test_a_slot_holder_takes_back_a_place_a_slot_less_one_took(self):
+        # No Empty domain left: 'p' (no slot) took L3-0 in an earlier
+        # pass, 's' holds L3-1's slot, 'q' (no slot) L3-2. A new slot
+        # holder takes L3-0 back; 'p' is placed again like a new instance,
+        # but only beside instances without a slot.
+        capacity = {'L3-0': 2, 'L3-1': 2, 'L3-2': 2}
+        kept = [_held('p', 1, True, previous='L3-0'),
+                _held('s', 1, True, previous='L3-1', slot=True),
+                _held('q', 1, True, previous='L3-2')]
+        for new in (_held('n', 1, True, required=True, slot=True),
+                    _held('n', 1, True, slot=True)):
+            self.assertEqual(
+                {'p': 'L3-2', 'q': 'L3-2', 's': 'L3-1', 'n': 'L3-0'},
+                dc.assign_domains(capacity, kept + [new]))
+        kept.pop()
+        capacity.pop('L3-2')
+        # Without a slot, or against a slot holder or a required one,
+        # nobody yields.
+        out = dc.assign_domains(capacity, kept + [_held('n', 1, True)])
+        self.assertEqual(('L3-0', 'L3-1'), (out['p'], out['s']))
+        self.assertIn(out['n'], capacity)
+        held = [_held('p', 1, True, previous='L3-0', slot=True),
+                _held('r', 1, True, previous='L3-1', required=True,
+                      slot=True),
+                _held('n', 1, True, slot=True)]
+        self.assertEqual({'p': 'L3-0', 'r': 'L3-1', 'n': 'L3-0'},
+                         dc.assign_domains(capacity, held))
+        # The one yielding waits on Nova's CPUs where it may join nothing.
+        held = [_held('p', 1, True, previous='L3-0'),
+                _held('r', 1, True, previous='L3-1', required=True,
+                      slot=True),
+                _held('n', 1, True, required=True, slot=True)]
+        self.assertEqual({'p': None, 'r': 'L3-1', 'n': 'L3-0'},
+                         dc.assign_domains(capacity, held))
+
     def test_replay_document_carries_the_order(self):
         held = [_held('a', 2, True, order=12), _held('b', 1)]
         doc = dcd.choice_to_dict({'L3-0': 4}, held)
@@ -446,11 +481,25 @@ class AssignDomainsPropertiesTest(testtools.TestCase):
                       order=i)
                 for i, (v, m, r, s) in enumerate(vms)]
         out = dc.assign_domains(capacity, held)
-        for domain in capacity:
-            inside = [vm for vm in held if out[vm.uuid] == domain]
-            if any(vm.clean_required for vm in inside):
+        inside = {d: [vm for vm in held if out[vm.uuid] == d]
+                  for d in capacity}
+        for domain, there in inside.items():
+            if any(vm.clean_required for vm in there):
                 self.assertEqual(
-                    1, sum(vm.memory_bound for vm in inside), inside)
+                    1, sum(vm.memory_bound for vm in there), there)
+        # A slot holder that is not alone found no place a slot-less
+        # instance held alone and could have yielded.
+        for vm in held:
+            there = inside.get(out[vm.uuid], [])
+            if not (vm.memory_bound and vm.holds_slot) or [
+                    m for m in there if m.memory_bound] == [vm]:
+                continue
+            for domain, others in inside.items():
+                bound = [m for m in others if m.memory_bound]
+                room = capacity[domain] - sum(m.vcpus for m in others)
+                self.assertFalse(
+                    len(bound) == 1 and not bound[0].holds_slot
+                    and room + bound[0].vcpus >= vm.vcpus, (vm, domain))
 
 
 class ChoiceLoadsTest(testtools.TestCase):
