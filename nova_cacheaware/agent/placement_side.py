@@ -15,7 +15,7 @@ from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import reporting
 from nova_cacheaware.contracts import extra_specs as specs_contract
 from nova_cacheaware import exception
-from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.policy import domain_assignment
 from nova_cacheaware.policy import domain_choice_doc
 from nova_cacheaware.policy import repinning
 
@@ -55,7 +55,7 @@ class PlacementSide:
         """Resolve :data:`~.reporting.ANY_DOMAIN` (per-host model).
 
         Instances holding room of the host get a domain from
-        :func:`~nova_cacheaware.policy.domain_choice.assign_domains`, with
+        :func:`~nova_cacheaware.policy.domain_assignment.assign_domains`, with
         the scheduler's rule and seed: the one they had, else the best
         for them now. Those that fit nowhere are left out (they stay on
         Nova's CPUs, reported not All-share).
@@ -85,7 +85,7 @@ class PlacementSide:
                 continue
             wanted_clean, required = _clean_rules(
                 snapshot.specs.get(instance.uuid))
-            wanted.append(domain_choice.HostHeld(
+            wanted.append(domain_assignment.HostHeld(
                 uuid=instance.uuid, vcpus=len(instance.nova.allowed),
                 memory_bound=wanted_clean, clean_required=required,
                 holds_slot=instance.uuid in slots,
@@ -94,9 +94,10 @@ class PlacementSide:
         self._choice_input = domain_choice_doc.choice_to_dict(
             capacity, wanted, base)
         self._base = base
-        chosen = domain_choice.assign_domains(capacity, wanted, base)
-        self._choice_loads = domain_choice.choice_loads(wanted, chosen, base)
-        self._required_loads = domain_choice.required_holders(
+        chosen = domain_assignment.assign_domains(capacity, wanted, base)
+        self._choice_loads = domain_assignment.choice_loads(wanted, chosen,
+                                                            base)
+        self._required_loads = domain_assignment.required_holders(
             [vm.uuid for vm in wanted if vm.clean_required], chosen)
         self._log_choice(chosen)
         self._unplaced = {u for u, d in chosen.items() if d is None}
@@ -126,7 +127,7 @@ class PlacementSide:
         """
         if getattr(self.placement, 'last_sync', None) is None:
             return None
-        return domain_choice.required_holders(
+        return domain_assignment.required_holders(
             [uuid for uuid in held
              if _clean_rules(snapshot.specs.get(uuid))[1]], held)
 

@@ -2,13 +2,13 @@
 
 What the agent writes as ``agent.domain_choice`` in ``--dump-state`` and
 ``nova-cacheaware domain-choice`` reads back: the inputs of
-:func:`nova_cacheaware.policy.domain_choice.assign_domains`, validated and
+:func:`nova_cacheaware.policy.domain_assignment.assign_domains`, validated and
 bounded. Pure.
 """
 
 from nova_cacheaware.contracts import schema
 from nova_cacheaware import exception
-from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.policy import domain_assignment
 
 
 #: Bound on what a replay document may hold (the agent writes far less).
@@ -110,7 +110,7 @@ def _held_from_list(instances):
         if uuid in seen:
             raise bad('instance %s is listed twice' % uuid)
         seen.add(uuid)
-        held.append(domain_choice.HostHeld(uuid=uuid, **schema.fields(
+        held.append(domain_assignment.HostHeld(uuid=uuid, **schema.fields(
             raw, INSTANCE_SCHEMA, uuid)))
     return held
 

@@ -326,7 +326,7 @@ def predict_domain(loads, vcpus, memory_bound, seed):
     """The domain the agent will choose for the instance ``seed``.
 
     The agent orders the host's domains with the same policy
-    (:func:`~nova_cacheaware.policy.domain_choice.assign_domains`) and the
+    (:func:`~nova_cacheaware.policy.domain_assignment.assign_domains`) and the
     same seed, the instance uuid: with the same knowledge it picks the
     same domain.
     """

@@ -22,7 +22,7 @@ fresh live state, CPU allocation ratio 1.0):
   state, normalised from ``[-1, 1]``) for requests whose
   ``clean_wanted`` is true;
 * **the domain**: the agent's choice,
-  :func:`nova_cacheaware.policy.domain_choice.assign_domains`;
+  :func:`nova_cacheaware.policy.domain_assignment.assign_domains`;
 * **the agent** (every event and sample): the planner,
   :func:`nova_cacheaware.policy.cachedomain.plan`, with held VMs
   unmovable in their domain and the others ``memory`` when the classifier
@@ -42,6 +42,7 @@ import typing as ty
 from nova_cacheaware.api import flavor_specs
 from nova_cacheaware.contracts import extra_specs as api_specs
 from nova_cacheaware.policy import cachedomain
+from nova_cacheaware.policy import domain_assignment
 from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.scheduler import domain_order
 from nova_cacheaware.sim import classifier_trace
@@ -214,10 +215,10 @@ class Host:
         capacity = {'d%03d' % d: len(c) for d, c in enumerate(self.domains)}
         base = {'d%03d' % d: (vcpus[d], memory[d])
                 for d in range(len(self.domains))}
-        held = [domain_choice.HostHeld(
+        held = [domain_assignment.HostHeld(
             uuid=guest.vm.id, vcpus=guest.vm.vcpus,
             memory_bound=guest.req.cacheaware.clean_wanted)]
-        chosen = domain_choice.assign_domains(capacity, held, base)
+        chosen = domain_assignment.assign_domains(capacity, held, base)
         name = chosen[guest.vm.id]
         return None if name is None else int(name[1:])
 

@@ -2,13 +2,13 @@
 
 In the per-host provider model the agent chooses the cache domain of every
 instance holding room of the host
-(:func:`nova_cacheaware.policy.domain_choice.assign_domains`). Its
+(:func:`nova_cacheaware.policy.domain_assignment.assign_domains`). Its
 ``--dump-state`` writes the inputs as ``agent.domain_choice``; this command
 replays them and prints the choice.
 """
 
 from nova_cacheaware.cmd import common
-from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.policy import domain_assignment
 from nova_cacheaware.policy import domain_choice_doc
 
 NAME = 'domain-choice'
@@ -34,9 +34,9 @@ def run(args):
                 'the dump has no agent.domain_choice (the agent runs the '
                 'per-domain provider model, or holds no host room)')
     capacity, held, base = domain_choice_doc.choice_from_dict(doc)
-    chosen = domain_choice.assign_domains(capacity, held, base)
+    chosen = domain_assignment.assign_domains(capacity, held, base)
     vcpus = {i.uuid: i.vcpus for i in held}
-    room = (domain_choice.largest_room(capacity, chosen, vcpus, base)
+    room = (domain_assignment.largest_room(capacity, chosen, vcpus, base)
             if capacity else None)
     common.dump_json({'domains': dict(sorted(chosen.items())),
                       'largest_room': room})

@@ -17,7 +17,7 @@ from nova_cacheaware.agent import placement_host_report
 from nova_cacheaware.agent import placement_report
 from nova_cacheaware.agent import reporting
 from nova_cacheaware import names
-from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.policy import domain_assignment
 from nova_cacheaware.policy import domain_choice_doc
 from nova_cacheaware.scheduler import domain_order
 from tests.functional.agent import base
@@ -87,12 +87,12 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         chosen = {u: agent.last_held[u] for u in (m1, m2, c1)}
         # Each in a domain of its own (2 CPUs each), as assign_domains says.
         self.assertEqual(3, len(set(chosen.values())))
-        self.assertEqual(chosen, domain_choice.assign_domains(
+        self.assertEqual(chosen, domain_assignment.assign_domains(
             {d: 2 for d in ('L2-0', 'L2-1', 'L2-2', 'L2-3')},
             # m1 and m2 hold a Clean slot in their allocations.
-            [domain_choice.HostHeld(m1, 2, True, holds_slot=True),
-             domain_choice.HostHeld(m2, 2, True, holds_slot=True),
-             domain_choice.HostHeld(c1, 2, False)]))
+            [domain_assignment.HostHeld(m1, 2, True, holds_slot=True),
+             domain_assignment.HostHeld(m2, 2, True, holds_slot=True),
+             domain_assignment.HostHeld(c1, 2, False)]))
         cpus = {'L2-0': (0, 1), 'L2-1': (2, 3), 'L2-2': (4, 5),
                 'L2-3': (6, 7)}
         for uuid, domain in chosen.items():
@@ -137,7 +137,7 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         # Which of them hold a Clean slot, as their allocations say.
         self.assertEqual({m1: True, m2: True, c1: False, m3: False},
                          {vm.uuid: vm.holds_slot for vm in held})
-        self.assertEqual(before, domain_choice.assign_domains(
+        self.assertEqual(before, domain_assignment.assign_domains(
             capacity, held, base))
 
     def test_published_capacity_and_choice_loads_predict_the_choice(self):

@@ -20,7 +20,7 @@ from nova.tests.fixtures import libvirt as fakelibvirt
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import names
-from nova_cacheaware.policy import domain_choice
+from nova_cacheaware.policy import domain_assignment
 from nova_cacheaware.scheduler import claim_share
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import host_state
@@ -121,7 +121,7 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         at ratio 1.0, as in the injected live state).
         """
         conn = self.computes[hostname].driver._host.get_connection()
-        held = [domain_choice.HostHeld(
+        held = [domain_assignment.HostHeld(
             uuid=dom.UUIDString(), vcpus=vcpus, memory_bound=memory_bound,
             order=domain_xml.creation_order(dom.name()))
             for dom in conn.listAllDomains(
@@ -129,7 +129,7 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         self.assertNotIn(None, [vm.order for vm in held])
         capacity = {d.id: len(d.cpus)
                     for d in self.domain_sets[hostname].domains}
-        return domain_choice.assign_domains(capacity, held)
+        return domain_assignment.assign_domains(capacity, held)
 
     def _check_agent_agrees(self, keys, count, memory_bound):
         # The agent places a multi-create's instances in Nova's claim

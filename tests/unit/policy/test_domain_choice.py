@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 import testtools
 
 from nova_cacheaware import exception
+from nova_cacheaware.policy import domain_assignment as da
 from nova_cacheaware.policy import domain_choice as dc
 from nova_cacheaware.policy import domain_choice_doc as dcd
 
@@ -165,7 +166,7 @@ class PropertiesTest(testtools.TestCase):
 
 def _held(uuid, vcpus=1, memory=False, current=None, previous=None,
           order=None, required=False, slot=False):
-    return dc.HostHeld(uuid=uuid, vcpus=vcpus, memory_bound=memory,
+    return da.HostHeld(uuid=uuid, vcpus=vcpus, memory_bound=memory,
                        current=current, previous=previous, order=order,
                        clean_required=required, holds_slot=slot)
 
@@ -217,32 +218,32 @@ class AssignDomainsTest(testtools.TestCase):
     CAPACITY = {'L3-0': 8, 'L3-1': 8, 'L3-2': 8}
 
     def test_memory_bound_instances_get_empty_domains(self):
-        out = dc.assign_domains(self.CAPACITY, [
+        out = da.assign_domains(self.CAPACITY, [
             _held('a', 2, True), _held('b', 2, True), _held('c', 2, True)])
         self.assertEqual({'L3-0', 'L3-1', 'L3-2'}, set(out.values()))
 
     def test_a_fourth_memory_bound_shares_a_domain(self):
-        out = dc.assign_domains(self.CAPACITY, [
+        out = da.assign_domains(self.CAPACITY, [
             _held(u, 2, True) for u in 'abcd'])
         self.assertEqual([1, 1, 2], sorted(
             list(out.values()).count(d) for d in self.CAPACITY))
 
     def test_previous_and_current_domains_are_kept(self):
-        out = dc.assign_domains(self.CAPACITY, [
+        out = da.assign_domains(self.CAPACITY, [
             _held('a', 2, True, previous='L3-2'),
             _held('b', 2, True, current='L3-2'),
             _held('c', 8, False, previous='gone', current='L3-1')])
         self.assertEqual({'a': 'L3-2', 'b': 'L3-2', 'c': 'L3-1'}, out)
 
     def test_cpu_instances_fill_the_fullest_domain_first(self):
-        out = dc.assign_domains(self.CAPACITY, [
+        out = da.assign_domains(self.CAPACITY, [
             _held('m', 2, True, previous='L3-1'),
             _held('x', 4, False), _held('y', 2, False)])
         # Best fit keeps the Empty domains for memory-bound instances.
         self.assertEqual({'m': 'L3-1', 'x': 'L3-1', 'y': 'L3-1'}, out)
 
     def test_no_room_leaves_the_instance_unassigned(self):
-        out = dc.assign_domains({'L3-0': 4}, [
+        out = da.assign_domains({'L3-0': 4}, [
             _held('a', 4, previous='L3-0'), _held('b', 1)])
         self.assertEqual({'a': 'L3-0', 'b': None}, out)
 
@@ -253,7 +254,7 @@ class AssignDomainsTest(testtools.TestCase):
                  for d in sorted(self.CAPACITY)]
         for uuid in ('u1', 'u2', 'u3', 'u4'):
             predicted = dc.order_domains(loads, 2, True, uuid)[0]
-            self.assertEqual({uuid: predicted}, dc.assign_domains(
+            self.assertEqual({uuid: predicted}, da.assign_domains(
                 self.CAPACITY, [_held(uuid, 2, True)]))
 
     def test_base_load_counts_against_room_and_clean(self):
@@ -261,17 +262,17 @@ class AssignDomainsTest(testtools.TestCase):
         # 6 vCPUs): the memory-bound instance goes to the Empty L3-2, the
         # 4-vCPU cpu one to the fullest domain that fits (L3-0).
         base = {'L3-0': (4, 1), 'L3-1': (6, 1)}
-        out = dc.assign_domains(self.CAPACITY, [
+        out = da.assign_domains(self.CAPACITY, [
             _held('m', 2, True), _held('x', 4, False)], base)
         self.assertEqual({'m': 'L3-2', 'x': 'L3-0'}, out)
-        self.assertEqual(6, dc.largest_room(self.CAPACITY, out,
+        self.assertEqual(6, da.largest_room(self.CAPACITY, out,
                                             {'m': 2, 'x': 4}, base))
 
     def test_largest_room(self):
-        self.assertEqual(6, dc.largest_room(
+        self.assertEqual(6, da.largest_room(
             {'L3-0': 8, 'L3-1': 8}, {'a': 'L3-0', 'b': 'L3-1', 'c': None},
             {'a': 2, 'b': 3, 'c': 8}))
-        self.assertEqual(1, dc.largest_room({'L3-0': 2}, {'a': 'L3-0'},
+        self.assertEqual(1, da.largest_room({'L3-0': 2}, {'a': 'L3-0'},
                                             {'a': 2}))
 
 
@@ -285,14 +286,14 @@ class ClaimOrderTest(testtools.TestCase):
         held = [_held(u, 2, True, order=o)
                 for u, o in (('a', 10), ('b', 9), ('c', 8), ('d', 7))]
         self.assertEqual(scheduler_sequence(capacity, held),
-                         dc.assign_domains(capacity, held))
+                         da.assign_domains(capacity, held))
 
     def test_instances_without_an_order_follow_in_uuid_order(self):
         self.assertEqual(
             ['z', 'y', 'a', 'b'],
             [vm.uuid for vm in sorted(
                 [_held('a'), _held('y', order=5), _held('b'),
-                 _held('z', order=2)], key=dc.arrival_key)])
+                 _held('z', order=2)], key=da.arrival_key)])
 
     def test_a_preferred_instance_avoids_a_required_ones_domain(self):
         capacity = {'L3-0': 4, 'L3-1': 4}
@@ -300,9 +301,9 @@ class ClaimOrderTest(testtools.TestCase):
                 _held('p', 2, True, previous='L3-1')]
         for index in range(8):
             new = _held('n%d' % index, 1, True)
-            out = dc.assign_domains(capacity, kept + [new])
+            out = da.assign_domains(capacity, kept + [new])
             self.assertEqual('L3-1', out[new.uuid], index)
-            self.assertEqual({'L3-0': 1}, dc.required_holders(
+            self.assertEqual({'L3-0': 1}, da.required_holders(
                 [vm.uuid for vm in kept + [new] if vm.clean_required], out))
         # Where it is the only domain with room (two claims raced), a
         # memory-bound instance stays on Nova's CPUs rather than make the
@@ -313,15 +314,15 @@ class ClaimOrderTest(testtools.TestCase):
                             (_held('n', 1, True, slot=True), None),
                             (_held('n', 1, True, required=True), None),
                             (_held('n', 1, False), 'L3-0')):
-            self.assertEqual(domain, dc.assign_domains(
+            self.assertEqual(domain, da.assign_domains(
                 capacity, full + [new])['n'])
         # A required newcomer whose only room holds a memory-bound
         # instance waits on Nova's CPUs for a domain of its own.
         shared = [_held('p', 2, True, previous='L3-0'),
                   _held('c', 4, False, previous='L3-1')]
-        self.assertIsNone(dc.assign_domains(
+        self.assertIsNone(da.assign_domains(
             capacity, shared + [_held('n', 1, True, required=True)])['n'])
-        self.assertEqual('L3-0', dc.assign_domains(
+        self.assertEqual('L3-0', da.assign_domains(
             capacity, shared + [_held('n', 1, True)])['n'])
 
     def test_replay_document_carries_the_optional_flags(self):
@@ -350,15 +351,15 @@ class ClaimOrderTest(testtools.TestCase):
         held = [_held('a', 1, True, order=1),
                 _held('b', 1, True, order=2, slot=True)]
         self.assertEqual({'a': 'L3-0', 'b': 'L3-1'},
-                         dc.assign_domains(capacity, held, base))
+                         da.assign_domains(capacity, held, base))
         # Without the slot, Nova's claim order decides: 'a' takes it.
         held[1] = _held('b', 1, True, order=2)
-        self.assertEqual('L3-1', dc.assign_domains(capacity, held,
+        self.assertEqual('L3-1', da.assign_domains(capacity, held,
                                                    base)['a'])
         # Required instances hold their slot too.
         held = [_held('a', 1, True, order=1),
                 _held('r', 1, True, order=2, required=True, slot=True)]
-        self.assertEqual('L3-1', dc.assign_domains(capacity, held,
+        self.assertEqual('L3-1', da.assign_domains(capacity, held,
                                                    base)['r'])
 
     def test_a_slot_holder_takes_back_a_place_a_slot_less_one_took(self):
@@ -374,12 +375,12 @@ class ClaimOrderTest(testtools.TestCase):
                     _held('n', 1, True, slot=True)):
             self.assertEqual(
                 {'p': 'L3-2', 'q': 'L3-2', 's': 'L3-1', 'n': 'L3-0'},
-                dc.assign_domains(capacity, kept + [new]))
+                da.assign_domains(capacity, kept + [new]))
         kept.pop()
         capacity.pop('L3-2')
         # Without a slot, or against a slot holder or a required one,
         # nobody yields.
-        out = dc.assign_domains(capacity, kept + [_held('n', 1, True)])
+        out = da.assign_domains(capacity, kept + [_held('n', 1, True)])
         self.assertEqual(('L3-0', 'L3-1'), (out['p'], out['s']))
         self.assertIn(out['n'], capacity)
         held = [_held('p', 1, True, previous='L3-0', slot=True),
@@ -387,14 +388,14 @@ class ClaimOrderTest(testtools.TestCase):
                       slot=True),
                 _held('n', 1, True, slot=True)]
         self.assertEqual({'p': 'L3-0', 'r': 'L3-1', 'n': 'L3-0'},
-                         dc.assign_domains(capacity, held))
+                         da.assign_domains(capacity, held))
         # The one yielding waits on Nova's CPUs where it may join nothing.
         held = [_held('p', 1, True, previous='L3-0'),
                 _held('r', 1, True, previous='L3-1', required=True,
                       slot=True),
                 _held('n', 1, True, required=True, slot=True)]
         self.assertEqual({'p': None, 'r': 'L3-1', 'n': 'L3-0'},
-                         dc.assign_domains(capacity, held))
+                         da.assign_domains(capacity, held))
 
     def test_replay_document_carries_the_order(self):
         held = [_held('a', 2, True, order=12), _held('b', 1)]
@@ -420,7 +421,7 @@ class ClaimOrderTest(testtools.TestCase):
         held = [_held(u, v, m, order=index)
                 for index, (v, m, u) in enumerate(vms)]
         self.assertEqual(scheduler_sequence(capacity, held),
-                         dc.assign_domains(capacity, held))
+                         da.assign_domains(capacity, held))
 
 
 def scheduler_sequence(capacity, held):
@@ -451,7 +452,7 @@ class AssignDomainsPropertiesTest(testtools.TestCase):
     def test_never_over_capacity_and_kept_stable(self, sizes, vms):
         capacity = {'L3-%d' % i: s for i, s in enumerate(sizes)}
         held = [_held('vm-%02d' % i, v, m) for i, (v, m) in enumerate(vms)]
-        out = dc.assign_domains(capacity, held)
+        out = da.assign_domains(capacity, held)
         used = {d: 0 for d in capacity}
         for vm in held:
             if out[vm.uuid] is not None:
@@ -459,8 +460,8 @@ class AssignDomainsPropertiesTest(testtools.TestCase):
         for d in capacity:
             self.assertLessEqual(used[d], capacity[d])
         # A second pass with the answer as ``previous`` changes nothing.
-        again = dc.assign_domains(capacity, [
-            dc.HostHeld(vm.uuid, vm.vcpus, vm.memory_bound,
+        again = da.assign_domains(capacity, [
+            da.HostHeld(vm.uuid, vm.vcpus, vm.memory_bound,
                         previous=out[vm.uuid]) for vm in held])
         self.assertEqual({u: d for u, d in out.items() if d is not None},
                          {u: d for u, d in again.items() if d is not None})
@@ -480,7 +481,7 @@ class AssignDomainsPropertiesTest(testtools.TestCase):
         held = [_held('vm-%02d' % i, v, m or r, required=r, slot=r or s,
                       order=i)
                 for i, (v, m, r, s) in enumerate(vms)]
-        out = dc.assign_domains(capacity, held)
+        out = da.assign_domains(capacity, held)
         inside = {d: [vm for vm in held if out[vm.uuid] == d]
                   for d in capacity}
         for domain, there in inside.items():
@@ -517,7 +518,7 @@ class ChoiceLoadsTest(testtools.TestCase):
              {'L3-0': (5, 2), 'L3-2': (2, 0)}),
         ]
         for assigned, base, loads in table:
-            self.assertEqual(loads, dc.choice_loads(held, assigned, base))
+            self.assertEqual(loads, da.choice_loads(held, assigned, base))
 
     @hypothesis.settings(deadline=None)
     @hypothesis.given(
@@ -535,16 +536,16 @@ class ChoiceLoadsTest(testtools.TestCase):
         base = {'L3-%d' % i: v for i, v in base_of.items()
                 if 'L3-%d' % i in capacity}
         held = [_held('vm-%02d' % i, v, m) for i, (v, m) in enumerate(vms)]
-        out = dc.assign_domains(capacity, held, base)
-        loads = dc.choice_loads(held, out, base)
+        out = da.assign_domains(capacity, held, base)
+        loads = da.choice_loads(held, out, base)
         published = [dc.DomainLoad(d, loads.get(d, (0, 0))[1],
                                    loads.get(d, (0, 0))[0], capacity[d])
                      for d in sorted(capacity)]
         predicted = dc.order_domains(published, vcpus, memory, new)[0]
-        kept = [dc.HostHeld(vm.uuid, vm.vcpus, vm.memory_bound,
+        kept = [da.HostHeld(vm.uuid, vm.vcpus, vm.memory_bound,
                             previous=out[vm.uuid]) for vm in held
                 if out[vm.uuid] is not None]
-        agent = dc.assign_domains(
+        agent = da.assign_domains(
             capacity, kept + [_held(new, vcpus, memory)], base)[new]
         fits = any(loads.get(d, (0, 0))[0] + vcpus <= capacity[d]
                    for d in capacity)

@@ -22,6 +22,7 @@ from nova.scheduler import weights as weights_mod
 
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import names
+from nova_cacheaware.policy import domain_assignment
 from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import domain_order
@@ -393,9 +394,9 @@ class HostModelFilterTest(testtools.TestCase):
                                 (extra, vcpus, index, self.log.output))
                 predicted[new_uuid(index)] = self.predicted(state)
                 state.num_instances += 1
-            agent = domain_choice.assign_domains(
+            agent = domain_assignment.assign_domains(
                 {'d%d' % i: 3 for i in range(4)},
-                [domain_choice.HostHeld(u, vcpus, extra is not CPU_OFF)
+                [domain_assignment.HostHeld(u, vcpus, extra is not CPU_OFF)
                  for u in predicted])
             self.assertEqual(agent, predicted, (extra, vcpus))
 

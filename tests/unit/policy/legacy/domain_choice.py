@@ -3,7 +3,7 @@
 
 from nova_cacheaware import exception
 from nova_cacheaware.policy.domain_choice_doc import _MAX_ITEMS
-from nova_cacheaware.policy.domain_choice import HostHeld
+from nova_cacheaware.policy.domain_assignment import HostHeld
 
 
 def _bad(reason):
