@@ -68,12 +68,15 @@ class HostStateEndpoint:
             e.replace('.', r'\.')
             for e in (host_state.EVENT_TYPE, state_wire.HEARTBEAT_EVENT)))
 
-    def __init__(self, cache):
+    def __init__(self, cache, count=None):
         self._cache = cache
+        # count(kind, outcome) per message: the scheduler's metrics.
+        self._count = count or _no_count
 
     def info(self, ctxt, publisher_id, event_type, payload, metadata):
         """Handle one ``cacheaware.host.state`` or heartbeat notification."""
         heartbeat = event_type == state_wire.HEARTBEAT_EVENT
+        kind = 'heartbeat' if heartbeat else 'state'
         try:
             if heartbeat:
                 message = state_wire.parse_heartbeat(payload)
@@ -82,27 +85,35 @@ class HostStateEndpoint:
         except exception.InvalidInput as e:
             LOG.warning('Dropping %s from %s: %s', event_type, publisher_id,
                         e)
+            self._count(kind, 'invalid')
             return oslo_messaging.NotificationResult.HANDLED
         kept = (self._cache.heartbeat(message) if heartbeat
                 else self._cache.update(message))
+        self._count(kind, 'stored' if kept else 'out_of_order')
         if not kept:
             LOG.debug('Ignoring out-of-order %s for host %s', event_type,
                       message.host)
         return oslo_messaging.NotificationResult.HANDLED
 
 
+def _no_count(kind, outcome):
+    """Count nothing (the endpoint's default)."""
+
+
 def start_host_state_listener(transport, cache, topic, pool,
-                              executor='threading', endpoints=()):
+                              executor='threading', endpoints=(),
+                              count=None):
     """Start (and return) a listener feeding ``cache`` from ``topic``.
 
     ``endpoints``: more endpoints on the same queue (the scheduler
-    workers' shared claims). The caller stops it with ``listener.stop();
-    listener.wait()``.
+    workers' shared claims); ``count(kind, outcome)``: called per message
+    (``state``/``heartbeat``; ``stored``, ``out_of_order``, ``invalid``).
+    The caller stops it with ``listener.stop(); listener.wait()``.
     """
     listener = oslo_messaging.get_notification_listener(
         transport, [oslo_messaging.Target(topic=topic)],
-        [HostStateEndpoint(cache)] + list(endpoints), executor=executor,
-        pool=pool)
+        [HostStateEndpoint(cache, count)] + list(endpoints),
+        executor=executor, pool=pool)
     listener.start()
     LOG.info('Listening for %s on topic %s (queue %s)',
              host_state.EVENT_TYPE, topic, pool)

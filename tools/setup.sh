@@ -34,10 +34,11 @@ esac
 
 # libvirt-dev/pkg-config/gcc build libvirt-python; libvirtd + QEMU (TCG) are
 # the real hypervisor the functional tests run against; busybox runs the
-# guest helper's tests in the shell guests have.
+# guest helper's tests in the shell guests have; prometheus scrapes the
+# metrics in their functional tests.
 APT_PACKAGES="libvirt-dev libvirt0 libvirt-clients pkg-config gcc python3-dev
  libvirt-daemon libvirt-daemon-system libvirt-daemon-driver-qemu
- qemu-system-x86 qemu-utils util-linux shellcheck busybox"
+ qemu-system-x86 qemu-utils util-linux shellcheck busybox prometheus"
 if [ "$NOVA_RELEASE" = 34 ]; then
     VENV=${NOVA_CACHEAWARE_VENV:-$DEFAULT_VENV}
 else

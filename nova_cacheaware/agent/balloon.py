@@ -108,7 +108,7 @@ class BalloonCapability(capability.Capability):
         result = balloon_round.decide_round(self.params, inputs, budget)
         report = {'round': self.rounds, 'held_mib': result.held_mib,
                   'moved_mib': 0, 'dry_run': self.dry_run, 'vms': {}}
-        moved = 0
+        moved = moves = 0
         for vm_input in inputs:
             uuid = vm_input.id
             outcome = result.vms[uuid]
@@ -120,6 +120,7 @@ class BalloonCapability(capability.Capability):
                 if self._apply(uuid, outcome.memory_mib):
                     vm.target_mib = outcome.memory_mib
                     moved += abs(outcome.memory_mib - vm_input.memory_mib)
+                    moves += 1
             stats = vm_input.stats
             report['vms'][uuid] = dict(
                 vm.last, memory_mib=outcome.memory_mib,
@@ -131,6 +132,7 @@ class BalloonCapability(capability.Capability):
         if moved:
             self._moves.append((now, moved))
         report['moved_mib'] = moved
+        report['moves'] = moves
         self.rounds += 1
         self._last_report = report
         return report

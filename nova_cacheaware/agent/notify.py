@@ -21,6 +21,7 @@ the newest is worth sending). Outage and recovery are logged once each
 """
 
 import datetime
+import json
 import logging
 import time
 import uuid as uuid_mod
@@ -28,6 +29,7 @@ import uuid as uuid_mod
 import oslo_messaging
 from oslo_utils import timeutils
 
+from nova_cacheaware.agent import metrics as metrics_mod
 from nova_cacheaware.agent import outage
 from nova_cacheaware.agent import reporting
 from nova_cacheaware.contracts import host_state
@@ -171,10 +173,12 @@ class NotificationStatePublisher(reporting.StatePublisher):
         1.5 (schedulers not upgraded yet) the whole state at every pass.
     :param cadence: a :class:`~.state_cadence.Cadence` (2.0 only).
     :param clock: monotonic seconds (tests).
+    :param metrics: the agent's :class:`~.metrics.AgentMetrics` (messages
+        and bytes sent, send failures); None: counted on a private one.
     """
 
     def __init__(self, transport, host, topic, version=state_wire.VERSION,
-                 cadence=None, clock=time.monotonic):
+                 cadence=None, clock=time.monotonic, metrics=None):
         if version not in state_wire.WRITABLE:
             raise ValueError('state payload version %r is not one of %s'
                              % (version, ', '.join(state_wire.WRITABLE)))
@@ -196,6 +200,7 @@ class NotificationStatePublisher(reporting.StatePublisher):
         #: The newest state not delivered (None once one got through).
         self.pending = None
         self.outages = outage.Outages(log=LOG)
+        self.metrics = metrics or metrics_mod.AgentMetrics()
 
     def publish(self, state):
         """Send what ``state`` (the agent's report) calls for.
@@ -231,9 +236,11 @@ class NotificationStatePublisher(reporting.StatePublisher):
         return ok
 
     def _deliver(self, event_type, payload, built):
+        kind = 'heartbeat' if built is None else 'state'
         try:
-            self._send(event_type, payload)
+            size = self._send(event_type, payload)
         except Exception as e:
+            self.metrics.send_failed(kind)
             self.outages.failed(
                 'the message bus', 'cannot send %s on topic %s: %s' % (
                     event_type, self.topic, e),
@@ -244,6 +251,7 @@ class NotificationStatePublisher(reporting.StatePublisher):
                 self.pending = built
             return False
         self.outages.ok('the message bus')
+        self.metrics.message_sent(kind, size)
         if built is not None:
             self.pending = None
             self.sent += 1
@@ -251,7 +259,8 @@ class NotificationStatePublisher(reporting.StatePublisher):
 
     def _send(self, event_type, payload):
         # What Notifier.info() + the messagingv2 driver send, raising on
-        # failure instead of logging it.
+        # failure instead of logging it. Returns the message's size as
+        # JSON (what the driver serializes it to, envelope aside).
         message = {'message_id': str(uuid_mod.uuid4()),
                    'publisher_id': self.publisher_id,
                    'event_type': event_type,
@@ -262,6 +271,7 @@ class NotificationStatePublisher(reporting.StatePublisher):
             topic='%s.%s' % (self.topic, notifications.PRIORITY))
         self.transport._send_notification(target, {}, message,
                                           version=ENVELOPE_VERSION, retry=0)
+        return len(json.dumps(message, default=str).encode())
 
     def close(self):
         """Release the transport's connections."""

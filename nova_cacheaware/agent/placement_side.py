@@ -144,6 +144,7 @@ class PlacementSide:
         try:
             self.placement.sync_domains(self.domain_set, usable)
         except Exception as e:
+            self.metrics.placement_sync_failed()
             self.outages.failed(
                 'Placement', e, 'pinning goes on with the last known '
                 'allocations; the sync is retried every pass')

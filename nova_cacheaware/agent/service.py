@@ -10,11 +10,13 @@ pins are gone) and at least every ``period_s`` seconds.
 import dataclasses
 import logging
 import threading
+import time
 import typing as ty
 
 from nova_cacheaware.agent import actuator as actuator_mod
 from nova_cacheaware.agent import counters as counters_mod
 from nova_cacheaware.agent import hypervisor as hv
+from nova_cacheaware.agent import metrics as metrics_mod
 from nova_cacheaware.agent import outage
 from nova_cacheaware.agent import placement_side
 from nova_cacheaware.agent import reporting
@@ -65,7 +67,7 @@ class Agent(placement_side.PlacementSide):
     def __init__(self, hypervisor, domain_set, planner, actuator,
                  spec_source=None, counter_source=None, placement=None,
                  publisher=None, usable_cpus=None, max_vcpus_per_cpu=1.0,
-                 capabilities=(), classifier=None):
+                 capabilities=(), classifier=None, metrics=None):
         self.hypervisor = hypervisor
         self.domain_set = domain_set
         self.planner = planner
@@ -82,6 +84,9 @@ class Agent(placement_side.PlacementSide):
         self.capabilities = tuple(capabilities)
         # Run-time classification of 'auto' VMs (None: declared only).
         self.classifier = classifier
+        #: :class:`~.metrics.AgentMetrics` (exported when [agent]
+        #: metrics_listen is set).
+        self.metrics = metrics or metrics_mod.AgentMetrics()
         self._init_placement_side()
         self.outages = outage.Outages()
         # Crosses from libvirt's OS thread to this loop (green or not).
@@ -316,9 +321,11 @@ class Agent(placement_side.PlacementSide):
 
     def reconcile_safely(self):
         """:meth:`reconcile`, logging instead of raising."""
+        started = time.monotonic()
         try:
             one = self.reconcile()
             self.outages.ok('libvirtd')
+            self.metrics.observe_pass(one, time.monotonic() - started)
             return one
         except hv.HypervisorUnavailable as e:
             self.outages.failed('libvirtd', e,
@@ -327,6 +334,7 @@ class Agent(placement_side.PlacementSide):
             LOG.error('%s; nothing changed', e)
         except Exception:
             LOG.exception('reconcile failed; nothing more changed')
+        self.metrics.failed_pass(time.monotonic() - started)
         return None
 
     def stop(self):

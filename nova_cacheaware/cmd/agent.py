@@ -23,6 +23,7 @@ from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import counters
 from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor
+from nova_cacheaware.agent import metrics
 from nova_cacheaware.agent import pin_record
 from nova_cacheaware.agent import placement_host_report
 from nova_cacheaware.agent import placement_report
@@ -124,6 +125,7 @@ def _nova_credentials(conf):
 
 def build_agent(conf, planner=None, hv=None):
     """Wire an :class:`~nova_cacheaware.agent.service.Agent` from ``conf``."""
+    agent_metrics = metrics.AgentMetrics()
     topology = read_topology(conf)
     domain_set = domains.cache_domains(topology, conf.topology.cache_level)
     usable = (cpulist.parse_cpulist(conf.agent.cpu_shared_set)
@@ -154,7 +156,8 @@ def build_agent(conf, planner=None, hv=None):
         max_vcpus_per_cpu=conf.agent.max_vcpus_per_cpu,
         capabilities=capability.load(conf.agent.capabilities, conf, hv),
         placement=build_placement_reporter(conf, hv),
-        publisher=build_publisher(conf),
+        publisher=build_publisher(conf, agent_metrics),
+        metrics=agent_metrics,
         # Classifying 'auto' VMs needs counters; without, declared only.
         classifier=(sampling.ShareSampler(
             domain_set, window_passes=conf.agent.sampling_passes,
@@ -178,7 +181,7 @@ def build_placement_reporter(conf, hv):
         child_traits=conf.placement.domain_traits)
 
 
-def build_publisher(conf):
+def build_publisher(conf, agent_metrics=None):
     """The notification publisher of ``[agent] notifications`` (or None).
 
     Creating the transport makes no connection: a broker that is down
@@ -196,7 +199,8 @@ def build_publisher(conf):
         version=conf.agent.state_payload_version,
         cadence=state_cadence.Cadence(
             heartbeat_s=conf.agent.state_heartbeat_s,
-            resync_s=conf.agent.state_resync_s))
+            resync_s=conf.agent.state_resync_s),
+        metrics=agent_metrics)
 
 
 def decisions_doc(decisions):
@@ -302,7 +306,12 @@ def main(argv=None, planner=None, hv=None):
                  conf.agent.period_s,
                  ', dry run' if conf.agent.dry_run or conf.cli_dry_run
                  else '')
-        agent.run(conf.agent.period_s)
+        exporter = metrics.serve(conf.agent.metrics_listen, agent.metrics)
+        try:
+            agent.run(conf.agent.period_s)
+        finally:
+            if exporter is not None:
+                exporter.stop()
         return 0
     except exception.CacheAwareError as e:
         sys.stderr.write('nova-cacheaware-agent: error: %s\n' % e)

@@ -189,6 +189,25 @@ Each acts only on instances whose flavor opted in through its
 ``cacheaware:`` extra spec; an unknown name stops the agent at start with a
 clear error.
 """),
+    cfg.StrOpt('metrics_listen',
+               default='',
+               help="""
+``<address>:<port>`` where the agent serves its Prometheus metrics (plain
+HTTP, ``/metrics``, from a daemon thread); empty (the default): no metrics
+endpoint.
+
+Off by default: a Prometheus server scrapes compute nodes over the network,
+so a loopback default would serve nobody and still take a port on every
+node. Bind it to the management network's address (``[::]`` for every
+IPv6 and IPv4 address) and port 9465 unless that is taken. A port that
+cannot be bound is logged and the agent goes on pinning without metrics.
+The metrics are listed in doc/source/admin/metrics.rst.
+
+Possible values:
+
+* empty: off
+* ``127.0.0.1:9465``, ``192.0.2.10:9465``, ``[::]:9465``
+"""),
 ]
 
 

@@ -189,6 +189,36 @@ Each scheduler worker listens on its own queue named
 state. Add a RabbitMQ policy with ``expires`` for queues matching
 ``^<prefix>-`` so queues of stopped workers are removed.
 """),
+    cfg.StrOpt('metrics_listen',
+               default='',
+               help="""
+``<address>:<base port>`` of the scheduler plugins' Prometheus metrics;
+empty (the default): no metrics endpoint.
+
+nova-scheduler forks several worker processes and each has its own live
+state cache, claims and counters: each worker serves its own metrics on the
+first free port of ``<base port>`` ... ``<base port> + metrics_ports - 1``
+(Prometheus scrapes them all and sums). A worker that finds no free port
+logs it once and schedules as before, without metrics.
+
+Related options:
+
+* metrics_ports
+"""),
+    cfg.IntOpt('metrics_ports',
+               default=0,
+               min=0,
+               help="""
+How many consecutive ports, from metrics_listen's base port, the scheduler
+workers take (one each).
+
+0 (the default): nova-scheduler's ``[scheduler] workers`` where it is set,
+else the number of CPUs (nova-scheduler's own default worker count).
+
+Related options:
+
+* metrics_listen
+"""),
 ]
 
 

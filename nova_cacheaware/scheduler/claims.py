@@ -39,6 +39,8 @@ import threading
 import time
 import typing as ty
 
+from nova_cacheaware.scheduler import metrics
+
 LOG = logging.getLogger(__name__)
 
 #: Claims remembered per host at most (oldest dropped first).
@@ -171,15 +173,19 @@ class ClaimLedger:
             self._drop_instances((instance,))
 
     def _drop_instances(self, instances):
-        # Under the lock: the claims of ``instances``, on every host.
+        # Under the lock: the claims of ``instances``, on every host;
+        # returns how many were dropped.
+        dropped = 0
         for host, held in list(self._claims.items()):
             kept = [c for c in held if c.instance not in instances]
             if len(kept) == len(held):
                 continue
+            dropped += len(held) - len(kept)
             if kept:
                 self._claims[host] = kept
             else:
                 del self._claims[host]
+        return dropped
 
     def _append(self, host, claim):
         claims = self._claims.setdefault(host, [])
@@ -194,6 +200,7 @@ class ClaimLedger:
                   else 'claim recorded', host, claim.instance,
                   claim.provider, claim.vcpus,
                   ', memory-bound' if claim.memory_bound else '')
+        metrics.claimed(claim.pending)
         if self.on_claim is not None:
             self.on_claim(host, claim)
 
@@ -286,7 +293,8 @@ class ClaimLedger:
         if not self._claims or not instances:
             return
         with self._lock:
-            self._drop_instances(instances)
+            dropped = self._drop_instances(instances)
+        metrics.settled(dropped)
 
     def forget(self):
         """Drop everything (tests, reload)."""

@@ -64,6 +64,7 @@ from nova_cacheaware.scheduler import consume_hook
 from nova_cacheaware.scheduler import domain_order
 from nova_cacheaware.scheduler import full_numa
 from nova_cacheaware.scheduler import live_state
+from nova_cacheaware.scheduler import metrics
 from nova_cacheaware.scheduler import request as sched_request
 
 LOG = logging.getLogger(__name__)
@@ -91,6 +92,7 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
     def filter_all(self, filter_obj_list, spec_obj):
         """Nova's per-request entry: read the options, then every host."""
         self._opts = _options()
+        metrics.REQUESTS.inc()
         # The instances of a multi-create share one RequestSpec object.
         claim_time.begin(id(spec_obj), _instance_uuid(spec_obj))
         return super().filter_all(filter_obj_list, spec_obj)
@@ -105,7 +107,8 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         memo = sched_request.of(spec_obj)
         if memo.invalid is not None:
             # Flavors written before the validators were installed.
-            self._reject(host_state, 'flavor %s has invalid extra specs: %s'
+            self._reject(host_state, 'invalid_specs',
+                         'flavor %s has invalid extra specs: %s'
                          % (spec_obj.flavor.flavorid,
                             exception.InvalidInput(reason=memo.invalid)))
             return False
@@ -116,7 +119,8 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         if problems:
             # Keys that contradict each other (Nova's validators see one
             # key at a time): no host can honour the flavor.
-            self._reject(host_state, 'flavor %s has contradicting extra '
+            self._reject(host_state, 'contradicting_specs',
+                         'flavor %s has contradicting extra '
                          'specs: %s' % (spec_obj.flavor.flavorid,
                                         '; '.join(problems)))
             return False
@@ -128,7 +132,7 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         why = live_state.ineligible_reason(cache, host_state.host,
                                            opts.stale_host_state)
         if why is not None:
-            self._reject(host_state, why)
+            self._reject(host_state, metrics.liveness_reason(why), why)
             return False
         if not request.all_share:
             return True
@@ -151,7 +155,8 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             why = (candidate_reason(before[0], vcpus, request.clean_required,
                                     busy) if before else
                    'Placement returned no allocation candidate')
-            self._reject(host_state, 'no allocation candidate puts all %d '
+            self._reject(host_state, 'no_one_domain_candidate',
+                         'no allocation candidate puts all %d '
                          'vCPUs in one cache domain%s (%d candidates; first '
                          'refused because %s)' % (
                              vcpus, ' with a Clean slot'
@@ -184,7 +189,8 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             clean_required=request.clean_required)
         if not ordered:
             host_state.allocation_candidates = ordered
-            self._reject(host_state, domain_order.CLOSED_REASON % vcpus)
+            self._reject(host_state, 'domains_closed',
+                         domain_order.CLOSED_REASON % vcpus)
             return False
         claim_time.offer(host_state.uuid, kept, host_state, claim_time.Terms(
             vcpus, request.clean_wanted, instance, id(spec_obj),
@@ -215,7 +221,7 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         why = domain_order.room_reason(
             rows, vcpus, request.clean_required, len(own), closed)
         if why is not None:
-            self._reject(host_state, why)
+            self._reject(host_state, 'no_domain_room', why)
             return False
         domain_order.hand_out_domain(
             host_state, rows, vcpus, request.clean_wanted,
@@ -241,7 +247,9 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             kept, host_state.uuid)
 
     @staticmethod
-    def _reject(host_state, reason):
+    def _reject(host_state, label, reason):
+        # label: one of metrics.REFUSAL_REASONS; reason: the log's text.
+        metrics.refused(label)
         LOG.info('CacheDomainFilter rejects host %s (node %s): %s',
                  host_state.host, host_state.nodename, reason)
 

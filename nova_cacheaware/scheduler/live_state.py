@@ -22,6 +22,7 @@ from nova_cacheaware import notifications
 from nova_cacheaware.policy import liveness
 from nova_cacheaware.scheduler import claim_share
 from nova_cacheaware.scheduler import claims
+from nova_cacheaware.scheduler import metrics
 from nova_cacheaware.scheduler import state_cache
 
 LOG = logging.getLogger(__name__)
@@ -48,6 +49,8 @@ def get_cache():
             if opts.listen_for_host_state:
                 listener = _start_listener(cache, opts)
             _process.update(cache=cache, listener=listener)
+            # First use in a worker, after the fork: its own port.
+            metrics.start_exporter(opts, lambda: _process['cache'])
     return _process['cache']
 
 
@@ -94,7 +97,7 @@ def _start_listener(cache, opts):
             claims.share_with(publisher)
         return notifications.start_host_state_listener(
             transport, cache, opts.host_state_topic, pool,
-            endpoints=endpoints)
+            endpoints=endpoints, count=metrics.received)
     except (oslo_messaging.MessagingException, cfg.Error, OSError) as e:
         LOG.error('No live cache state in this scheduler process: cannot '
                   'listen on topic %s: %s', opts.host_state_topic, e)

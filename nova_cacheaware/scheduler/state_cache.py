@@ -212,6 +212,36 @@ class HostStateCache:
     def __len__(self):
         return len(self._states)
 
+    def freshness(self):
+        """``[(status, age)]`` of every host this cache knows (metrics).
+
+        ``status``: ``fresh``, ``outdated`` (a heartbeat names a newer
+        generation than the state held) or ``missing_or_stale`` (a state
+        older than the TTL, or heartbeats and no state); ``age``: seconds
+        since the state was received or confirmed, None without a state.
+        For a scrape, not a request: it walks every host.
+        """
+        now = self._clock()
+        with self._lock:
+            # Copies under the lock, the walk outside: the listener's
+            # updates never wait for a scrape of 10 000 hosts.
+            states, beats = dict(self._states), dict(self._beats)
+        out = []
+        for host, (received, state) in states.items():
+            confirmed, beat = received, beats.get(host)
+            if state.generation is not None and beat is not None:
+                if beat[1] > state.generation:
+                    out.append(('outdated', now - received))
+                    continue
+                if beat[1] == state.generation:
+                    confirmed = max(received, beat[0])
+            age = now - confirmed
+            out.append(('fresh' if age <= self._ttl else 'missing_or_stale',
+                        age))
+        out.extend(('missing_or_stale', None)
+                   for host in beats if host not in states)
+        return out
+
     def live_view(self, host):
         """``host``'s liveness view now (a stale state counts, aged)."""
         now = self._clock()
