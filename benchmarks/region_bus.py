@@ -135,6 +135,8 @@ class BusRun:
         #: How late the passes ran behind their schedule (s): the pacing
         #: is only the region's rate while this stays well below a period.
         self.lag = []
+        #: When each agent's first pass after the storm's restart ran.
+        self.storm_sent = {}
 
     def restart(self, sims):
         """New publishers for ``sims`` (agents started or restarted)."""
@@ -169,6 +171,8 @@ class BusRun:
                 self.lag.append(max(0.0, time.monotonic() - at))
             self.clock.now = index * self.period_s
             self.memo.publish(publisher, s)
+            if self.started_storm is not None:
+                self.storm_sent.setdefault(s.name, time.monotonic())
             changed = self._pending.pop(s.name, None)
             if changed is not None:
                 self.changes.append((s.name, changed, time.monotonic(),
@@ -361,6 +365,9 @@ def summarize(run, steady, storm, stored, storm_gen, backlog):
            'sent': sent, 'messages_per_s': round(messages / seconds, 2),
            'body_mb_per_s': round(body / seconds / 1e6, 4),
            'default_queue_backlog': backlog, 'listeners': {},
+           'storm_sent_s': _round(max(run.storm_sent.values())
+                                  - run.started_storm
+                                  if run.storm_sent else None),
            'pass_lag_s': {'p50': _round(_pct(run.lag, 0.5)),
                           'p99': _round(_pct(run.lag, 0.99)),
                           'max': _round(max(run.lag) if run.lag else None)}}
