@@ -4,8 +4,6 @@ Per scheduler worker, at 10 000 hosts x 200 VMs (or the largest
 configuration of the run, named in every row).
 """
 
-import math
-
 STEADY_CORES = 0.05
 STEADY_MB_S = 1.0
 STORM_CORES = 0.5
@@ -37,6 +35,8 @@ def _mean(summary):
 
 def evaluate(doc):
     """One row per goal: figure, limit, met, the 1.5 baseline."""
+    if not doc['configs']:
+        return _bus_rows(doc['rabbit']) if doc.get('rabbit') else []
     head = headline(doc['configs'])
     where = '%d hosts x %d VMs, in-process' % (head['hosts'], head['vms'])
     steady, storm = head['steady'], head['storm']
@@ -134,47 +134,3 @@ def _bus_rows(bus):
                      'passes ran up to %s s late (p99) in the steady window'
                      % (bus['storm_sent_s'], bus['pass_lag_s']['p99'])))
     return rows
-
-
-#: oslo.messaging's CPU per delivery measured on the project machine when
-#: quiet (us, issue 29): the model is also given at these.
-QUIET_LIBRARY_US = (130, 300)
-
-
-def heartbeat_for(doc):
-    """The listener's cores by heartbeat interval: a model, not a run.
-
-    cores = idle + states/s x (endpoint + library) + heartbeats/s x
-    (endpoint + library): the endpoint costs per state and heartbeat from
-    the in-process run, the library cost per delivery what the RabbitMQ
-    listener spent beyond idle and the endpoint (and, for comparison,
-    :data:`QUIET_LIBRARY_US`). Heartbeats per host per resync interval:
-    ``ceil(resync / heartbeat) - 1``. A low message rate costs oslo.
-    messaging more per message than the run's (fewer messages per
-    wake-up), so long intervals come out optimistic. None without a
-    RabbitMQ run.
-    """
-    bus = doc.get('rabbit')
-    if not bus:
-        return None
-    head = headline(doc['configs'])['steady']['2.0']
-    lst = bus['listeners']['default']
-    seconds = bus['window_s']
-    states = bus['sent']['state']['messages'] / seconds
-    beats = bus['sent']['heartbeat']['messages'] / seconds
-    c_state = _mean(head['state_us']) / 1e6
-    c_beat = _mean(head['heartbeat_us']) / 1e6
-    measured = (lst['cores'] - lst['idle_cores'] - states * c_state
-                - beats * c_beat) / max(states + beats, 1e-9)
-    resync = doc['settings']['resync_s']
-    hosts = bus['hosts'] * doc['settings']['period_s'] / bus['period_s']
-    out = {'library_us_per_delivery': round(measured * 1e6, 1),
-           'states_per_s': round(states, 2), 'by_library_us': {}}
-    for library in (measured,) + tuple(u / 1e6 for u in QUIET_LIBRARY_US):
-        fixed = lst['idle_cores'] + states * (c_state + library)
-        row = {}
-        for heartbeat in (60, 100, 150, 300):
-            rate = hosts * (math.ceil(resync / heartbeat) - 1) / resync
-            row[heartbeat] = round(fixed + rate * (c_beat + library), 4)
-        out['by_library_us'][round(library * 1e6)] = row
-    return out
