@@ -13,7 +13,8 @@ real ``NotificationStatePublisher`` objects; a real endpoint and
   (``--sample`` hosts, scaled) in the same run; the resync storm (every
   agent restarts at once) ``--reps`` times; message sizes; the agent's
   pass cost; on the smallest region, lost updates (``--drop``) and the
-  storm's echo one resync interval later.
+  storm's echo one resync interval later. Smaller ``--vms`` counts run
+  at the smallest ``--hosts`` only, unless ``--all-pairs``.
 * Memory (:mod:`benchmarks.region_memory`): the cache holding every
   host's newest state, one process per format.
 * ``--rabbit`` (:mod:`benchmarks.region_bus`): ``--rabbit-hosts`` hosts
@@ -100,7 +101,10 @@ def parse_args(argv=None):
     parser.add_argument('--periods', type=_count(1, 1000), default=3,
                         help='10 s periods per steady window')
     parser.add_argument('--reps', type=_count(1, 100), default=3)
-    parser.add_argument('--sample', type=_count(1, 100000), default=60,
+    parser.add_argument('--all-pairs', action='store_true',
+                        help='every --hosts x --vms pair (default: the '
+                             'smaller VM counts at the smallest size only)')
+    parser.add_argument('--sample', type=_count(1, 100000), default=40,
                         help='hosts with a 1.5 publisher (baseline)')
     parser.add_argument('--drop', type=_fraction, default=0.1,
                         help='fraction of messages lost (lost updates)')
@@ -187,18 +191,33 @@ def rabbit_ready(url):
     return None
 
 
+def sizes(args):
+    """``(hosts, VMs)`` of the in-process regions, smallest first.
+
+    The largest VM count at every region size; the smaller VM counts at
+    the smallest region only (``--all-pairs``: every pair). The lost
+    updates and the storm's echo (cadence, not size) run on the smallest.
+    """
+    out = []
+    for hosts in sorted(set(args.hosts)):
+        for vms in sorted(set(args.vms)):
+            if (args.all_pairs or vms == max(args.vms)
+                    or hosts == min(args.hosts)):
+                out.append((hosts, vms))
+    return out
+
+
 def run(args):
     """The whole benchmark; the results document."""
     load_before = os.getloadavg()
     started = time.monotonic()
     configs = []
-    smallest = min(args.hosts)
-    for hosts in sorted(set(args.hosts)) if not args.only_rabbit else ():
-        for vms in sorted(set(args.vms)):
-            configs.append(run_config(
-                hosts, vms, args, hosts == smallest and vms == max(args.vms)))
-            print('region_state: %d x %d done (%.0f s)' % (
-                hosts, vms, time.monotonic() - started), file=sys.stderr)
+    for hosts, vms in [] if args.only_rabbit else sizes(args):
+        configs.append(run_config(
+            hosts, vms, args,
+            (hosts, vms) == (min(args.hosts), min(args.vms))))
+        print('region_state: %d x %d done (%.0f s)' % (
+            hosts, vms, time.monotonic() - started), file=sys.stderr)
     doc = {'benchmark': 'region_state',
            'command': ' '.join(['.venv/bin/python',
                                 'benchmarks/region_state.py']
