@@ -10,7 +10,7 @@ allocations never mix. With fewer bodies than ``N`` (the 1.5 sample),
 the figures are scaled to ``N`` hosts (a state's memory does not depend
 on the other hosts').
 
-The cache's instance index (``HostStateCache._where``, uuid -> host) is
+The cache's index of instances that appeared lately (``_arrived``) is
 reported apart: its table, and the uuid strings that only it keeps alive
 (a dict keeps the first key object of an equal key: after a resync the
 index holds the first state's strings and the state its own).
@@ -39,12 +39,14 @@ def feed(endpoint, bodies):
 
 
 def index_share(cache):
-    """``(table bytes, bytes of uuid strings only the index holds)``."""
-    held = set()
-    for _received, state in cache._states.values():
-        held.update(map(id, state.instance_uuids))
-    only = sum(sys.getsizeof(k) for k in cache._where if id(k) not in held)
-    return sys.getsizeof(cache._where), only
+    """``(table bytes, bytes of its uuid strings)``: where instances appeared.
+
+    The cache remembers only instances that appeared lately
+    (``HostStateCache.located``), not every instance of the region.
+    """
+    arrived = cache._arrived
+    return (sys.getsizeof(arrived),
+            sum(sys.getsizeof(k) for k in arrived))
 
 
 def top_lines(snapshot, count=6):
@@ -78,7 +80,7 @@ def measure(bodies, hosts):
     table, only = index_share(cache)
     return {
         'hosts': hosts, 'bodies': len(bodies),
-        'instances_indexed': len(cache._where),
+        'instances_indexed': len(cache._arrived),
         'first_fill_mib': round(first * scale / MIB, 1),
         'after_resync_mib': round(steady * scale / MIB, 1),
         'index_table_mib': round(table * scale / MIB, 1),

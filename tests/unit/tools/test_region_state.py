@@ -48,7 +48,7 @@ class QuickRunTest(testtools.TestCase):
         for sizes in self.config['sizes'].values():
             self.assertLess(sizes['heartbeat']['payload_bytes_max'], 128)
             self.assertLess(sizes['heartbeat']['body_bytes_max'],
-                            sizes['2.0']['body_bytes_max'] / 10)
+                            sizes['2.0']['body_bytes_max'] / 5)
             self.assertLess(sizes['2.0']['body_bytes_max'],
                             sizes['1.5']['body_bytes_max'])
 
@@ -70,9 +70,9 @@ class QuickRunTest(testtools.TestCase):
         memory = self.config['memory']
         self.assertLess(memory['2.0']['per_host_kib'],
                         memory['1.5']['per_host_kib'])
-        # Every instance of every host's newest state (VMs come and go).
-        self.assertGreater(memory['2.0']['instances_indexed'],
-                           0.9 * self.config['hosts'] * self.config['vms'])
+        # Only instances that appeared lately, not every instance.
+        self.assertLess(memory['2.0']['instances_indexed'],
+                        0.1 * self.config['hosts'] * self.config['vms'])
 
 
 class CommandLineTest(testtools.TestCase):
