@@ -83,8 +83,10 @@ class HostStateCache:
                 return False
             self._states[state.host] = (now, state)
             if state.generation is not None:
-                self._beat(state.host, now, state.generation,
-                           state.agent_healthy)
+                # A newer state (by timestamp) names the generation now,
+                # even a lower one: a restarted agent whose clock went back.
+                self._beats[state.host] = (now, state.generation,
+                                           state.agent_healthy)
             if held is not None:
                 self._track_arrivals(held[1], state, now)
         if self.on_stored is not None:
