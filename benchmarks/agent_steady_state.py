@@ -5,7 +5,7 @@ Every agent row is one ``nova-cacheaware-agent`` built by
 a worker process of its own (so its RSS and ``sys.modules`` are an agent's,
 not the benchmark's), with:
 
-* the real planner (:func:`nova_cacheaware.agent.decide.default_planner`);
+* the real planner (:class:`nova_cacheaware.policy.repinning.Planner`);
 * ``[agent] counters = true`` (:class:`~nova_cacheaware.agent.counters.
   PerfCounterSource`; on a host without a PMU it switches itself off on its
   first probe, as in production, and the agent classifies by declared
@@ -56,6 +56,7 @@ Usage: python benchmarks/agent_steady_state.py [--domains 200]
 """
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -68,6 +69,8 @@ import tempfile
 import time
 import traceback
 import uuid as uuid_mod
+
+import os_resource_classes as orc
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
@@ -252,8 +255,8 @@ def run_worker(spec):
     import libvirt
     from oslo_log import log as oslo_logging
 
-    from nova_cacheaware.agent import decide
     from nova_cacheaware.cmd import agent as agent_cmd
+    from nova_cacheaware.policy import repinning
 
     libvirt.registerErrorHandler(lambda ctx, err: None, None)
     conf = agent_cmd.make_conf(['--config-file', spec['conf']])
@@ -267,7 +270,7 @@ def run_worker(spec):
     rss_domains = rss_mib()
     timers = Timers()
     planner = timers.wrap(
-        type('P', (), {'plan': staticmethod(decide.default_planner())}),
+        type('P', (), {'plan': staticmethod(repinning.Planner())}),
         'plan', 'planner')
     agent = agent_cmd.build_agent(conf, planner=planner)
     clock = SimClock()
@@ -308,7 +311,7 @@ def run_worker(spec):
            'classifier': type(agent.classifier).__name__
            if agent.classifier is not None else None,
            'cache_domains': {d['id']: len(d['cpus'])
-                             for d in decide.usable_domains(
+                             for d in repinning.usable_domains(
                                  agent.domain_set, usable)}}
     timers.take()
     first, first_cpu = one_pass()
@@ -445,7 +448,7 @@ class Services:
         root = str(uuid_mod.uuid4())
         self.client.post('/resource_providers', {'name': name,
                                                  'uuid': root})
-        self.client.put_inventories(root, 0, {'VCPU': {
+        self.client.put_inventories(root, 0, {orc.VCPU: {
             'total': total, 'reserved': 0, 'min_unit': 1, 'max_unit': total,
             'step_size': 1, 'allocation_ratio': ratio}})
         return root
@@ -492,7 +495,7 @@ def domain_set_of(sysfs_root, usable):
 
 def place_allocations(services, model, root, instances, domain_set, usable):
     """Allocations as the scheduler leaves them, for the row's model."""
-    from nova_cacheaware import names
+    from nova_cacheaware.contracts import placement as names
     from nova_cacheaware.placement import host_provider
     from nova_cacheaware.placement import provider_sync
     held = [i for i in instances if i['held']]
@@ -514,7 +517,7 @@ def place_allocations(services, model, root, instances, domain_set, usable):
     else:
         targets = {}
     for inst in instances:
-        allocations = {root: {'VCPU': inst['vcpus']}}
+        allocations = {root: {orc.VCPU: inst['vcpus']}}
         if inst['held'] and targets:
             rp = targets[inst['uuid']]
             allocations[rp] = {names.RC_DOMAIN_VCPU: inst['vcpus']}
@@ -554,9 +557,13 @@ def write_conf(path, services, row, hostname, uri, sysfs_root, shared,
         f.write('\n'.join(lines) + '\n')
 
 
-def run_row(services, tmp, row, n, passes, uri='test:///default',
-            kind='test', sysfs_root=None, shared='0-7', cpuset='0-7'):
-    """Set up Placement for ``row``, run its worker, free its allocations."""
+def prepare_row(services, tmp, row, n, uri='test:///default', kind='test',
+                sysfs_root=None, shared='0-7', cpuset='0-7'):
+    """Nova's records, Placement's allocations and the agent's config.
+
+    Returns ``(worker spec, cleanup)``: ``cleanup()`` frees the
+    allocations.
+    """
     from nova_cacheaware.topology import cpulist
     prefix = '%s-%s' % (row, services.run[:6])
     instances = make_instances(n, prefix)
@@ -579,26 +586,43 @@ def run_row(services, tmp, row, n, passes, uri='test:///default',
     write_conf(conf, services, model, hostname, uri, sysfs_root, shared,
                spec_file)
     spec = {'conf': conf, 'uri': uri, 'kind': kind, 'cpuset': cpuset,
-            'instances': instances, 'arrival': arrival, 'passes': passes}
+            'instances': instances, 'arrival': arrival}
+    return spec, lambda: services.free(instances + [arrival])
+
+
+def run_worker_process(script, tmp, row, spec, timeout=540):
+    """Run ``script --worker`` on ``spec`` in a process of its own.
+
+    Returns the worker's JSON result with ``row`` added.
+    """
     spec_path = os.path.join(tmp, '%s-worker.json' % row)
     with open(spec_path, 'w') as f:
         json.dump(spec, f)
     log = os.path.join(tmp, '%s-worker.log' % row)
-    try:
-        with open(log, 'w') as err:
-            proc = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), '--worker',
-                 spec_path], cwd=REPO, stdout=subprocess.PIPE, stderr=err,
-                text=True, timeout=540)
-        if proc.returncode:
-            with open(log) as f:
-                raise RuntimeError('worker %s failed:\n%s'
-                                   % (row, f.read()[-3000:]))
-        result = json.loads(proc.stdout)
-    finally:
-        services.free(instances + [arrival])
+    with open(log, 'w') as err:
+        proc = subprocess.run(
+            [sys.executable, os.path.abspath(script), '--worker',
+             spec_path], cwd=REPO, stdout=subprocess.PIPE, stderr=err,
+            text=True, timeout=timeout)
+    if proc.returncode:
+        with open(log) as f:
+            raise RuntimeError('worker %s failed:\n%s'
+                               % (row, f.read()[-3000:]))
+    result = json.loads(proc.stdout)
     result['row'] = row
     return result
+
+
+def run_row(services, tmp, row, n, passes, uri='test:///default',
+            kind='test', sysfs_root=None, shared='0-7', cpuset='0-7'):
+    """Set up Placement for ``row``, run its worker, free its allocations."""
+    spec, cleanup = prepare_row(services, tmp, row, n, uri, kind,
+                                sysfs_root, shared, cpuset)
+    spec['passes'] = passes
+    try:
+        return run_worker_process(__file__, tmp, row, spec)
+    finally:
+        cleanup()
 
 
 def repin_latency(rounds):
@@ -655,6 +679,47 @@ def qemu_reachable():
         return False
 
 
+@contextlib.contextmanager
+def bench_services(prefix):
+    """``(services, scratch folder, sysfs tree)``, all removed afterwards.
+
+    The sysfs tree is an AMD Threadripper 2990WX's (two L3 domains of 4
+    CPUs under ``cpu_shared_set = 0-7``); :class:`Services` are Placement,
+    the Nova stub and a RabbitMQ exchange of this run.
+    """
+    from tests.fixtures import machines
+    from tests.fixtures import sysfs_tree
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    services = None
+    try:
+        tree = sysfs_tree.write_tree(os.path.join(tmp, 'sys'),
+                                     machines.threadripper_2990wx())
+        services = Services(tmp)
+        yield services, tmp, tree
+    finally:
+        if services is not None:
+            services.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def report(path, doc):
+    """Write ``doc`` to ``path`` (``-``: nowhere) and print it; exit 0."""
+    from benchmarks import common
+    if path != '-':
+        common.write_json(path, doc)
+    json.dump(doc, sys.stdout, indent=1)
+    print()
+    return 0
+
+
+def worker_main(spec_path, run):
+    """``--worker``: run ``run(spec)`` and print its JSON result."""
+    with open(spec_path) as f:
+        spec = json.load(f)
+    json.dump(run(spec), sys.stdout)
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--domains', type=int, default=200)
@@ -670,22 +735,12 @@ def main(argv=None):
     parser.add_argument('--worker', metavar='SPEC', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        with open(args.worker) as f:
-            spec = json.load(f)
-        json.dump(run_worker(spec), sys.stdout)
-        return 0
+        return worker_main(args.worker, run_worker)
     from benchmarks import common
-    from tests.fixtures import machines
-    from tests.fixtures import sysfs_tree
     load_before = os.getloadavg()
     started = time.time()
-    tmp = tempfile.mkdtemp(prefix='agent-bench-')
     rows = {}
-    services = None
-    try:
-        tree = sysfs_tree.write_tree(os.path.join(tmp, 'sys'),
-                                     machines.threadripper_2990wx())
-        services = Services(tmp)
+    with bench_services('agent-bench-') as (services, tmp, tree):
         for row in [r for r in args.rows.split(',') if r]:
             rows[row] = run_row(services, tmp, row, args.domains,
                                 args.passes, sysfs_root=tree)
@@ -702,10 +757,6 @@ def main(argv=None):
                 qemu = repin_latency(args.rounds)
             else:
                 qemu = 'qemu:///system not reachable'
-    finally:
-        if services is not None:
-            services.close()
-        shutil.rmtree(tmp, ignore_errors=True)
     doc = {'benchmark': 'agent_steady_state',
            'command': 'python benchmarks/agent_steady_state.py %s'
                       % ' '.join(argv if argv is not None else sys.argv[1:]),
@@ -717,11 +768,7 @@ def main(argv=None):
            'passes': args.passes, 'rows': rows}
     if qemu is not None:
         doc['repin_latency'] = qemu
-    if args.json != '-':
-        common.write_json(args.json, doc)
-    json.dump(doc, sys.stdout, indent=1)
-    print()
-    return 0
+    return report(args.json, doc)
 
 
 if __name__ == '__main__':

@@ -40,6 +40,7 @@ import time
 
 from benchmarks import common
 from nova_cacheaware.sim import cache
+from nova_cacheaware.sim import cache_scenario
 from nova_cacheaware.sim import calibration
 from nova_cacheaware.sim import classifier_trace
 from nova_cacheaware.sim import contention
@@ -147,7 +148,8 @@ def small_cases(calib, seeds):
             doc = load(name, **{'model.dirty_all': calib['dirty_all'],
                                 'cloud.sigma': calib['sigma']})
             doc['seed'] = seed
-            out.append(dict(optimum.small_case(cache.load_scenario(doc)),
+            scenario = cache_scenario.load_scenario(doc)
+            out.append(dict(optimum.small_case(scenario),
                             seed=seed, scenario=name))
     return out
 
@@ -176,10 +178,10 @@ def clouds(calib, quick):
             doc['cloud'].update(hosts=10, arrivals=400, warmup=200,
                                 sample_every=50, mean_lifetime=62.0)
         start = time.process_time()
-        result = cache.run(cache.load_scenario(doc))
+        result = cache.run(cache_scenario.load_scenario(doc))
         out.append({'label': label, 'scenario': name, 'overrides': extra,
                     'model': dataclasses.asdict(
-                        cache.load_scenario(doc)['model']),
+                        cache_scenario.load_scenario(doc)['model']),
                     'cpu_seconds': round(time.process_time() - start, 1),
                     'result': result})
     return out

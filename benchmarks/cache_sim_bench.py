@@ -19,6 +19,7 @@ import sys
 import time
 
 from nova_cacheaware.sim import cache
+from nova_cacheaware.sim import cache_scenario
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOC = os.path.join(HERE, '..', 'doc', 'source', 'evaluation')
@@ -33,7 +34,7 @@ PAPER_ALL_SHARE = {'2 memory VMs': 0.45, '4 memory VMs': 0.8}
 
 def load(name):
     with open(os.path.join(HERE, 'scenarios', name)) as f:
-        return cache.load_scenario(json.load(f))
+        return cache_scenario.load_scenario(json.load(f))
 
 
 def memory_time_vs_credit(result):

@@ -29,12 +29,13 @@ import types
 
 from nova import objects
 from nova.scheduler import host_manager
+import os_resource_classes as orc
 
 from nova_cacheaware.agent import actuator
-from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import metrics as agent_metrics
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware.policy import cachedomain_model as model
+from nova_cacheaware.policy import repinning
 from nova_cacheaware.scheduler import filters
 from nova_cacheaware.scheduler import host_state as hs
 from nova_cacheaware.scheduler import live_state
@@ -58,7 +59,7 @@ def hosts(n):
     for i in range(n):
         state = host_manager.HostState('h%d' % i, 'h%d' % i, 'cell1')
         state.allocation_candidates = [{'allocations': {'rp%d' % i: {
-            'resources': {'VCPU': 4}}}, 'mappings': {'': ['rp%d' % i]}}]
+            'resources': {orc.VCPU: 4}}}, 'mappings': {'': ['rp%d' % i]}}]
         out.append(state)
     return out
 
@@ -121,9 +122,9 @@ def agent_pass_us(vms):
     """observe_pass for a pass of ``vms`` servers on 16 domains."""
     m = agent_metrics.AgentMetrics()
     one = types.SimpleNamespace(
-        decisions=[decide.Decision(
+        decisions=[repinning.Decision(
             uuid='vm%d' % i, name='', workload='memory', movable=True,
-            reason='', action=decide.KEEP, current={}, desired={},
+            reason='', action=repinning.KEEP, current={}, desired={},
             allowed={}, share='all' if i % 2 else 'partial')
             for i in range(vms)],
         plan_output=model.Plan(vms={}, unplaced=(), domains={

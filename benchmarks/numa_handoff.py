@@ -39,7 +39,6 @@ import xml.etree.ElementTree as ET
 import libvirt
 import libvirt_qemu
 
-from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import guest_agent
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import numa_balance
@@ -47,6 +46,7 @@ from nova_cacheaware.agent import numa_shapes
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
 from nova_cacheaware.policy import numa_balance as policy
+from nova_cacheaware.policy import repinning
 from nova_cacheaware.topology import domains
 from tests.fixtures import linux_guest
 
@@ -105,7 +105,7 @@ def main(argv=None):
             level=2, fallback=False, domains=(
                 domains.CacheDomain('L2-0', 2, (0,), 2048, (0,)),
                 domains.CacheDomain('L2-1', 2, (1,), 2048, (0,)))),
-            decide.default_planner(), None,
+            repinning.Planner(), None,
             spec_source=specs.StaticSpecSource(spec))
         cap = numa_balance.NumaBalance(
             hv, HOST, policy.Thresholds(per_node_floor=False),

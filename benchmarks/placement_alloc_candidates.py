@@ -54,16 +54,20 @@ import sys
 import time
 import uuid
 
+import os_resource_classes as orc
+import os_traits
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
 from benchmarks import common  # noqa: E402
-from nova_cacheaware import names  # noqa: E402
+from nova_cacheaware.contracts import placement as names  # noqa: E402
 from nova_cacheaware.placement import provider_sync  # noqa: E402
 from nova_cacheaware.topology import domains as topo_domains  # noqa: E402
 from tests import placement_fixtures  # noqa: E402
 
-ROOT_TRAITS = ['COMPUTE_NODE', 'HW_CPU_X86_AVX2', 'COMPUTE_VOLUME_EXTEND']
+ROOT_TRAITS = [os_traits.COMPUTE_NODE, os_traits.HW_CPU_X86_AVX2,
+               os_traits.COMPUTE_VOLUME_EXTEND]
 
 
 def domain_set(count, per_domain):
@@ -82,11 +86,11 @@ def make_compute(client, index, cpus):
     client.post('/resource_providers',
                 {'name': 'bench-cn-%04d' % index, 'uuid': rp_uuid})
     doc = client.put_inventories(rp_uuid, 0, {
-        'VCPU': {'total': cpus, 'allocation_ratio': 4.0,
-                 'max_unit': cpus},
-        'MEMORY_MB': {'total': 1024 * 1024, 'reserved': 4096,
-                      'max_unit': 1024 * 1024},
-        'DISK_GB': {'total': 4000, 'max_unit': 4000}})
+        orc.VCPU: {'total': cpus, 'allocation_ratio': 4.0,
+                   'max_unit': cpus},
+        orc.MEMORY_MB: {'total': 1024 * 1024, 'reserved': 4096,
+                        'max_unit': 1024 * 1024},
+        orc.DISK_GB: {'total': 4000, 'max_unit': 4000}})
     client.put_traits(rp_uuid, doc['resource_provider_generation'],
                       ROOT_TRAITS)
     return rp_uuid

@@ -78,12 +78,14 @@ import tempfile
 import time
 import uuid
 
+import os_resource_classes as orc
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
 from benchmarks import common  # noqa: E402
 from benchmarks import placement_alloc_candidates as pac  # noqa: E402
-from nova_cacheaware import names  # noqa: E402
+from nova_cacheaware.contracts import placement as names  # noqa: E402
 from nova_cacheaware.placement import host_provider  # noqa: E402
 from nova_cacheaware.placement import provider_state  # noqa: E402
 from nova_cacheaware.placement import provider_sync  # noqa: E402
@@ -390,7 +392,7 @@ def hosts_in(doc):
     """Distinct hosts (providers of the VCPU) in an answer."""
     return len({rp for areq in doc['allocation_requests']
                 for rp, alloc in areq['allocations'].items()
-                if 'VCPU' in alloc['resources']})
+                if orc.VCPU in alloc['resources']})
 
 
 def measure(variants, rounds, budget_s):

@@ -43,13 +43,14 @@ from nova_cacheaware.policy import allshare_heuristic  # noqa: E402
 from nova_cacheaware.policy import allshare_replan  # noqa: E402
 from nova_cacheaware.policy import allshare_search  # noqa: E402
 from nova_cacheaware.policy import cachedomain  # noqa: E402
+from nova_cacheaware.policy import cachedomain_model  # noqa: E402
 
 
 def large_host(seed, memory_fraction, n_domains=32, per_domain=8,
                n_vms=200):
     """A busy 256-CPU host: half the VMs sit in one domain, half float."""
     rng = random.Random(seed)
-    domains = [cachedomain.Domain(
+    domains = [cachedomain_model.Domain(
         id='L3-%d' % d,
         cpus=tuple(range(d * per_domain, (d + 1) * per_domain)))
         for d in range(n_domains)]
@@ -63,11 +64,11 @@ def large_host(seed, memory_fraction, n_domains=32, per_domain=8,
             # Unmovable ones (dedicated) are always pinned somewhere.
             cpus = domains[rng.randrange(n_domains)].cpus
             current = {i: cpus for i in range(vcpus)}
-        vms.append(cachedomain.VM(
+        vms.append(cachedomain_model.VM(
             id='vm-%03d' % n, vcpus=vcpus,
             workload='memory' if memory else rng.choice(['cpu', 'io']),
             current=current, movable=movable))
-    return cachedomain.PlanInput(domains=tuple(domains), vms=tuple(vms))
+    return cachedomain_model.PlanInput(domains=tuple(domains), vms=tuple(vms))
 
 
 def time_it(fn, repeat):
@@ -155,8 +156,8 @@ def replan_rows(repeat, seeds):
                 memory = [vm for vm in now.vms
                           if vm.memory_bound and vm.movable]
                 gone = memory[rng.randrange(len(memory))].id
-                arrival = cachedomain.VM(id='new', workload='memory',
-                                         vcpus=rng.choice([1, 2, 4]))
+                arrival = cachedomain_model.VM(id='new', workload='memory',
+                                               vcpus=rng.choice([1, 2, 4]))
                 for kind, after in (
                         ('arrival', dataclasses.replace(
                             now, vms=now.vms + (arrival,))),

@@ -43,17 +43,18 @@ def kombu_url(url):
     return 'amqp' + url[len('rabbit'):]
 
 
-class ListenerProcess:
-    """A :mod:`benchmarks.region_listener` child and its commands."""
+class ChildProcess:
+    """A benchmark child process: one command line in, one JSON line out.
 
-    def __init__(self, names, mode, url, ttl):
+    ``module`` (run with ``-m``) answers a first line when ready, then one
+    per command (``probe``, ``stop``). ``name`` says which child failed.
+    """
+
+    def __init__(self, name, module, args):
+        self.name = name
         env = dict(os.environ, PYTHONPATH=ROOT)
-        self.pool = '%s-%s' % (names['pool'], mode)
         self.proc = subprocess.Popen(
-            [sys.executable, '-m', 'benchmarks.region_listener',
-             '--url', url, '--exchange', names['exchange'],
-             '--topic', names['topic'], '--pool', self.pool,
-             '--mode', mode, '--ttl', str(ttl)],
+            [sys.executable, '-m', module] + list(args),
             cwd=ROOT, env=env, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, text=True)
         self._ask(None)
@@ -64,25 +65,37 @@ class ListenerProcess:
             self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError('listener %s exited (rc %s)'
-                               % (self.pool, self.proc.wait()))
+            raise RuntimeError('%s exited (rc %s)'
+                               % (self.name, self.proc.wait()))
         return json.loads(line)
 
     def probe(self):
-        """CPU seconds, AMQP bytes/frames/deliveries, states stored."""
+        """The child's counters (CPU seconds and what it measures)."""
         return self._ask('probe')
-
-    def stop(self):
-        """Stop it; ``[(host, generation, stored at), ...]``."""
-        out = self._ask('stop')['stored']
-        self.proc.wait(timeout=30)
-        return out
 
     def kill(self):
         """End the child if it is still running (errors on the way)."""
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+class ListenerProcess(ChildProcess):
+    """A :mod:`benchmarks.region_listener` child and its commands."""
+
+    def __init__(self, names, mode, url, ttl):
+        self.pool = '%s-%s' % (names['pool'], mode)
+        super().__init__('listener %s' % self.pool,
+                         'benchmarks.region_listener', [
+                             '--url', url, '--exchange', names['exchange'],
+                             '--topic', names['topic'], '--pool', self.pool,
+                             '--mode', mode, '--ttl', str(ttl)])
+
+    def stop(self):
+        """Stop it; ``[(host, generation, stored at), ...]``."""
+        out = self._ask('stop')['stored']
+        self.proc.wait(timeout=30)
+        return out
 
 
 class CountingTransport:
@@ -275,15 +288,20 @@ def run_bus(hosts, vms, seed, url=RABBIT_URL, period_s=1.0,
     return out
 
 
-def _phases(run, listeners, window_periods, quiet_periods, storm_periods):
-    """Start, steady window, quiet window, storm (see :func:`run_bus`)."""
+def start_agents(run):
+    """Agents start one by one over one resync interval; the next period."""
     run.started = time.monotonic() + 0.2
     count = len(run.sims)
     for index in range(run.rounds):
         run.restart([s for i, s in enumerate(run.sims)
                      if i * run.rounds // count == index])
         run.period(index, False)
-    first = run.rounds
+    return run.rounds
+
+
+def _phases(run, listeners, window_periods, quiet_periods, storm_periods):
+    """Start, steady window, quiet window, storm (see :func:`run_bus`)."""
+    first = start_agents(run)
     out = {'steady': window(run, listeners, first, window_periods, True)}
     first += window_periods
     quiet = state_cadence.Cadence(heartbeat_s=run.cadence.resync_s,

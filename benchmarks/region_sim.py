@@ -95,14 +95,14 @@ class AgentMemo:
         self.current = None
         self.built = 0
 
-    def __call__(self, report, host, now=None):
+    def __call__(self, report, host, now=None, sizing_view=None):
         """The state of ``report``: built anew only when it changed."""
         stamp = now or datetime.datetime.now(datetime.timezone.utc)
         sim = self.current
         held = self.memo.get(host)
         if held is not None and held[0] == sim.changes:
             return dataclasses.replace(held[1], timestamp=stamp)
-        built = _REAL_TO_STATE(sim.report(), host, now)
+        built = _REAL_TO_STATE(sim.report(), host, now, sizing_view)
         self.built += 1
         keep = built if host in self.full_hosts else _slim(built)
         self.memo[host] = (sim.changes, keep)

@@ -75,12 +75,16 @@ from nova import objects
 from nova.scheduler.filters import numa_topology_filter
 from nova.scheduler import host_manager
 from nova.scheduler import weights as nova_weights
+from nova.scheduler.weights import ram as nova_ram
 from nova.virt import hardware
+import os_resource_classes as orc
 
 from nova_cacheaware.api import flavor_specs
 from nova_cacheaware import conf as ca_conf
-from nova_cacheaware import names
+from nova_cacheaware.contracts import host_state as wire
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import filters
 from nova_cacheaware.scheduler import host_state as hs
 from nova_cacheaware.scheduler import live_state
@@ -100,6 +104,20 @@ TOPOLOGIES = {
     'hybrid': (1, 32, 1, 6, 64 * 1024),
 }
 KINDS = sorted(TOPOLOGIES)
+
+#: The user guide's flavors (doc/source/user/flavor.rst): the options
+#: given to ``nova-cacheaware flavor set`` (None: no cacheaware key).
+FLAVORS = {
+    'plain': None,
+    'allshare': {'cache_share': 'all'},
+    'clean': {'cache_share': 'all', 'workload': 'memory',
+              'cache_clean': 'required'},
+}
+#: CPU time of this process: the machine is shared, wall clock is not
+#: what the scheduler pays.
+CLOCK = time.process_time
+#: The region whose listener cost ``--region-results`` measured.
+REGION_HOSTS = 10000
 
 
 def numa_topology(cells, cpus_per_cell, threads, mem_mib):
@@ -126,32 +144,23 @@ def host_provider(root):
     return '%s-cacheaware' % root
 
 
-def candidates(root, domains, limit, cacheaware, model='domain'):
-    """Placement's allocation candidates for the request."""
-    if not cacheaware:
-        return [{'allocations': {root: {'resources': {
-            'VCPU': 4, 'MEMORY_MB': 4096, 'DISK_GB': 10}}},
-            'mappings': {'': [root]}}]
+def candidates(root, domains, limit, flavor, model='domain'):
+    """Placement's allocation candidates for a request of ``flavor``."""
+    host = {orc.VCPU: 4, orc.MEMORY_MB: 4096, orc.DISK_GB: 10}
+    if flavor == 'plain':
+        return [{'allocations': {root: {'resources': dict(host)}},
+                 'mappings': {'': [root]}}]
+    cache = {names.RC_DOMAIN_VCPU: 4}
+    if flavor == 'clean':
+        cache[names.RC_DOMAIN_MEMBOUND] = 1
     if model == 'host':
-        child = host_provider(root)
-        return [{
-            'allocations': {
-                root: {'resources': {'VCPU': 4, 'MEMORY_MB': 4096,
-                                     'DISK_GB': 10}},
-                child: {'resources': {names.RC_DOMAIN_VCPU: 4,
-                                      names.RC_DOMAIN_MEMBOUND: 1}}},
-            'mappings': {'': [root], '_CACHE': [child]}}]
-    result = []
-    for index in range(min(domains, limit)):
-        domain = '%s-d%d' % (root, index)
-        result.append({
-            'allocations': {
-                root: {'resources': {'VCPU': 4, 'MEMORY_MB': 4096,
-                                     'DISK_GB': 10}},
-                domain: {'resources': {names.RC_DOMAIN_VCPU: 4,
-                                       names.RC_DOMAIN_MEMBOUND: 1}}},
-            'mappings': {'': [root], '_CACHE': [domain]}})
-    return result
+        providers = [host_provider(root)]
+    else:
+        providers = ['%s-d%d' % (root, i) for i in range(min(domains, limit))]
+    return [{'allocations': {root: {'resources': dict(host)},
+                             child: {'resources': dict(cache)}},
+             'mappings': {'': [root], '_CACHE': [child]}}
+            for child in providers]
 
 
 def layout(kind, vms, rng):
@@ -187,13 +196,13 @@ def domain_states(name, domains, index, model='domain'):
     if model == 'host':
         # No provider per domain; 0, 4 or 8 of 32 vCPUs (8 CPUs x 4.0)
         # used, so the room check and the prediction do real work.
-        return tuple(hs.DomainState(
-            'L3-%d' % d, hs.domain_state(len(vms)), vms, 8, None,
+        return tuple(wire.DomainState(
+            'L3-%d' % d, wire.domain_state(len(vms)), vms, 8, None,
             4 * ((index + d) % 3))
             for d in range(domains)
             for vms in [tuple('vm%d' % v for v in range((index + d) % 3))])
-    return tuple(hs.DomainState(
-        'L3-%d' % d, hs.domain_state(len(vms)), vms, 8, '%s-d%d' % (name, d))
+    return tuple(wire.DomainState(
+        'L3-%d' % d, wire.domain_state(len(vms)), vms, 8, '%s-d%d' % (name, d))
         for d in range(domains)
         for vms in [tuple('vm%d' % v for v in range((index + d) % 3))])
 
@@ -218,10 +227,10 @@ class Layouts:
                     (affinity, self._time_arrival(affinity)))
 
     def _time_arrival(self, affinity):
-        clock = time.perf_counter
+        clock = CLOCK
         probe = hs.HostCacheState(host='probe', timestamp=_now(),
                                   agent_healthy=True, vcpu_affinity=affinity)
-        payload = hs.to_payload(probe)
+        payload = wire.to_payload(probe)
         start = clock()
         again = hs.from_payload(payload)
         self.arrival_ms['parse'].append((clock() - start) * 1e3)
@@ -270,8 +279,8 @@ def build_hosts(count, limit, model='domain'):
         state.ram_allocation_ratio = 1.0
         state.aggregates = []
         hosts.append((state, kind, index, domains, {
-            True: candidates(name, domains, limit, True, model),
-            False: candidates(name, domains, limit, False)}))
+            flavor: candidates(name, domains, limit, flavor, model)
+            for flavor in FLAVORS}))
     return hosts
 
 
@@ -281,129 +290,172 @@ def refresh(cache, hosts, layouts):
         cache.update(layouts.state(state.host, kind, index, domains))
 
 
-def request_spec(cacheaware):
-    """A new RequestSpec, as every scheduling request brings."""
+def request_spec(flavor, numa_key):
+    """A new RequestSpec, as every scheduling request brings.
+
+    ``flavor``: one of :data:`FLAVORS` (the user guide's flavors, keys as
+    ``nova-cacheaware flavor set`` writes them); ``numa_key``: the flavor
+    also has ``hw:numa_nodes=1``.
+    """
     extra = {}
-    if cacheaware:
-        extra = dict(flavor_specs.compute_specs(
-            {'cache_share': 'all', 'workload': 'memory',
-             'cache_clean': 'required'}, 4).set)
-    extra['hw:numa_nodes'] = '1'
-    flavor = objects.Flavor(flavorid='bench', vcpus=4, memory_mb=4096,
-                            root_gb=10, ephemeral_gb=0, swap=0,
-                            extra_specs=extra)
+    if FLAVORS[flavor] is not None:
+        extra = dict(flavor_specs.compute_specs(FLAVORS[flavor], 4).set)
+    if numa_key:
+        extra['hw:numa_nodes'] = '1'
+    flavor_obj = objects.Flavor(flavorid='bench', vcpus=4, memory_mb=4096,
+                                root_gb=10, ephemeral_gb=0, swap=0,
+                                extra_specs=extra)
     image = objects.ImageMeta.from_dict({'properties': {}})
     return objects.RequestSpec(
-        flavor=flavor, image=image, num_instances=1,
-        numa_topology=hardware.numa_get_constraints(flavor, image),
+        flavor=flavor_obj, image=image, num_instances=1,
+        numa_topology=hardware.numa_get_constraints(flavor_obj, image),
         pci_requests=objects.InstancePCIRequests(requests=[]))
 
 
 class Plugins:
-    """The four plugins and Nova's baseline, timed per pass."""
+    """The four plugins and Nova's baseline, timed per pass (CPU time)."""
 
     def __init__(self):
         self.numa = numa_topology_filter.NUMATopologyFilter()
         self.filters = [filters.CacheDomainFilter(), filters.FullNUMAFilter()]
         self.weighers = [weights.CacheContentionWeigher(),
                          weights.PCPUAvailabilityWeigher()]
+        self.ram = nova_ram.RAMWeigher()
         self.handler = nova_weights.HostWeightHandler()
 
     def numa_pass(self, states, spec):
+        """CPU seconds of ``NUMATopologyFilter`` over ``states``."""
         gc.collect()
-        start = time.perf_counter()
+        start = CLOCK()
         list(self.numa.filter_all(states, spec))
-        return time.perf_counter() - start
+        return CLOCK() - start
 
     def ours_pass(self, states, spec):
-        """Seconds of the four plugins (total and each), of Nova's handler.
+        """CPU seconds of what our plugins cost one request.
 
-        Returns ``(total, {plugin: seconds}, handler seconds)``.
+        Returns ``({part: seconds}, hosts passed)``: each filter through
+        Nova's ``filter_all``, then Nova's ``HostWeightHandler`` with our
+        two weighers (their ``weigh_objects`` and Nova's normalisation,
+        multipliers and log dictionaries for them), as nova-scheduler
+        runs them.
         """
         gc.collect()
         each = {}
         passed = states
-        clock = time.perf_counter
-        start = clock()
         for plugin in self.filters:
-            mark = clock()
+            mark = CLOCK()
             passed = list(plugin.filter_all(passed, spec))
-            each[type(plugin).__name__] = clock() - mark
-        weighed = [nova_weights.WeighedHost(h, 0.0) for h in passed]
-        for weigher in self.weighers:
-            mark = clock()
-            weigher.weigh_objects(weighed, spec)
-            each[type(weigher).__name__] = clock() - mark
-        ours = clock() - start
-        gc.collect()
-        start = clock()
+            each[type(plugin).__name__] = CLOCK() - mark
+        mark = CLOCK()
         self.handler.get_weighed_objects(self.weighers, passed, spec)
-        return ours, each, clock() - start
+        each['weight_handler_with_our_weighers'] = CLOCK() - mark
+        return each, len(passed)
+
+    def ram_pass(self, states, spec):
+        """CPU seconds of Nova's handler with Nova's own RAMWeigher.
+
+        The floor any one enabled weigher costs per host (a reference:
+        not counted in ours).
+        """
+        gc.collect()
+        mark = CLOCK()
+        self.handler.get_weighed_objects([self.ram], states, spec)
+        return CLOCK() - mark
 
 
-def restore(hosts, cacheaware):
+def restore(hosts, flavor):
+    """Placement's candidates for ``flavor`` on every host, afresh."""
     for state, _, _, _, cands in hosts:
-        state.allocation_candidates = list(cands[cacheaware])
+        state.allocation_candidates = list(cands[flavor])
 
 
-def measure(plugins, hosts, cache, layouts, repeats):
-    """Per-host medians for both requests, warm and first-after-refresh."""
+def measure(plugins, hosts, cache, layouts, repeats, flavor, numa_key,
+            listener_us):
+    """Per-host CPU microseconds of one request shape, ``repeats`` times.
+
+    Each repetition: NUMATopologyFilter, a refresh of every host's state,
+    our plugins on the first request after it, our plugins warm; Nova's
+    handler with RAMWeigher alone. Ratios are paired per repetition.
+    """
     states = [h[0] for h in hosts]
     count = len(states)
-    out = {}
-    for cacheaware in (True, False):
-        numa_t, warm_t, first_t, handler_t = [], [], [], []
-        warm_each, first_each = [], []
-        restore(hosts, cacheaware)
-        plugins.ours_pass(states, request_spec(cacheaware))   # warm-up
-        for _ in range(repeats):
-            restore(hosts, cacheaware)
-            numa_t.append(plugins.numa_pass(states, request_spec(cacheaware)))
-            refresh(cache, hosts, layouts)
-            restore(hosts, cacheaware)
-            ours, each, _ = plugins.ours_pass(states,
-                                              request_spec(cacheaware))
-            first_t.append(ours)
-            first_each.append(each)
-            restore(hosts, cacheaware)
-            ours, each, handler = plugins.ours_pass(
-                states, request_spec(cacheaware))
-            warm_t.append(ours)
-            warm_each.append(each)
-            handler_t.append(handler)
-        restore(hosts, cacheaware)
-        spec = request_spec(cacheaware)
-        passed = len(list(plugins.filters[0].filter_all(states, spec)))
-        us = {name: statistics.median(values) / count * 1e6
-              for name, values in (('numa_topology_filter', numa_t),
-                                   ('plugins_warm', warm_t),
-                                   ('plugins_first_after_refresh', first_t),
-                                   ('nova_weight_handler', handler_t))}
-        base = us['numa_topology_filter']
-        out['cacheaware' if cacheaware else 'plain'] = {
-            'hosts_passing_cache_domain_filter': passed,
-            'us_per_host_median': {k: round(v, 3) for k, v in us.items()},
-            'ratio_to_numa_topology_filter': {
-                k: round(v / base, 5) for k, v in us.items()
-                if k != 'numa_topology_filter'},
-            'us_per_host_median_each': {
-                'warm': _each(warm_each, count),
-                'first_after_refresh': _each(first_each, count)},
-        }
-    return out
+    rows = {'numa': [], 'first': [], 'warm': [], 'ram_weigher': []}
+    each = {'first': [], 'warm': []}
+    restore(hosts, flavor)
+    plugins.ours_pass(states, request_spec(flavor, numa_key))   # warm-up
+    passed = 0
+    for _ in range(repeats):
+        restore(hosts, flavor)
+        rows['numa'].append(plugins.numa_pass(
+            states, request_spec(flavor, numa_key)))
+        refresh(cache, hosts, layouts)
+        for kind in ('first', 'warm'):
+            restore(hosts, flavor)
+            parts, passed = plugins.ours_pass(
+                states, request_spec(flavor, numa_key))
+            each[kind].append(parts)
+            rows[kind].append(sum(parts.values()))
+        rows['ram_weigher'].append(plugins.ram_pass(
+            states, request_spec(flavor, numa_key)))
+    us = {k: [v / count * 1e6 for v in values]
+          for k, values in rows.items()}
+    ratios = {}
+    for kind in ('first', 'warm'):
+        ratios[kind] = _spread([o / n for o, n in zip(us[kind], us['numa'])],
+                               5)
+        ratios[kind + '_with_listener'] = _spread(
+            [(o + listener_us) / n for o, n in zip(us[kind], us['numa'])], 5)
+    ratios['ram_weigher'] = _spread(
+        [o / n for o, n in zip(us['ram_weigher'], us['numa'])], 5)
+    return {
+        'flavor': flavor, 'hw_numa_nodes': numa_key,
+        'hosts_passing': passed,
+        'us_per_host': {k: _spread(v, 3) for k, v in us.items()},
+        'us_per_host_each': {
+            kind: {part: round(statistics.median(
+                p[part] for p in passes) / count * 1e6, 3)
+                for part in passes[0]}
+            for kind, passes in each.items()},
+        'listener_us_per_host_per_request': round(listener_us, 3),
+        'ratio_to_numa_topology_filter': ratios,
+    }
 
 
-def _each(passes, count):
-    return {name: round(statistics.median(p[name] for p in passes)
-                        / count * 1e6, 3) for name in passes[0]}
+def _spread(values, digits):
+    """Median, mean, min and max of ``values``, rounded."""
+    return {'median': round(statistics.median(values), digits),
+            'mean': round(statistics.mean(values), digits),
+            'min': round(min(values), digits),
+            'max': round(max(values), digits), 'n': len(values)}
 
 
-def main():
+def listener_share(path, requests_per_s):
+    """The listener's CPU per host and request, from a region run.
+
+    ``path``: a ``region_state.py`` result with the steady-state CPU of a
+    real oslo.messaging listener (cores per scheduler worker) at a
+    10 000-host region's arrival rate. Arrivals grow with the region's
+    hosts, so per host the figure is the same at any size: spread over
+    ``requests_per_s`` requests a second of one worker. Returns ``(us,
+    cores, source)``.
+    """
+    with open(path) as f:
+        doc = json.load(f)
+    goal = next(g for g in doc['goals']
+                if g['goal'] == 'steady-state CPU with oslo.messaging, cores')
+    cores = goal['figure']
+    return (cores / REGION_HOSTS / requests_per_s * 1e6, cores,
+            '%s (%s)' % (os.path.relpath(path, ROOT), goal['measured_on']))
+
+
+def _arguments():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--hosts', type=int, nargs='+',
                         default=[1000, 10000])
     parser.add_argument('--vms', type=int, nargs='+', default=[16, 200])
-    parser.add_argument('--repeats', type=int, default=3)
+    parser.add_argument('--flavors', nargs='+', choices=sorted(FLAVORS),
+                        default=['plain', 'allshare', 'clean'])
+    parser.add_argument('--repeats', type=int, default=5)
     parser.add_argument('--layouts', type=int, default=20,
                         help='distinct VM layouts per topology and VM count')
     parser.add_argument('--candidates', type=int, default=4,
@@ -411,19 +463,37 @@ def main():
                              'cache-aware request (at most one per domain)')
     parser.add_argument('--seed', type=int, default=14)
     parser.add_argument('--model', choices=('domain', 'host'),
-                        default='domain',
+                        default='host',
                         help='Placement provider model of the cache-aware '
-                             'hosts: one provider per domain, or one per '
-                             'host')
+                             'hosts: one provider per host (the default '
+                             'model) or one per domain')
+    parser.add_argument('--region-results', default=os.path.join(
+        ROOT, 'benchmarks', 'results', 'region_state_bus.json'),
+        help='region_state.py result with the listener\'s CPU')
+    parser.add_argument('--requests-per-s', type=float, default=1.0,
+                        help='requests a second per scheduler worker over '
+                             'which the listener\'s CPU is spread')
     parser.add_argument('--output', help='also write the JSON here')
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main():
+    args = _arguments()
     cfg.CONF([], project='nova-cacheaware-bench')
     ca_conf.CONF.set_override('listen_for_host_state', False,
                               group='cacheaware_scheduler')
     cache = live_state.get_cache()
     plugins = Plugins()
+    # As in a scheduler that has made its first claim: Nova's consumption
+    # reports every claim (consume_hook), no hand-out is guessed.
+    opts = ca_conf.CONF.cacheaware_scheduler
+    claims.get_ledger(opts.claim_memory_seconds, opts.claim_settle_seconds,
+                      opts.claim_pending_seconds).exact = True
     load_before = os.getloadavg()
     started = time.monotonic()
+    cpu_started = CLOCK()
+    listener_us, cores, source = listener_share(args.region_results,
+                                                args.requests_per_s)
     results = []
     for vms in args.vms:
         layouts = Layouts(vms, args.layouts, args.seed, args.model)
@@ -431,16 +501,14 @@ def main():
             cache.clear()
             hosts = build_hosts(count, args.candidates, args.model)
             refresh(cache, hosts, layouts)
-            result = {'hosts': count, 'vms_per_host': vms,
-                      'repeats': args.repeats,
-                      'arrival_ms': {
-                          k: {'median': round(statistics.median(v), 3),
-                              'max': round(max(v), 3), 'layouts': len(v)}
-                          for k, v in layouts.arrival_ms.items()}}
-            result.update(measure(plugins, hosts, cache, layouts,
-                                  args.repeats))
-            results.append(result)
-            print(json.dumps(result), file=sys.stderr, flush=True)
+            for flavor in args.flavors:
+                for numa_key in (False, True):
+                    result = {'hosts': count, 'vms_per_host': vms}
+                    result.update(measure(plugins, hosts, cache, layouts,
+                                          args.repeats, flavor, numa_key,
+                                          listener_us))
+                    results.append(result)
+                    print(json.dumps(result), file=sys.stderr, flush=True)
     doc = {
         'benchmark': 'scheduler_filter_cost',
         'command': ' '.join(['.venv/bin/python',
@@ -449,12 +517,21 @@ def main():
         'date': common.now(),
         'machine': common.machine(),
         'python': platform.python_version(),
+        'clock': 'process CPU time (time.process_time)',
         'provider_model': args.model,
+        'repeats': args.repeats,
         'loadavg_before': [round(x, 2) for x in load_before],
         'loadavg_after': [round(x, 2) for x in os.getloadavg()],
         'wall_s': round(time.monotonic() - started, 1),
+        'cpu_s': round(CLOCK() - cpu_started, 1),
         'candidates_per_host_max': args.candidates,
         'layouts_per_topology': args.layouts,
+        'listener': {'cores_per_worker': cores, 'source': source,
+                     'requests_per_s_per_worker': args.requests_per_s},
+        'arrival_ms': {
+            k: {'median': round(statistics.median(v), 3),
+                'max': round(max(v), 3), 'layouts': len(v)}
+            for k, v in layouts.arrival_ms.items()},
         'results': results}
     print(json.dumps(doc, indent=2))
     if args.output:

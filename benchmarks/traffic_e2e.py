@@ -68,7 +68,7 @@ import cloud as cloudlib  # noqa: E402
 from benchmarks import common  # noqa: E402
 
 from nova_cacheaware.api import flavor_specs  # noqa: E402
-from nova_cacheaware import names  # noqa: E402
+from nova_cacheaware.contracts import placement as names  # noqa: E402
 
 #: Fake computes: 6 Zen (4 CCX L3), 4 E-core-cluster (2 L2), 6 Q6600-like
 #: (2 shared L2 pairs), 4 i9-12900K (10 L2), 2 EPYC 7713 (8 CCX), and 2
@@ -304,6 +304,24 @@ def boot(cloud, flavors, kind, vcpus, count, name):
             raise RuntimeError('servers %s not scheduled after 300 s' % ids)
         time.sleep(POLL)
     return list(records.values())
+
+
+def warm_up(cloud, flavors, workers, settle_s):
+    """Each scheduler worker schedules a few servers first, then they go.
+
+    A worker starts its live-state listener at its first request and asks
+    the agents for their states then (``request_host_state``): what a
+    region's schedulers have been doing long before any burst. Two
+    requests per worker (RabbitMQ hands them out in turn), every
+    configuration alike; ``settle_s``: the agents' answers arrive.
+    """
+    with futures.ThreadPoolExecutor(2 * workers) as pool:
+        booted = list(pool.map(
+            lambda n: boot(cloud, flavors, 'cpu-off', 1, 1,
+                           'warm-up-%d' % n), range(2 * workers)))
+    for server in (s for one in booted for s in one):
+        cloud.nova('DELETE', '/servers/' + server['id'], ok=(204, 404))
+    time.sleep(settle_s)
 
 
 def log_count(path, needle, offset):
@@ -685,6 +703,8 @@ def main(argv=None):
             elif config == 'ours-host':
                 wait_host_providers(cloud)
             flavors = make_flavors(cloud, config)
+            warm_up(cloud, flavors, args.workers,
+                    max(10.0, 3 * args.agent_period))
             for n, c in enumerate(int(x) for x in
                                   args.concurrency.split(',')):
                 if args.tight and n:

@@ -70,6 +70,15 @@ function configure_nova_cacheaware_recommended {
     done <<< "$NOVA_CACHEAWARE_RECOMMENDED_SETTINGS"
 }
 
+# The RabbitMQ policies every deployment needs (deploy/rabbitmq/): a cap on
+# the default queue nobody reads and expiry of stopped schedulers' queues.
+# On the node that runs RabbitMQ, on DevStack's vhost (the notification bus
+# the agents publish to).
+function configure_nova_cacheaware_rabbit_policies {
+    sudo bash "$NOVA_CACHEAWARE_DIR/deploy/rabbitmq/cacheaware-policies.sh" \
+        -p "${NOVA_CACHEAWARE_RABBIT_VHOST:-/}"
+}
+
 # The hook keeps live migrations of agent-pinned guests from failing; it
 # never replaces another program's hook (ours then goes to qemu.d/).
 function install_nova_cacheaware_hook {
@@ -150,6 +159,10 @@ if is_service_enabled n-sch n-api n-cpu cacheaware-agent; then
         fi
         echo_summary "Writing nova-cacheaware's recommended settings"
         configure_nova_cacheaware_recommended
+        if is_service_enabled rabbit; then
+            echo_summary "Setting nova-cacheaware's RabbitMQ policies"
+            configure_nova_cacheaware_rabbit_policies
+        fi
         if is_service_enabled n-cpu && is_service_enabled cacheaware-agent; then
             echo_summary "Configuring nova-cacheaware-agent"
             configure_nova_cacheaware_agent

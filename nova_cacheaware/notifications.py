@@ -20,6 +20,7 @@ from oslo_log import log as logging
 import oslo_messaging
 
 from nova_cacheaware.contracts import host_state
+from nova_cacheaware.contracts import state_digest
 from nova_cacheaware.contracts import state_wire
 from nova_cacheaware import exception
 
@@ -66,15 +67,20 @@ class HostStateEndpoint:
     filter_rule = oslo_messaging.NotificationFilter(
         event_type='^(%s)$' % '|'.join(
             e.replace('.', r'\.')
-            for e in (host_state.EVENT_TYPE, state_wire.HEARTBEAT_EVENT)))
+            for e in (host_state.EVENT_TYPE, state_wire.HEARTBEAT_EVENT,
+                      state_digest.DIGEST_EVENT)))
 
-    def __init__(self, cache, count=None):
+    def __init__(self, cache, count=None, want=None):
         self._cache = cache
         # count(kind, outcome) per message: the scheduler's metrics.
         self._count = count or _no_count
+        # want(hosts): ask the state relays for these hosts' states.
+        self._want = want
 
     def info(self, ctxt, publisher_id, event_type, payload, metadata):
-        """Handle one ``cacheaware.host.state`` or heartbeat notification."""
+        """Handle one state, heartbeat or relay digest notification."""
+        if event_type == state_digest.DIGEST_EVENT:
+            return self._digest(publisher_id, payload)
         heartbeat = event_type == state_wire.HEARTBEAT_EVENT
         kind = 'heartbeat' if heartbeat else 'state'
         try:
@@ -95,24 +101,70 @@ class HostStateEndpoint:
                       message.host)
         return oslo_messaging.NotificationResult.HANDLED
 
+    def _digest(self, publisher_id, payload):
+        # A state relay's heartbeats of many hosts: one message, one
+        # count (the entries are heartbeats the relay already counted).
+        try:
+            digest = state_digest.parse_digest(payload)
+        except exception.InvalidInput as e:
+            LOG.warning('Dropping %s from %s: %s', state_digest.DIGEST_EVENT,
+                        publisher_id, e)
+            self._count('digest', 'invalid')
+            return oslo_messaging.NotificationResult.HANDLED
+        kept, wanted = self._cache.digest(digest.entries)
+        self._count('digest', 'stored' if kept == len(digest.entries)
+                    else 'out_of_order')
+        if wanted and self._want is not None:
+            self._want(wanted)
+        return oslo_messaging.NotificationResult.HANDLED
+
 
 def _no_count(kind, outcome):
     """Count nothing (the endpoint's default)."""
 
 
+class WantPublisher:
+    """Asks the state relays for hosts' states (``cacheaware.host.want``).
+
+    Called by :class:`HostStateEndpoint` with the hosts a digest names
+    whose current state the cache lacks. A want that cannot be sent is
+    logged and dropped: the cache asks again a TTL later, and the
+    agents' resyncs still reach relays that forward them.
+    """
+
+    def __init__(self, transport, topic, scheduler):
+        self.scheduler = scheduler
+        self._notifier = oslo_messaging.Notifier(
+            transport, publisher_id='nova-scheduler.%s' % scheduler,
+            driver='messagingv2', topics=[state_digest.want_topic(topic)],
+            retry=0)
+
+    def __call__(self, hosts):
+        """Send one want per :data:`~.state_digest.MAX_ENTRIES` hosts."""
+        step = state_digest.MAX_ENTRIES
+        for i in range(0, len(hosts), step):
+            self._notifier.info({}, state_digest.WANT_EVENT,
+                                state_digest.want_payload(
+                                    self.scheduler, hosts[i:i + step]))
+
+
 def start_host_state_listener(transport, cache, topic, pool,
                               executor='threading', endpoints=(),
-                              count=None):
+                              count=None, want=True):
     """Start (and return) a listener feeding ``cache`` from ``topic``.
 
     ``endpoints``: more endpoints on the same queue (the scheduler
     workers' shared claims); ``count(kind, outcome)``: called per message
-    (``state``/``heartbeat``; ``stored``, ``out_of_order``, ``invalid``).
+    (``state``/``heartbeat``/``digest``; ``stored``, ``out_of_order``,
+    ``invalid``); ``want``: ask state relays for the hosts a digest
+    names whose state the cache lacks (:class:`WantPublisher` on the same
+    transport; False: never ask).
     The caller stops it with ``listener.stop(); listener.wait()``.
     """
+    wanting = WantPublisher(transport, topic, pool) if want else None
     listener = oslo_messaging.get_notification_listener(
         transport, [oslo_messaging.Target(topic=topic)],
-        [HostStateEndpoint(cache, count)] + list(endpoints),
+        [HostStateEndpoint(cache, count, wanting)] + list(endpoints),
         executor=executor, pool=pool)
     listener.start()
     LOG.info('Listening for %s on topic %s (queue %s)',

@@ -92,6 +92,16 @@ CacheAwareGroup = [
                     'domains and its default [agent] max_vcpus_per_cpu = '
                     '1 (the devcloud: devcloud-libvirt2). Empty: the test '
                     'skips.'),
+    cfg.StrOpt('openstack_cli',
+               help='Operator CLI test: the openstack command with the '
+                    'nova-cacheaware plugin installed (the devcloud: its '
+                    'venv\'s). Empty: the test skips.'),
+    cfg.ListOpt('status_hosts', default=[],
+                help='Operator CLI test: compute hosts whose agents publish '
+                     'their state and answer describe RPC to '
+                     'nova-cacheaware-api (registered in the catalog as '
+                     'cache-aware); the test boots on the first. Empty: '
+                     'the test skips.'),
     cfg.BoolOpt('networks_none', default=True,
                 help='Create test servers with "networks": "none" '
                      '(compute API 2.37+): for clouds without Neutron '

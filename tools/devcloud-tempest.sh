@@ -55,6 +55,14 @@ if [ "${DEVCLOUD_LIBVIRT:-1}" = 1 ] && [ -f "$agent_conf" ]; then
     capabilities=$(sed -n 's/^capabilities *= *//p' "$agent_conf")
     balloon_pool=$(sed -n '/^\[balloon\]/,/^\[/s/^pool_mib *= *//p' "$agent_conf")
 fi
+# The operator CLI test (openstack cacheaware ...): a host whose agent
+# answers nova-cacheaware-api, the libvirt compute's or a fake agent's.
+status_hosts=$agent_host
+if [ -z "$status_hosts" ] && [ "${DEVCLOUD_FAKE_AGENTS:-0}" = 1 ]; then
+    for t in ${DEVCLOUD_FAKE_COMPUTES:-fake-zen fake-ecluster}; do
+        case "$t" in *-plain|*-plain-[0-9]*) ;; *) status_hosts=devcloud-$t; break ;; esac
+    done
+fi
 # The live-migration test: from devcloud-libvirt2 (per-domain agent, L2
 # domains: it pins the guest) to devcloud-libvirt and back; tempest reads
 # the pins through the private daemons' sockets (read-only).
@@ -126,6 +134,8 @@ networks_none = True
 live_migration_hosts = $migration_hosts
 repin_host = $repin_host
 libvirt_uris = $libvirt_uris
+openstack_cli = $VENV/bin/openstack
+status_hosts = $status_hosts
 EOC
 
 t1=$(date +%s)

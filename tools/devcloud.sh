@@ -30,6 +30,8 @@ PLACEMENT_PORT=${DEVCLOUD_PLACEMENT_PORT:-15778}
 NOVA_PORT=${DEVCLOUD_NOVA_PORT:-15774}
 IMAGE_PORT=${DEVCLOUD_IMAGE_PORT:-15292}
 NETWORK_PORT=${DEVCLOUD_NETWORK_PORT:-15696}
+# nova-cacheaware-api (openstack cacheaware ...), catalog type cache-aware.
+CACHEAWARE_API_PORT=${DEVCLOUD_CACHEAWARE_API_PORT:-15797}
 DB_HOST=${DEVCLOUD_DB_HOST:-127.0.0.1}
 DB_USER=${DEVCLOUD_DB_USER:-root}
 DB_PREFIX=${DEVCLOUD_DB_PREFIX:-cacheaware_devcloud_}
@@ -109,6 +111,7 @@ export_env() {
         DEVCLOUD_PLACEMENT_PORT=$PLACEMENT_PORT \
         DEVCLOUD_NOVA_PORT=$NOVA_PORT DEVCLOUD_IMAGE_PORT=$IMAGE_PORT \
         DEVCLOUD_NETWORK_PORT=$NETWORK_PORT DEVCLOUD_GLANCE=$WITH_GLANCE \
+        DEVCLOUD_CACHEAWARE_API_PORT=$CACHEAWARE_API_PORT \
         DEVCLOUD_DB_URL="mysql+pymysql://$DB_USER@$DB_HOST" \
         DEVCLOUD_DB_PREFIX=$DB_PREFIX \
         DEVCLOUD_TRANSPORT_URL="rabbit://guest:guest@127.0.0.1:5672/$RABBIT_VHOST" \
@@ -226,6 +229,10 @@ ensure_backends() {
             || die "cannot create RabbitMQ vhost $RABBIT_VHOST (rabbitmqctl)"
         timeout 60 rabbitmqctl -q set_permissions -p "$RABBIT_VHOST" guest '.*' '.*' '.*' >/dev/null
     fi
+    # What every deployment needs (deploy/rabbitmq/): the default state
+    # queue nobody reads stays small, stopped workers' queues expire.
+    timeout 120 bash "$ROOT/deploy/rabbitmq/cacheaware-policies.sh" -p "$RABBIT_VHOST" \
+        >> "$LOGS/rabbitmq.log" 2>&1 || die "cannot set the RabbitMQ policies ($LOGS/rabbitmq.log)"
 }
 
 # --- services ---------------------------------------------------------------
@@ -415,6 +422,7 @@ cmd_up() {
     port_free_or_ours placement "$PLACEMENT_PORT" DEVCLOUD_PLACEMENT_PORT
     port_free_or_ours nova-api "$NOVA_PORT" DEVCLOUD_NOVA_PORT
     port_free_or_ours "$IMAGE_SVC" "$IMAGE_PORT" DEVCLOUD_IMAGE_PORT
+    port_free_or_ours cacheaware-api "$CACHEAWARE_API_PORT" DEVCLOUD_CACHEAWARE_API_PORT
     timeout 120 "$PY" "$TOOLS/render.py" > "$DC/etc-plugins.out" || die "render.py failed"
     log "configuration in $DC/etc"
     cmd_plugins >&2
@@ -441,10 +449,15 @@ cmd_up() {
     start_svc scheduler "$VENV/bin/nova-scheduler" --config-file "$DC/etc/nova/nova.conf"
     OS_NOVA_CONFIG_DIR=$DC/etc/nova start_svc nova-api \
         "$PY" "${WSGI_SERVE[@]}" nova.wsgi.osapi_compute "$NOVA_PORT"
+    # The status API behind "openstack cacheaware": keystonemiddleware in
+    # front, admin-only policy; it listens to the agents' state topic.
+    NOVA_CACHEAWARE_API_CONFIG=$DC/etc/nova-cacheaware/api.conf start_svc cacheaware-api \
+        "$PY" "${WSGI_SERVE[@]}" nova_cacheaware.status.app:init_application "$CACHEAWARE_API_PORT"
     libvirt_up
     computes_up
     agent_up
     wait_http placement "http://127.0.0.1:$PLACEMENT_PORT/"
+    wait_http cacheaware-api "http://127.0.0.1:$CACHEAWARE_API_PORT/"
     wait_http nova-api "http://127.0.0.1:$NOVA_PORT/"
     n=$(echo "$DEVCLOUD_COMPUTES" | grep -o '"name"' | wc -l)
     "$PY" "$TOOLS/cloud.py" wait-computes "$n" --timeout 240 \
@@ -494,7 +507,7 @@ cmd_status() {
             printf '%-28s %-8s %s\n' "$name" DEAD "$(cat "$f")"; rc=1
         fi
     done
-    echo "endpoints: keystone :$KEYSTONE_PORT, nova :$NOVA_PORT, placement :$PLACEMENT_PORT, $IMAGE_SVC :$IMAGE_PORT, network stub :$NETWORK_PORT (127.0.0.1)"
+    echo "endpoints: keystone :$KEYSTONE_PORT, nova :$NOVA_PORT, placement :$PLACEMENT_PORT, $IMAGE_SVC :$IMAGE_PORT, network stub :$NETWORK_PORT, cacheaware-api :$CACHEAWARE_API_PORT (127.0.0.1)"
     cmd_plugins
     echo "logs: $LOGS"
     return $rc
@@ -514,7 +527,7 @@ cmd_down() {
     done
     # Nova services first (they talk to the rest while shutting down), all
     # at once: nova-compute's graceful stop takes seconds each.
-    local first=(agent agent2 fake-agents nova-api scheduler conductor
+    local first=(agent agent2 fake-agents cacheaware-api nova-api scheduler conductor
                  compute-devcloud-libvirt compute-devcloud-libvirt2)
     for t in $FAKE_COMPUTES; do first+=("compute-devcloud-$t"); done
     stop_many "${first[@]}"
@@ -537,6 +550,6 @@ case "${1:-}" in
 up) cmd_up ;;
 down) shift; cmd_down "$@" ;;
 status) cmd_status ;;
-backends) mkdir -p "$DC"; ensure_backends ;;
+backends) mkdir -p "$DC" "$LOGS"; ensure_backends ;;
 *) echo "usage: $0 up|down [--purge]|status|backends" >&2; exit 2 ;;
 esac

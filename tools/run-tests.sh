@@ -7,8 +7,9 @@
 # "N passed, N failed, N skipped" over every suite, after the name and the
 # end of the traceback of each failed test.
 #
-# Stages: unit and functional tests and flake8 against Nova 34 (.venv); the
-# unit and Nova functional tests against Nova 33, the SLURP release before
+# Stages: unit, Watcher plugin (tests/watcher) and functional tests and
+# flake8 against Nova 34 (.venv); the unit and Nova functional tests
+# against Nova 33, the SLURP release before
 # (.venv-nova33, built by tools/setup.sh --nova 33 under 2026.1's
 # upper-constraints, as tox -e functional-nova33); the tempest plugin on the
 # devcloud.
@@ -50,13 +51,15 @@ bash tools/devcloud/build_image.sh .test-state/guest-image \
 # the same definitions).
 export TEST_CONCURRENCY=${TEST_CONCURRENCY:-2}
 rc=0
-for suite in unit functional; do
+for suite in unit watcher functional; do
     echo "=== $suite tests"
     bash tools/suite.sh "$suite" || rc=1
     stestr last --subunit > ".test-state/$suite.subunit" 2>/dev/null || true
 done
 echo "=== flake8"
 bash tools/suite.sh pep8 || rc=1
+echo "=== docs (sphinx-build -W)"
+bash tools/suite.sh docs || rc=1
 
 if [ "${NOVA_CACHEAWARE_SKIP_NOVA33:-0}" != 1 ]; then
     # The suites of tox -e functional-nova33, in their own virtualenv.

@@ -35,10 +35,12 @@ esac
 # libvirt-dev/pkg-config/gcc build libvirt-python; libvirtd + QEMU (TCG) are
 # the real hypervisor the functional tests run against; busybox runs the
 # guest helper's tests in the shell guests have; prometheus scrapes the
-# metrics in their functional tests.
+# metrics in their functional tests; chromium (headless) screenshots the
+# host map's SVG in its functional test.
 APT_PACKAGES="libvirt-dev libvirt0 libvirt-clients pkg-config gcc python3-dev
  libvirt-daemon libvirt-daemon-system libvirt-daemon-driver-qemu
- qemu-system-x86 qemu-utils util-linux shellcheck busybox prometheus"
+ qemu-system-x86 qemu-utils util-linux shellcheck busybox prometheus
+ chromium"
 if [ "$NOVA_RELEASE" = 34 ]; then
     VENV=${NOVA_CACHEAWARE_VENV:-$DEFAULT_VENV}
 else

@@ -2,7 +2,7 @@
 # The one definition of each test suite, shared by the tox environments and
 # tools/run-tests.sh (CI):
 #
-#   tools/suite.sh unit|functional|nova-release|nova-numa|pep8 [ARGS...]
+#   tools/suite.sh unit|watcher|functional|nova-release|nova-numa|pep8|docs [ARGS...]
 #
 # ARGS go to stestr (a test-name regex, ...) or to flake8. The suite runs
 # with the stestr/flake8 first on PATH: tox puts its environment's bin/
@@ -22,6 +22,11 @@ case "$suite" in
 unit)
     # Pure tests: no services, no I/O outside temporary directories.
     exec stestr --test-path ./tests/unit run "${concurrency[@]}" "$@" ;;
+watcher)
+    # The Watcher plugin run by the real Watcher (python-watcher, from
+    # test-requirements.txt) in-process: its own processes, as Watcher
+    # and Nova cannot share one (tests/watcher/__init__.py).
+    exec stestr --test-path ./tests/watcher run "${concurrency[@]}" "$@" ;;
 functional)
     # Real components: this host's /sys, libvirt's test:/// driver and, where
     # a libvirtd runs, qemu:///system; Nova's functional base; Placement on
@@ -40,7 +45,13 @@ nova-numa)
     exec stestr --test-path ./tests/nova_numa run "${concurrency[@]}" "$@" ;;
 pep8)
     exec flake8 "$@" ;;
+docs)
+    # Every warning is an error (as tox -e docs); a fresh build, so that
+    # pages unchanged since an earlier build are checked too.
+    out=$(mktemp -d)
+    trap 'rm -rf "$out"' EXIT
+    sphinx-build -W --keep-going -q -b html doc/source "$out" "$@" ;;
 *)
-    echo "usage: tools/suite.sh unit|functional|nova-release|nova-numa|pep8 [ARGS...]" >&2
+    echo "usage: tools/suite.sh unit|watcher|functional|nova-release|nova-numa|pep8|docs [ARGS...]" >&2
     exit 2 ;;
 esac

@@ -344,8 +344,8 @@ class NumaBalance(capability.Capability):
                 device = shape.virtio_mem.get(node)
                 if device is not None and device.requested_mib != mib:
                     self.set_virtio_mem(uuid, device, mib)
-            if (shape.balloon and not shape.virtio_mem
-                    and shape.current_mib != member.balloon_mib):
+            # Even at the join size: currentMemory lags QEMU's balloon.
+            if shape.balloon and not shape.virtio_mem:
                 self.set_balloon(uuid, member.balloon_mib)
         except hv.DomainGone:
             return

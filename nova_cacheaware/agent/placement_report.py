@@ -35,6 +35,8 @@
 import logging
 import urllib.parse
 
+import os_resource_classes as orc
+
 from nova_cacheaware.agent import reporting
 from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import exception
@@ -113,7 +115,7 @@ PlacementClient`.
     def _ratio(self, root):
         if self.cpu_allocation_ratio is not None:
             return self.cpu_allocation_ratio
-        inv = self.client.get_inventories(root)['inventories'].get('VCPU')
+        inv = self.client.get_inventories(root)['inventories'].get(orc.VCPU)
         return float(inv['allocation_ratio']) if inv else 1.0
 
     # -- PlacementReporter ------------------------------------------------

@@ -14,6 +14,7 @@ import logging
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import reporting
 from nova_cacheaware.contracts import extra_specs as specs_contract
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import exception
 from nova_cacheaware.policy import domain_assignment
 from nova_cacheaware.policy import domain_choice_doc
@@ -252,7 +253,7 @@ class PlacementSide:
             if self.placement.withdraw():
                 LOG.info('%s removed from the cache providers: no '
                          'All-share request lands here until the agent '
-                         'is back', 'CUSTOM_CACHEAWARE_AGENT')
+                         'is back', names.TRAIT_AGENT)
         except Exception as e:
             LOG.warning('could not remove the agent trait from Placement '
                         '(%s); the scheduler notices the silence after '

@@ -93,6 +93,10 @@ class Agent(placement_side.PlacementSide):
         self._wake = threads.Waker()
         self._stop = threading.Event()
         self._last_counts = {}
+        # What the describe RPC answers from (agent/rpc.py): the latest
+        # good pass, when it ended, each capability's newest report.
+        self.last_pass = self.last_pass_at = None
+        self.last_reports = {}
 
     # -- observe ------------------------------------------------------------
 
@@ -151,6 +155,7 @@ class Agent(placement_side.PlacementSide):
             held = self._choose_domains(snapshot, held)
         else:
             self._chosen = {}
+            self._unplaced = set()
             self._choice_input = self._choice_loads = None
             # Per-domain model: Placement names each instance's domain.
             self._required_loads = self._held_required(snapshot, held)
@@ -167,7 +172,8 @@ class Agent(placement_side.PlacementSide):
             why = {u: (False, 'no usable cache domain') for u in why}
         decisions = repinning.decisions_from_plan(
             plan_input, plan, snapshot.instances, why, held=held,
-            chosen=frozenset(self._chosen))
+            chosen=frozenset(self._chosen),
+            waiting=frozenset(self._unplaced))
         if self.classifier is not None:
             # Sampling windows: an 'auto' VM briefly in the other mode.
             trial = self.classifier.window(snapshot, plan_input, plan,
@@ -185,7 +191,7 @@ class Agent(placement_side.PlacementSide):
         return repinning.build_plan_input(
             self.domain_set, self._usable(snapshot), snapshot.instances,
             snapshot.specs, self.max_vcpus_per_cpu, held=held,
-            classified=classified)
+            classified=classified, waiting=frozenset(self._unplaced))
 
     # -- one pass -----------------------------------------------------------
 
@@ -325,6 +331,9 @@ class Agent(placement_side.PlacementSide):
         try:
             one = self.reconcile()
             self.outages.ok('libvirtd')
+            self.last_reports.update(
+                (k, r) for k, r in one.capabilities.items() if r.get('vms'))
+            self.last_pass, self.last_pass_at = one, time.monotonic()
             self.metrics.observe_pass(one, time.monotonic() - started)
             return one
         except hv.HypervisorUnavailable as e:

@@ -21,7 +21,6 @@ from oslo_log import log as logging
 from nova_cacheaware.agent import actuator
 from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import counters
-from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import metrics
 from nova_cacheaware.agent import pin_record
@@ -32,6 +31,7 @@ from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
 from nova_cacheaware.conf import opts as conf_opts
 from nova_cacheaware import exception
+from nova_cacheaware.policy import repinning
 from nova_cacheaware.policy import state_cadence
 from nova_cacheaware.topology import cpulist
 from nova_cacheaware.topology import domains
@@ -203,6 +203,29 @@ def build_publisher(conf, agent_metrics=None):
         metrics=agent_metrics)
 
 
+def run_daemon(conf, agent):
+    """Run the agent with its metrics exporter and describe RPC server."""
+    exporter = metrics.serve(conf.agent.metrics_listen, agent.metrics)
+    describe_rpc = _describe_rpc(conf, agent)
+    try:
+        agent.run(conf.agent.period_s)
+    finally:
+        if exporter is not None:
+            exporter.stop()
+        if describe_rpc is not None:
+            describe_rpc.stop()
+            describe_rpc.wait()
+
+
+def _describe_rpc(conf, agent):
+    """The started describe RPC server, or None when off."""
+    if not (conf.cacheaware_status.agent_rpc and conf.agent.notifications):
+        return None
+    # Imported here for the same reason as the publisher's transport.
+    from nova_cacheaware.agent import rpc
+    return rpc.serve(conf, agent, conf.agent.host or socket.gethostname())
+
+
 def decisions_doc(decisions):
     """The decisions as JSON: ``{uuid: {workload, action, domains, ...}}``.
 
@@ -215,8 +238,8 @@ def decisions_doc(decisions):
 
     out = {}
     for d in decisions:
-        action = (d.action if d.changes() or d.action == decide.AUDIT
-                  else decide.KEEP)
+        action = (d.action if d.changes() or d.action == repinning.AUDIT
+                  else repinning.KEEP)
         out[d.uuid] = {'name': d.name, 'workload': d.workload,
                        'movable': d.movable, 'action': action,
                        'domains': list(d.domains), 'reason': d.reason,
@@ -233,16 +256,13 @@ def _loops(agent, doc):
     return doc
 
 
-def _dump_with_decisions(agent, unplanned=None):
+def _dump_with_decisions(agent):
     # Observe once and decide on that same snapshot; no actuation.
     snapshot = agent.observe()
     doc = _loops(agent, agent.dump_state(snapshot))
-    if unplanned:
-        doc['agent']['decisions_error'] = unplanned
-        return doc
     try:
         decisions = agent.decide(snapshot)[2]
-    except decide.PlannerError as e:
+    except repinning.PlannerError as e:
         doc['agent']['decisions_error'] = str(e)
     else:
         doc['agent']['decisions'] = decisions_doc(decisions)
@@ -264,20 +284,11 @@ def main(argv=None, planner=None, hv=None):
     conf = make_conf(argv)
     logging.setup(conf, 'nova-cacheaware-agent')
     try:
-        unplanned = None
         if planner is None:
-            try:
-                planner = decide.default_planner(
-                    objective=conf.agent.plan_objective)
-            except decide.PlannerUnavailable as e:
-                # A dump without decisions is still a replayable state.
-                if conf.once or not conf.dump_state:
-                    raise
-                unplanned = str(e)
+            planner = repinning.Planner(objective=conf.agent.plan_objective)
         agent = build_agent(conf, planner=planner, hv=hv)
         if conf.dump_state and not conf.once:
-            _write_state(conf.dump_state,
-                         _dump_with_decisions(agent, unplanned))
+            _write_state(conf.dump_state, _dump_with_decisions(agent))
             return 0
         if conf.once:
             one = agent.reconcile()
@@ -306,12 +317,7 @@ def main(argv=None, planner=None, hv=None):
                  conf.agent.period_s,
                  ', dry run' if conf.agent.dry_run or conf.cli_dry_run
                  else '')
-        exporter = metrics.serve(conf.agent.metrics_listen, agent.metrics)
-        try:
-            agent.run(conf.agent.period_s)
-        finally:
-            if exporter is not None:
-                exporter.stop()
+        run_daemon(conf, agent)
         return 0
     except exception.CacheAwareError as e:
         sys.stderr.write('nova-cacheaware-agent: error: %s\n' % e)

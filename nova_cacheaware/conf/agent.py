@@ -75,7 +75,32 @@ Seconds at most between two full states (payload 2.0).
 The full state is sent whenever it changes, and again after this long
 without a change: a scheduler that missed a message, or started since,
 has the host's state again within this time (until then it knows the
-agent is alive and leaves the host to Placement).
+agent is alive and leaves the host to Placement). Each agent draws the
+interval anew after every state between 75 % and 100 % of this value, so
+that agents restarted together (an upgrade) do not resend their states
+together every interval. A scheduler that starts, or notices it missed a
+state, asks for it sooner (``state_request_spread_s``).
+"""),
+    cfg.FloatOpt('state_request_spread_s',
+                 default=20.0,
+                 min=0.0,
+                 help="""
+Seconds over which the agents spread their answers to a starting scheduler.
+
+A nova-scheduler worker that starts asks every agent for its full state
+(one fanout cast on ``[cacheaware_status] agent_rpc_topic``, answered by the
+describe RPC server's ``send_state``): each agent sends it at its first pass
+after a delay drawn from 0 to this many seconds, so that a region's states
+reach the schedulers within this time plus one ``period_s`` without arriving
+all at once. Requests coalesce: schedulers restarting one after the other
+within this time get one state per host. A request for one host (a scheduler
+missed its update) is answered at the next pass, without delay.
+
+Related options:
+
+* ``[cacheaware_status] agent_rpc`` (off: requests are not heard, and a
+  starting scheduler waits for each host's change or resync)
+* ``[cacheaware_scheduler] request_host_state`` on the schedulers
 """),
     cfg.IntOpt('max_repins_per_period',
                default=64,

@@ -7,6 +7,10 @@ generator files in ``etc/nova-cacheaware/``):
   ``nova.conf``), :data:`SCHEDULER_MODULES`;
 * ``nova_cacheaware.agent``: ``nova-cacheaware-agent``'s own file,
   :data:`AGENT_MODULES`;
+* ``nova_cacheaware.api``: ``nova-cacheaware-api``'s file,
+  :data:`API_MODULES`;
+* ``nova_cacheaware.state_relay``: ``nova-cacheaware-state-relay``'s
+  file, :data:`RELAY_MODULES`;
 * ``nova_cacheaware``: every group, for the configuration reference.
 
 Add a module to a tuple when it defines ``register_opts(conf)`` and
@@ -19,8 +23,14 @@ import importlib
 SCHEDULER_MODULES = ('scheduler',)
 #: The groups in the agent's own configuration file.
 AGENT_MODULES = ('agent', 'balloon', 'nova', 'numa_balance', 'placement',
-                 'reporting', 'topology', 'vcpu_sizing')
-_MODULES = tuple(sorted(SCHEDULER_MODULES + AGENT_MODULES))
+                 'reporting', 'status', 'topology', 'vcpu_sizing')
+#: The groups of ``nova-cacheaware-api``'s file: the state topic and TTL
+#: (``[cacheaware_scheduler]``), the describe RPC, how it serves.
+API_MODULES = ('api', 'scheduler', 'status')
+#: The groups of ``nova-cacheaware-state-relay``'s file.
+RELAY_MODULES = ('state_relay',)
+_MODULES = tuple(sorted(set(SCHEDULER_MODULES + AGENT_MODULES
+                            + API_MODULES + RELAY_MODULES)))
 
 
 def list_opts():
@@ -36,6 +46,26 @@ def list_scheduler_opts():
 def list_agent_opts():
     """The options of ``nova-cacheaware-agent``'s configuration file."""
     return _gather(AGENT_MODULES)
+
+
+def list_api_opts():
+    """The options of ``nova-cacheaware-api``'s configuration file."""
+    return _gather(API_MODULES)
+
+
+def list_relay_opts():
+    """The options of ``nova-cacheaware-state-relay``'s file."""
+    return _gather(RELAY_MODULES)
+
+
+def register_relay_opts(conf):
+    """Register ``nova-cacheaware-state-relay``'s groups on ``conf``."""
+    _register(conf, RELAY_MODULES)
+
+
+def register_api_opts(conf):
+    """Register ``nova-cacheaware-api``'s groups on ``conf``."""
+    _register(conf, API_MODULES)
 
 
 def register_scheduler_opts(conf):

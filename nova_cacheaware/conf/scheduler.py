@@ -16,13 +16,22 @@ scheduler_group = cfg.OptGroup(
 
 scheduler_opts = [
     cfg.FloatOpt('cache_contention_weight_multiplier',
-                 default=1.0,
+                 default=10.0,
                  help="""
 Multiplier of CacheContentionWeigher.
 
-The weigher prefers, for memory-bound and auto-classified requests, hosts
-with more Empty cache domains and fewer memory-bound instances. It can be
-overridden per host aggregate with the aggregate metadata key
+For memory-bound and auto-classified requests the weigher puts every host
+with a Clean place (a cache domain without a memory-bound instance, with
+room) at least half its span above every host without one, and orders
+hosts within each group by Empty domains and memory-bound instances. The
+default (10) makes that half span (5) outweigh Nova's default RAM, CPU and
+disk weighers and the PCPUAvailabilityWeigher together (at most 4 when
+they all disagree), so that a ``preferred`` instance, which holds no
+Placement slot, lands where it can be alone while one exists. Requests
+without cache-aware keys are weighed neutral on every host, so the value
+does not change their placement. Keep it above twice the sum of the other
+weighers' multipliers for Clean places to win. It can be overridden per
+host aggregate with the aggregate metadata key
 ``cache_contention_weight_multiplier``.
 
 Possible values:
@@ -168,6 +177,28 @@ the claims of the other workers like its own, so that concurrent requests
 handled by different workers (``[scheduler] workers`` > 1, or several
 scheduler hosts) see each other's claims at once instead of one agent
 period later. Needs ``listen_for_host_state``.
+"""),
+    cfg.BoolOpt('request_host_state',
+                default=True,
+                help="""
+Ask the agents for their full state instead of waiting for it.
+
+A worker whose listener starts casts ``send_state`` to every agent (one
+fanout on ``agent_rpc_topic``): without it, a worker that (re)starts knows
+only the hosts whose state changes, until each agent's resync (``[agent]
+state_resync_s``, 300 s), and leaves the others to ``stale_host_state``
+meanwhile. The agents answer within their ``state_request_spread_s``. A
+worker that hears a heartbeat naming a state it never received (lost, or
+sent before it listened) asks that host again, at most once a minute per
+host. Needs the agents' describe RPC server (``[cacheaware_status]
+agent_rpc``, on by default) on the bus this worker listens on.
+"""),
+    cfg.StrOpt('agent_rpc_topic',
+               default='cacheaware-agent',
+               help="""
+oslo.messaging RPC topic of the agents' RPC servers (the agents'
+``[cacheaware_status] agent_rpc_topic``): where ``request_host_state``
+casts.
 """),
     cfg.StrOpt('host_state_topic',
                default='cacheaware_host_state',

@@ -1,6 +1,7 @@
 """What crosses process boundaries, defined once (issue 18).
 
-Leaf package: it imports only the standard library and
+Leaf package: it imports only the standard library, os-traits and
+os-resource-classes (for the Placement names) and
 :mod:`nova_cacheaware.exception`, so every process (nova-api's validators,
 nova-scheduler's plugins, the agent, the CLI) and every layer (``policy/``
 included) may import it without a cycle.

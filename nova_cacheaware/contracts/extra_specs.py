@@ -71,6 +71,11 @@ VOCABULARY = (
             description='full: the guest gets a full mirror of the host NUMA '
                         'topology and the agent hands CPUs and memory between '
                         'nodes at run time; any: no constraint.'),
+    SpecKey('rebalance', choices=('yes', 'no'), default='yes',
+            description='no: the nova-cacheaware Watcher strategy never '
+                        'live-migrates instances of this flavor (also '
+                        'honoured as server metadata); yes: it may move '
+                        'them to restore Clean and All-share domains.'),
 )
 
 _BY_KEY = {spec.key: spec for spec in VOCABULARY}
@@ -84,6 +89,7 @@ VCPU_SIZING = _BY_KEY['vcpu_sizing'].name
 MEMORY_POLICY = _BY_KEY['memory_policy'].name
 MEMORY_MIN_MB = _BY_KEY['memory_min_mb'].name
 NUMA = _BY_KEY['numa'].name
+REBALANCE = _BY_KEY['rebalance'].name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +108,7 @@ class CacheAwareRequest:
     memory_policy: str = 'static'
     memory_min_mb: ty.Optional[int] = None
     numa: str = 'any'
+    rebalance: str = 'yes'
 
     @property
     def all_share(self):

@@ -13,6 +13,14 @@ import uuid as uuid_mod
 _WIDTH = 16
 
 
+def _text(key):
+    # str(uuid.UUID(bytes=key)) builds an object and formats it field by
+    # field; a scheduler turns thousands of these back into strings a
+    # second at region scale.
+    h = key.hex()
+    return '%s-%s-%s-%s-%s' % (h[:8], h[8:12], h[12:16], h[16:20], h[20:])
+
+
 class _Keys:
     # The sorted 16-byte values as a sequence, for bisect.
     __slots__ = ('raw',)
@@ -65,23 +73,26 @@ class InstanceIds:
         return len(self.raw) // _WIDTH
 
     def __iter__(self):
-        hexed = self.raw.hex()
-        for i in range(0, len(hexed), 2 * _WIDTH):
-            h = hexed[i:i + 2 * _WIDTH]
-            yield '%s-%s-%s-%s-%s' % (h[:8], h[8:12], h[12:16], h[16:20],
-                                      h[20:])
+        return map(_text, _Keys(self.raw))
 
     def uuid_at(self, index):
         """The ``index``-th uuid in sorted order (``IndexError`` past it)."""
         if not 0 <= index < len(self):
             raise IndexError(index)
-        return str(uuid_mod.UUID(bytes=_Keys(self.raw)[index]))
+        return _text(_Keys(self.raw)[index])
 
     def new_since(self, older):
         """The uuids here that ``older`` (an :class:`InstanceIds`) lacks."""
-        before = set(_Keys(older.raw)) if older else set()
-        return [str(uuid_mod.UUID(bytes=key)) for key in _Keys(self.raw)
-                if key not in before]
+        raw = self.raw
+        if older and older.raw == raw:
+            # A resync or a change elsewhere in the state: most arrivals.
+            return []
+        mine = [raw[i:i + _WIDTH] for i in range(0, len(raw), _WIDTH)]
+        if not older:
+            return [_text(key) for key in mine]
+        old = older.raw
+        before = {old[i:i + _WIDTH] for i in range(0, len(old), _WIDTH)}
+        return [_text(key) for key in mine if key not in before]
 
     def __eq__(self, other):
         if isinstance(other, InstanceIds):

@@ -1,17 +1,22 @@
-"""Placement names that are public contracts (see DESIGN "Placement model").
+"""Placement names that are public contracts (doc/source/admin/placement.rst).
 
-Resource classes and traits follow os-resource-classes / os-traits rules for
-custom names (``CUSTOM_`` prefix, upper case). Provider names and the
-uuids of new domain providers are derived here, so the agent, the
-scheduler and the tools agree on them.
+Resource classes and traits are custom names made by os-resource-classes'
+and os-traits' ``normalize_name`` (``CUSTOM_`` prefix, upper case).
+Provider names and the uuids of new domain providers are derived here, so
+the agent, the scheduler and the tools agree on them.
 """
 
 import uuid
 
-RC_DOMAIN_VCPU = 'CUSTOM_CACHE_DOMAIN_VCPU'
-RC_DOMAIN_MEMBOUND = 'CUSTOM_CACHE_DOMAIN_MEMBOUND'
-TRAIT_DOMAIN = 'CUSTOM_CACHEAWARE_DOMAIN'
-TRAIT_AGENT = 'CUSTOM_CACHEAWARE_AGENT'
+import os_resource_classes as orc
+import os_traits
+
+RC_DOMAIN_VCPU = orc.normalize_name('CACHE_DOMAIN_VCPU')
+RC_DOMAIN_MEMBOUND = orc.normalize_name('CACHE_DOMAIN_MEMBOUND')
+TRAIT_DOMAIN = os_traits.normalize_name('CACHEAWARE_DOMAIN')
+TRAIT_AGENT = os_traits.normalize_name('CACHEAWARE_AGENT')
+#: Prefix of the cache level traits (``CUSTOM_CACHE_L3``).
+TRAIT_CACHE_LEVEL_PREFIX = os_traits.normalize_name('CACHE_L')
 EXTRA_SPEC_NAMESPACE = 'cacheaware'
 
 
@@ -23,7 +28,7 @@ def is_ours(provider_name):
 
 def cache_level_trait(level):
     """``CUSTOM_CACHE_L3`` for level 3; the trait put on each domain child."""
-    return 'CUSTOM_CACHE_L%d' % level
+    return '%s%d' % (TRAIT_CACHE_LEVEL_PREFIX, level)
 
 
 def domain_provider_name(compute_rp_name, domain_id):

@@ -42,6 +42,10 @@ VERSION = '2.0'
 MAJOR = 2
 #: The versions an agent can be told to write.
 WRITABLE = (VERSION, host_state.VERSION)
+#: The RPC namespace and version of ``send_state(spread)``, the schedulers'
+#: request for an agent's full state (cast on the agents' RPC topic).
+STATE_REQUEST_NAMESPACE = 'cacheaware_state'
+STATE_REQUEST_VERSION = '1.0'
 
 
 @dataclasses.dataclass(frozen=True)

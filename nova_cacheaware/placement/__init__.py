@@ -1,1 +1,5 @@
-"""See DESIGN: nova_cacheaware/placement."""
+"""The cache providers in Placement: sync and state of the model.
+
+doc/source/admin/placement.rst and
+doc/source/contributor/architecture.rst.
+"""

@@ -37,6 +37,7 @@ import uuid
 from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import exception
 from nova_cacheaware.placement import errors
+from nova_cacheaware.placement import provider_state
 from nova_cacheaware.placement import provider_sync
 
 LOG = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ MAX_ATTEMPTS = provider_sync.MAX_ATTEMPTS
 
 
 @dataclasses.dataclass
-class HostSyncResult(provider_sync.SyncCounters):
+class HostSyncResult(provider_state.SyncCounters):
     """What one host-provider sync did."""
 
     provider_uuid: ty.Optional[str] = None
@@ -117,7 +118,7 @@ def _host_child(tree, root_uuid):
 def _validate(domain_set, cpu_allocation_ratio, membound_total,
               usable_cpus, vcpu_max_unit, membound_reserved):
     # The per-domain checks are the same; reserved is one number here.
-    provider_sync._validate(domain_set, cpu_allocation_ratio, membound_total,
+    provider_state.validate(domain_set, cpu_allocation_ratio, membound_total,
                             None, usable_cpus)
     for value, what in ((vcpu_max_unit, 'vcpu_max_unit'),
                         (membound_reserved, 'membound_reserved')):
@@ -260,10 +261,10 @@ def _retire_host(syncer, rp_uuid):
             pass  # an allocation arrived between our read and the delete
     syncer.update(
         'inventories', rp_uuid, lambda: client.get_inventories(rp_uuid),
-        lambda doc: (None if provider_sync._same_inventories(
+        lambda doc: (None if provider_state.same_inventories(
             doc['inventories'],
-            provider_sync.retired_inventories(doc['inventories']))
-            else provider_sync.retired_inventories(doc['inventories'])),
+            provider_state.retired_inventories(doc['inventories']))
+            else provider_state.retired_inventories(doc['inventories'])),
         lambda gen, inv: client.put_inventories(rp_uuid, gen, inv))
 
 
@@ -353,8 +354,8 @@ def _reshape_body(client, result, host_uuid, old_uuids, consumers, wanted):
     for rc, n in current.items():
         usage[rc] = usage.get(rc, 0) + n
     inventories = wanted if wanted is not None else host_doc['inventories']
-    inventories, raised = provider_sync.floored_inventories(inventories,
-                                                            usage)
+    inventories, raised = provider_state.floored_inventories(inventories,
+                                                             usage)
     result.floored.extend('%s:%s' % (host_uuid, rc) for rc in raised)
     body['inventories'][host_uuid] = {
         'resource_provider_generation':

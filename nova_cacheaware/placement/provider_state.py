@@ -132,7 +132,8 @@ def domain_traits(level, child_traits=True):
 def is_managed_child_trait(trait):
     """True for the traits a sync owns on its children."""
     return trait in (names.TRAIT_DOMAIN, names.TRAIT_AGENT) or (
-        trait.startswith('CUSTOM_CACHE_L') and trait[14:].isdigit())
+        trait.startswith(names.TRAIT_CACHE_LEVEL_PREFIX)
+        and trait[len(names.TRAIT_CACHE_LEVEL_PREFIX):].isdigit())
 
 
 def same_inventories(current, desired):

@@ -1,6 +1,6 @@
 """Keep one Placement child provider per cache domain under a compute node.
 
-The model (DESIGN "Placement model", doc/source/admin/placement.rst):
+The model (doc/source/admin/placement.rst):
 
 * child ``<root name>:cacheaware:<domain id>`` under the compute node
   provider, with inventory ``CUSTOM_CACHE_DOMAIN_VCPU`` (total = usable CPUs
@@ -32,18 +32,6 @@ LOG = logging.getLogger(__name__)
 MAX_ATTEMPTS = 5
 
 _NAME_MARK = ':cacheaware:'
-
-
-# Named here for this module's code (and for the modules importing them).
-floored_inventories = provider_state.floored_inventories
-retired_inventories = provider_state.retired_inventories
-_same_inventories = provider_state.same_inventories
-_RENAMED = {'_validate': 'validate'}
-
-
-def __getattr__(name):
-    """provider_state's ``name``, for the modules importing it from here."""
-    return getattr(provider_state, _RENAMED.get(name, name))
 
 
 def domain_provider_uuid(compute_rp_uuid, domain_id):
@@ -91,12 +79,13 @@ class _Syncer(object):
         client = self.client
 
         def decide(doc):
-            if _same_inventories(doc['inventories'], desired):
+            if provider_state.same_inventories(doc['inventories'], desired):
                 return None
             # About to write: never below what allocations use.
             usages = client.get('/resource_providers/%s/usages'
                                 % rp_uuid)['usages']
-            floored, raised = floored_inventories(desired, usages)
+            floored, raised = provider_state.floored_inventories(
+                desired, usages)
             for rc, (wanted, kept) in sorted(raised.items()):
                 LOG.warning('provider %s: %s total %d would fall below what '
                             'allocations use (%d); kept at %d until they '
@@ -104,7 +93,7 @@ class _Syncer(object):
                             kept)
             self.result.floored.extend('%s:%s' % (rp_uuid, rc)
                                        for rc in sorted(raised))
-            if _same_inventories(doc['inventories'], floored):
+            if provider_state.same_inventories(doc['inventories'], floored):
                 return None
             return floored
 
@@ -391,7 +380,8 @@ def _remove_stale(syncer, domain_id, rp_uuid):
     result.kept_with_allocations.append(domain_id)
     syncer.update(
         'inventories', rp_uuid, lambda: client.get_inventories(rp_uuid),
-        lambda doc: (None if _same_inventories(
-            doc['inventories'], retired_inventories(doc['inventories']))
-            else retired_inventories(doc['inventories'])),
+        lambda doc: (None if provider_state.same_inventories(
+            doc['inventories'],
+            provider_state.retired_inventories(doc['inventories']))
+            else provider_state.retired_inventories(doc['inventories'])),
         lambda gen, inv: client.put_inventories(rp_uuid, gen, inv))

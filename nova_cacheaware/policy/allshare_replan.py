@@ -19,6 +19,7 @@ from nova_cacheaware import exception
 from nova_cacheaware.policy import allshare_heuristic
 from nova_cacheaware.policy import allshare_incremental
 from nova_cacheaware.policy import cachedomain
+from nova_cacheaware.policy import cachedomain_model
 
 MAX_MOVES = allshare_incremental.MAX_MOVES
 DIRT_BOUND = allshare_incremental.DIRT_BOUND
@@ -28,8 +29,8 @@ def change(previous, plan_input):
     """Domains touched by one memory-bound arrival or departure, or None.
 
     None unless ``previous`` and ``plan_input`` (both
-    :class:`~nova_cacheaware.policy.cachedomain.PlanInput`) have the same
-    domains, ratio and objective (``contract``) and their movable
+    :class:`~nova_cacheaware.policy.cachedomain_model.PlanInput`) have the
+    same domains, ratio and objective (``contract``) and their movable
     memory-bound VMs differ by exactly one VM (the others may have moved:
     the agent applied the last plan). A departure touches the domains the
     departed VM's CPUs touched; an arrival none yet.
@@ -133,7 +134,8 @@ def previous_from_dict(doc):
         SECTION.check(section, 'previous', 'previous')
         values = schema.fields(section, SECTION_SCHEMA, 'previous')
     # The inner plan input words its own problems.
-    return cachedomain.input_from_dict(values['input']), values['unplaced']
+    return (cachedomain_model.input_from_dict(values['input']),
+            values['unplaced'])
 
 
 def plan_from_dict(doc):
@@ -142,7 +144,7 @@ def plan_from_dict(doc):
     With a ``previous`` section, :func:`replan` against it (what the agent
     ran right after one arrival or departure); without, the full plan.
     """
-    plan_input = cachedomain.input_from_dict(doc)
+    plan_input = cachedomain_model.input_from_dict(doc)
     previous = previous_from_dict(doc)
     if previous is None:
         return cachedomain.plan(plan_input)

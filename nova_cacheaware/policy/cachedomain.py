@@ -21,8 +21,8 @@ Empty with no memory-bound VM in it, Clean with one, Dirty with more
 (:mod:`nova_cacheaware.contracts.cache_state`).
 
 The contract's types and their JSON form are in
-:mod:`~nova_cacheaware.policy.cachedomain_model` (re-exported here, the
-planner's public names); the classifier that decides which VMs are
+:mod:`~nova_cacheaware.policy.cachedomain_model` (import them from
+there); the classifier that decides which VMs are
 memory-bound lives in :mod:`nova_cacheaware.policy.memclass`.
 """
 
@@ -31,26 +31,17 @@ import dataclasses
 from nova_cacheaware.contracts import cache_state as states
 from nova_cacheaware.policy import allshare_heuristic
 from nova_cacheaware.policy import allshare_search
+from nova_cacheaware.policy import allshare_share
 from nova_cacheaware.policy import allshare_throughput
 from nova_cacheaware.policy import cachedomain_model as model
 
-# The contract's vocabulary, types and JSON under the names every caller
-# of the planner uses (nova_cacheaware.policy.cachedomain.plan, .VM, ...).
-EMPTY, CLEAN, DIRTY = states.EMPTY, states.CLEAN, states.DIRTY
+# The names the planner's own code uses; callers take the contract's
+# types and JSON from cachedomain_model itself.
 cache_state = states.cache_state
-WORKLOADS = model.WORKLOADS
-OBJECTIVES = model.OBJECTIVES
 SHARE_ALL, SHARE_PARTIAL = model.SHARE_ALL, model.SHARE_PARTIAL
-Domain = model.Domain
-VM = model.VM
-PlanInput = model.PlanInput
 VMPlan = model.VMPlan
 DomainPlan = model.DomainPlan
 Plan = model.Plan
-input_from_dict = model.input_from_dict
-input_to_dict = model.input_to_dict
-plan_to_dict = model.plan_to_dict
-plan_from_dict = model.plan_from_dict
 
 # Hosts up to this size are solved exactly (the contract's "small hosts").
 EXACT_MAX_DOMAINS = 4
@@ -95,7 +86,8 @@ def build_instance(plan_input):
     """The search instance of ``plan_input`` and its movable VM order.
 
     Returns ``(instance, movable)`` where ``movable`` lists the movable
-    memory-bound :class:`VM` in instance order.
+    memory-bound :class:`~nova_cacheaware.policy.cachedomain_model.VM` in
+    instance order.
     """
     caps = [plan_input.capacity(d) for d in plan_input.domains]
     free = list(caps)
@@ -204,7 +196,10 @@ def _keep_current(inst, placements):
 
 
 def plan(plan_input, method='auto'):
-    """Plan All-share pinning for ``plan_input`` (a :class:`PlanInput`).
+    """Plan All-share pinning for ``plan_input``.
+
+    ``plan_input`` is a
+    :class:`~nova_cacheaware.policy.cachedomain_model.PlanInput`.
 
     Pure and deterministic: the same input gives the same :class:`Plan`.
     With ``objective`` ``throughput``, small hosts it models are planned
@@ -217,7 +212,8 @@ def plan(plan_input, method='auto'):
         placements = allshare_throughput.placements(plan_input, inst,
                                                     movable)
     if placements is None:
-        placements = solve(inst, method)
+        placements = allshare_share.refine(plan_input, inst, movable,
+                                           solve(inst, method))
     return assemble(plan_input, movable, placements)
 
 

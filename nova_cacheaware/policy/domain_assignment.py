@@ -66,10 +66,14 @@ def assign_domains(capacity, instances, base=None):
         against room and Clean like the live state the scheduler sees.
 
     An instance keeps the domain it had (``previous``, else the one its
-    pins lie in after an agent restart) while that domain exists: moving a
-    running VM is never free, and the scheduler counted it there. The
-    others are placed one at a time in Nova's claim order
-    (:func:`arrival_key`) with the scheduler's rule and seed
+    pins lie in after an agent restart) while that domain exists and it
+    may still join it (room, and :func:`closed_to`, counting the instances
+    kept before it, not ``base``): moving a running VM is never free, and
+    the scheduler counted it there; but two claims that raced must not
+    both stay in a domain only one of them fits, or a memory-bound one
+    beside a ``required`` one. The others are placed one at a time in
+    Nova's claim order (:func:`arrival_key`) with the scheduler's rule and
+    seed
     (``domain_choice.order_domains``), so that with the same knowledge the
     scheduler's prediction is this choice - but instances holding a Clean
     slot go first (Placement counted a Clean place for each), and take
@@ -79,16 +83,21 @@ def assign_domains(capacity, instances, base=None):
     """
     out = {}
     tally = _Tally(capacity, base)
+    # Homes are checked against each other only: what the planner pinned
+    # without host room (``base``) never evicts an instance holding room.
+    homes = _Tally(capacity, None)
     fresh = []
     for vm in sorted(instances,
                      key=lambda vm: (not vm.holds_slot,) + arrival_key(vm)):
         home = vm.previous if vm.previous in capacity else (
             vm.current if vm.current in capacity else None)
-        if home is None:
-            fresh.append(vm)
+        if home is None or not homes.may_join(vm, home):
+            fresh.append(dataclasses.replace(vm, previous=None,
+                                             current=None))
         else:
             out[vm.uuid] = home
             tally.add(vm, home)
+            homes.add(vm, home)
     _place_new(tally, fresh, out)
     return out
 

@@ -135,11 +135,18 @@ def contention_score(rows, vcpus):
         plus the claims the scheduler knows the state lacks.
     :param vcpus: the new instance's vCPUs.
 
-    ``clean_places / domains - min(1, memory_bound / domains)``, where a
-    Clean place is a domain holding no memory-bound instance *with room
+    A Clean place is a domain holding no memory-bound instance *with room
     for the instance* (unknown capacity counts as room): a domain that
-    cpu-bound instances filled is no place for a memory-bound one. 0 for
-    a host without domains.
+    cpu-bound instances filled is no place for a memory-bound one. With
+    ``fine = clean_places / domains - min(1, memory_bound / domains)``
+    (in ``[-1, 1]``) the weight is ``0.75 + fine / 4`` on a host with a
+    Clean place (``[0.5, 1]``) and ``-0.75 + fine / 4`` on a host without
+    one (``[-1, -0.5]``): any host with a Clean place outweighs every host
+    without one by at least half the weigher's span, whatever the counts,
+    so that a memory-bound ``preferred`` instance, which holds no Placement
+    slot, goes where it can be alone unless Nova's other weighers outvote
+    the multiplier. 0 (neutral, between the two bands) for a host without
+    domains.
     """
     if not rows:
         return 0.0
@@ -153,4 +160,5 @@ def contention_score(rows, vcpus):
         elif row[4] is None or row[3] + vcpus <= row[4]:
             places += 1
     count = len(rows)
-    return places / count - min(1.0, memory / count)
+    fine = places / count - min(1.0, memory / count)
+    return (0.75 if places else -0.75) + fine / 4

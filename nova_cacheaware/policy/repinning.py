@@ -180,9 +180,14 @@ def held_pinning(instance, held, domains):
     return domain_id, cpus
 
 
+#: Why a per-host-model instance that found no domain is on Nova's CPUs.
+WAITING_REASON = ('holds room of the host in Placement; no cache domain it '
+                  'may join has room: Nova\'s CPUs until one has')
+
+
 def build_plan_input(domain_set, usable_cpus, instances, specs_by_uuid,
                      max_vcpus_per_cpu=1.0, held=None,
-                     classified=frozenset()):
+                     classified=frozenset(), waiting=frozenset()):
     """The ``plan`` input, plus ``{uuid: (movable, reason)}``.
 
     Unmovable instances outside the domains (dedicated ones on
@@ -191,7 +196,11 @@ def build_plan_input(domain_set, usable_cpus, instances, specs_by_uuid,
     ``{uuid: domain id}`` of instances holding a domain in Placement: a
     floating one enters the plan as unmovable, inside that domain.
     ``classified``: uuids of ``auto`` VMs the classifier found
-    memory-bound; they are planned as ``memory``.
+    memory-bound; they are planned as ``memory``. ``waiting``: uuids
+    holding room of the host (per-host model) for which the agent found
+    no domain they may join: the planner must not pin them into one (it
+    knows neither the room nor who may share), so they enter as
+    unmovable on Nova's CPUs, where :func:`decisions_from_plan` puts them.
     """
     domains = plan_domains(domain_set, usable_cpus)
     domain_cpus = {c for d in domains for c in d.cpus}
@@ -207,6 +216,11 @@ def build_plan_input(domain_set, usable_cpus, instances, specs_by_uuid,
         if pinned is not None:
             movable, current = False, {v: pinned[1]
                                        for v in instance.nova.allowed}
+        elif movable and instance.uuid in waiting:
+            movable, current = False, _plan_current(
+                instance.nova.allowed, domain_cpus, False)
+            if current is False:
+                continue
         else:
             current = _plan_current(instance.live, domain_cpus, movable)
             if current is False:
@@ -240,19 +254,25 @@ def _action(instance, vm, movable, reason, result, unplaced):
     if vm.workload == 'memory':
         return REPIN, 'memory-bound: All-share', _pinning(
             result, instance.uuid, vm.vcpus)
+    return _restore(instance, '%s: Nova\'s CPUs' % vm.workload,
+                    vm.workload)
+
+
+def _restore(instance, reason, workload='memory-bound'):
+    """``(action, reason, desired)``: back on Nova's CPUs, if ours."""
     # Undo only pins the agent made; pins set by someone else (an
     # operator, another tool) are left alone.
     allowed = instance.nova.allowed
     desired = {v: allowed[v] if v in instance.ours else cpus
-               for v, cpus in current.items()}
+               for v, cpus in instance.live.items()}
     if any(cpus != allowed.get(v) for v, cpus in desired.items()):
         return KEEP, ('%s: pins not made by the agent, left alone'
-                      % vm.workload), desired
-    return RESTORE, '%s: Nova\'s CPUs' % vm.workload, desired
+                      % workload), desired
+    return RESTORE, reason, desired
 
 
 def decisions_from_plan(plan_input, result, instances, why, held=None,
-                        chosen=frozenset()):
+                        chosen=frozenset(), waiting=frozenset()):
     """Per-instance :class:`Decision` from the planner's :class:`~.Plan`.
 
     * floating and holding a domain in Placement (``held``, as for
@@ -262,6 +282,8 @@ def decisions_from_plan(plan_input, result, instances, why, held=None,
     * unmovable: keep (dedicated ones: audit, never touched);
     * movable memory-bound and placed: repin to the planner's pinning;
     * movable memory-bound but unplaced: keep;
+    * movable and ``waiting`` (see :func:`build_plan_input`): restore
+      Nova's allowed CPUs on the vCPUs the agent pinned;
     * movable and not memory-bound: restore Nova's allowed CPUs on the
       vCPUs the agent pinned earlier (a VM declared memory-bound may change
       flavor, a classifier may change its mind); pins made by anyone else
@@ -290,6 +312,9 @@ def decisions_from_plan(plan_input, result, instances, why, held=None,
                        'holds %s in Placement') % pinned[0])
             desired = {v: pinned[1] for v in instance.nova.allowed}
             domains, share = (pinned[0],), model.SHARE_ALL
+        elif movable and instance.uuid in waiting:
+            action, reason, desired = _restore(instance, WAITING_REASON)
+            domains, share = (), ''
         else:
             action, reason, desired = _action(instance, vm, movable, reason,
                                               result, unplaced)

@@ -56,6 +56,8 @@ claimed as the flavor asks, and the server may go Dirty, as
 import threading
 import typing as ty
 
+from oslo_log import log as logging
+
 from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.scheduler import claims as claims_mod
 from nova_cacheaware.scheduler import domain_order
@@ -63,6 +65,7 @@ from nova_cacheaware.scheduler import domain_order
 #: One pick at a time per process: order and reserve must be one step.
 _pick_lock = threading.Lock()
 _local = threading.local()
+LOG = logging.getLogger(__name__)
 
 
 class ClaimTimeCandidates(list):
@@ -250,6 +253,8 @@ def _choose_host(found, terms):
     if live is None:
         # Without live state Placement's host counts decide, as in the
         # filter.
+        LOG.debug('preferred %s on %s: no live state, no Clean slot',
+                  terms.instance, host)
         return candidate
     received = terms.cache.received(host_state.host)
     with _pick_lock:
@@ -278,8 +283,11 @@ def _choose_host(found, terms):
         weighed_hosts = _local.weighed
         untried = bool(weighed_hosts) and bool(weighed_hosts - tried)
         found.claim = _reserve(terms, host, domain)
-    return (with_clean_slot(candidate) if untried and (clean or contested)
-            else candidate)
+    slot = untried and (clean or contested)
+    LOG.debug('preferred %s on %s: domain %s clean=%s contested=%s '
+              'untried=%s: Clean slot %s', terms.instance, host, domain,
+              clean, contested, untried, 'asked' if slot else 'not asked')
+    return with_clean_slot(candidate) if slot else candidate
 
 
 def _reserve(terms, host, provider):

@@ -376,8 +376,12 @@ def hand_out_domain(host_state, rows, vcpus, memory_bound, instance,
 
     The prediction (:func:`predict_domain`) is made only when the ledger
     needs it - when Nova is seen to have claimed this host: the filter
-    passes every host with room, Nova claims one.
+    passes every host with room, Nova claims one. Nothing once the
+    ledger's claims are exact (Nova's consumption reports each claim: no
+    hand-out is read again).
     """
+    if ledger.exact:
+        return
     host = host_state.uuid
     seed = instance or host
     ledger.hand_out(

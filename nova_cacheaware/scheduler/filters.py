@@ -38,14 +38,11 @@ instance), rejecting the host otherwise, and hands the domain the agent
 will choose (same policy, same seed) to the claim ledger. Without live
 state Placement's host counts decide and nothing is recorded.
 
-Candidates that fail are pruned from ``host_state.allocation_candidates``
-(the contract of Nova's ``CandidateFilterMixin``; we prune in one list
-comprehension instead of its ``filter_candidates``, which formats three
-f-strings with the whole candidate per candidate even with debug logging
-off - most of the filter's cost). A host with none left is rejected with
-the reason logged at INFO (Placement has normally removed such hosts
-already, so rejections are rare and worth seeing).
-Requests without ``cacheaware:`` keys pass every host untouched.
+Failing candidates are pruned from ``host_state.allocation_candidates``
+(``CandidateFilterMixin``'s contract, in one list comprehension: its
+``filter_candidates`` formats three f-strings per candidate even with
+debug logging off). A host with none left is rejected, the reason logged
+at INFO. Requests without ``cacheaware:`` keys pass every host untouched.
 """
 
 import dataclasses
@@ -54,6 +51,7 @@ import typing as ty
 from oslo_log import log as logging
 
 from nova.scheduler import filters
+from nova.scheduler import utils
 
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware.contracts import placement as names
@@ -90,21 +88,32 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         self._opts = None
 
     def filter_all(self, filter_obj_list, spec_obj):
-        """Nova's per-request entry: read the options, then every host."""
+        """Nova's per-request entry: what every host shares, then each host.
+
+        Nova's ``_filter_one`` would ask per host what is the same for
+        every host (a rebuild? the parsed flavor, the instance): asked
+        once here. Requests without ``cacheaware:`` keys (and rebuilds)
+        pass every host untouched, with no per-host call.
+        """
         self._opts = _options()
         metrics.REQUESTS.inc()
+        shared = _Shared.of(spec_obj)
         # The instances of a multi-create share one RequestSpec object.
-        claim_time.begin(id(spec_obj), _instance_uuid(spec_obj))
-        return super().filter_all(filter_obj_list, spec_obj)
+        claim_time.begin(id(spec_obj), shared.instance)
+        if not self.RUN_ON_REBUILD and utils.request_is_rebuild(spec_obj):
+            return filter_obj_list
+        memo = shared.memo
+        if memo.invalid is None and not memo.cacheaware.present:
+            return filter_obj_list
+        return [host for host in filter_obj_list
+                if self._passes(host, spec_obj, shared)]
 
     def host_passes(self, host_state, spec_obj):
         """True if the host can honour the request; prunes candidates."""
-        # First use in this process starts its listener, whatever the
-        # request: state must be there when a cacheaware request comes.
-        cache = live_state.get_cache()
-        # One parse per request, read once per host: every RequestSpec
-        # field read goes through an oslo.versionedobjects getter.
-        memo = sched_request.of(spec_obj)
+        return self._passes(host_state, spec_obj, _Shared.of(spec_obj))
+
+    def _passes(self, host_state, spec_obj, shared):
+        memo = shared.memo
         if memo.invalid is not None:
             # Flavors written before the validators were installed.
             self._reject(host_state, 'invalid_specs',
@@ -128,7 +137,8 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             return True
 
         opts = self._opts or _options()
-        live = cache.get(host_state.host)
+        cache = shared.cache
+        received, live = cache.fresh(host_state.host) or (None, None)
         why = live_state.ineligible_reason(cache, host_state.host,
                                            opts.stale_host_state)
         if why is not None:
@@ -136,10 +146,13 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             return False
         if not request.all_share:
             return True
-        return self._candidates_pass(host_state, spec_obj, memo, live, cache)
+        return self._candidates_pass(host_state, spec_obj, shared, live,
+                                     received)
 
-    def _candidates_pass(self, host_state, spec_obj, memo, live, cache):
+    def _candidates_pass(self, host_state, spec_obj, shared, live,
+                         received):
         """All-share: keep the candidates with one domain, best first."""
+        memo, cache = shared.memo, shared.cache
         request = memo.cacheaware
         busy = frozenset()
         if request.clean_required and live is not None:
@@ -167,23 +180,21 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
                 domain_order.candidate_provider(kept[0]), host_state.uuid,
                 live):
             host_state.allocation_candidates = kept
-            if not self._host_model_passes(host_state, spec_obj, memo,
-                                           live, cache):
+            if not self._host_model_passes(host_state, spec_obj, shared,
+                                           live, received):
                 return False
             if _slot_wanted(request):
-                self._offer_clean_slot(host_state, spec_obj, memo, cache,
-                                       kept)
+                self._offer_clean_slot(host_state, spec_obj, shared, kept)
             return True
         # Nova claims the first candidate: put the domain to claim first,
         # and choose it again when Nova claims (claim_time).
         opts = self._opts or _options()
         ledger = _ledger(opts)
-        instance = _instance_uuid(spec_obj)
-        elsewhere = _elsewhere(cache, host_state)
+        instance = shared.instance
+        elsewhere = domain_order.elsewhere_of(cache, host_state.host)
         ordered = domain_order.order_candidates(
             host_state, kept, vcpus, request.clean_wanted, instance, live,
-            cache.received(host_state.host) if live is not None else None,
-            ledger,
+            received, ledger,
             # The instances of a multi-create share one RequestSpec object.
             request=id(spec_obj), elsewhere=elsewhere,
             clean_required=request.clean_required)
@@ -199,7 +210,8 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             ordered, host_state.uuid)
         return True
 
-    def _host_model_passes(self, host_state, spec_obj, memo, live, cache):
+    def _host_model_passes(self, host_state, spec_obj, shared, live,
+                           received):
         """Host model: a domain with room, and the agent's choice predicted.
 
         Without live state Placement's host counts decide (``max_unit``
@@ -208,13 +220,14 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         """
         if live is None:
             return True
+        memo, cache = shared.memo, shared.cache
         request = memo.cacheaware
         opts = self._opts or _options()
         ledger = _ledger(opts)
         vcpus = memo.vcpus
         rows, own = domain_order.host_domain_rows(
-            host_state, live, cache.received(host_state.host), ledger,
-            _elsewhere(cache, host_state))
+            host_state, live, received, ledger,
+            domain_order.elsewhere_of(cache, host_state.host))
         # A cpu/io request may share a required instance's domain.
         closed = (domain_order.closed_domains(live, own)
                   if request.clean_wanted else frozenset())
@@ -225,13 +238,13 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             return False
         domain_order.hand_out_domain(
             host_state, rows, vcpus, request.clean_wanted,
-            _instance_uuid(spec_obj), ledger,
+            shared.instance, ledger,
             # The instances of a multi-create share one RequestSpec object.
             request=id(spec_obj), closed=closed,
             clean_required=request.clean_required)
         return True
 
-    def _offer_clean_slot(self, host_state, spec_obj, memo, cache, kept):
+    def _offer_clean_slot(self, host_state, spec_obj, shared, kept):
         """Host model: let claim_time add a free Clean slot at claim time.
 
         Every host such a request passes is offered, live state or not,
@@ -239,9 +252,10 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         only while another one remains.
         """
         opts = self._opts or _options()
+        memo = shared.memo
         claim_time.offer(host_state.uuid, kept, host_state, claim_time.Terms(
             memo.vcpus, memo.cacheaware.clean_wanted,
-            _instance_uuid(spec_obj), id(spec_obj), False, cache,
+            shared.instance, id(spec_obj), False, shared.cache,
             _ledger(opts), clean_slot=True))
         host_state.allocation_candidates = claim_time.ClaimTimeCandidates(
             kept, host_state.uuid)
@@ -252,6 +266,24 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         metrics.refused(label)
         LOG.info('CacheDomainFilter rejects host %s (node %s): %s',
                  host_state.host, host_state.nodename, reason)
+
+
+class _Shared(ty.NamedTuple):
+    """What every host of one request shares (made once per request)."""
+
+    memo: sched_request.Request
+    instance: ty.Optional[str]
+    cache: ty.Any
+
+    @classmethod
+    def of(cls, spec_obj):
+        """Parse ``spec_obj`` (memoised on its flavor) and look up the rest.
+
+        First use in this process starts the live-state listener, whatever
+        the request: state must be there when a cache-aware request comes.
+        """
+        return cls(sched_request.of(spec_obj), _instance_uuid(spec_obj),
+                   live_state.get_cache())
 
 
 class _Options(ty.NamedTuple):
@@ -295,7 +327,7 @@ def record_consumed(host_state, spec_obj):
     claim = domain_order.consumed_claim(
         host_state, spec_obj, memo.cacheaware.clean_wanted, live,
         cache.received(host_state.host) if live is not None else None,
-        ledger, _elsewhere(cache, host_state),
+        ledger, domain_order.elsewhere_of(cache, host_state.host),
         clean_required=memo.cacheaware.clean_required,
         # What this thread's request claimed, even if a concurrent
         # request has replaced the host's candidate list since.
@@ -323,11 +355,6 @@ def _slot_wanted(request):
     ``required`` one.
     """
     return request.workload == 'memory' and request.cache_clean == 'preferred'
-
-
-def _elsewhere(cache, host_state):
-    """True for an instance another host's live state lists."""
-    return domain_order.elsewhere_of(cache, host_state.host)
 
 
 def _instance_uuid(spec_obj):

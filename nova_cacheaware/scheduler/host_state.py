@@ -1,12 +1,11 @@
 """The scheduler's side of the ``cacheaware.host.state`` payload.
 
-The wire format (dataclasses, versions, :func:`to_payload`,
-:func:`from_payload`) is :mod:`nova_cacheaware.contracts.host_state`; its
-names are re-exported here for the modules that import them from this one.
-This module adds what only nova-scheduler computes from a received state:
-the pCPU headroom of its ``vcpu_affinity`` and the weigher's memo, made
-once per arrival (:meth:`HostCacheState.prepare`, called by
-:class:`~nova_cacheaware.scheduler.state_cache.HostStateCache`).
+The wire format (dataclasses, versions, ``to_payload``, ``from_payload``)
+is :mod:`nova_cacheaware.contracts.host_state`; import its names from
+there. This module adds what only nova-scheduler computes from a
+received state: the pCPU headroom of its ``vcpu_affinity`` and the
+weigher's memo, made once per arrival (:meth:`HostCacheState.prepare`,
+called by :class:`~nova_cacheaware.scheduler.state_cache.HostStateCache`).
 """
 
 import dataclasses
@@ -17,15 +16,6 @@ from nova_cacheaware.contracts import state_wire
 from nova_cacheaware import exception
 from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.policy import pcpu_headroom
-
-
-def __getattr__(name):
-    """The wire module's ``name`` (``EVENT_TYPE``, ``DomainState``, ...).
-
-    The payload's names stay importable from here (PEP 562) for the
-    modules that import them from this one.
-    """
-    return getattr(wire, name)
 
 
 @dataclasses.dataclass(frozen=True)

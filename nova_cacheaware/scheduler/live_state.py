@@ -24,12 +24,14 @@ from nova_cacheaware.scheduler import claim_share
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import metrics
 from nova_cacheaware.scheduler import state_cache
+from nova_cacheaware.scheduler import state_requests
 
 LOG = logging.getLogger(__name__)
 CONF = ca_conf.CONF
 
 _lock = threading.Lock()
-_process = {'cache': None, 'listener': None, 'publisher': None}
+_process = {'cache': None, 'listener': None, 'publisher': None,
+            'transport': None, 'rpc_transport': None}
 
 
 def get_cache():
@@ -73,7 +75,8 @@ def _forget_in_child():
     # parent's queue is not the child's (one pool per process).
     global _lock
     _lock = threading.Lock()
-    _process.update(cache=None, listener=None, publisher=None)
+    _process.update(cache=None, listener=None, publisher=None,
+                    transport=None, rpc_transport=None)
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
@@ -83,6 +86,7 @@ def _start_listener(cache, opts):
     pool = notifications.process_pool_name(opts.host_state_pool_prefix)
     try:
         transport = oslo_messaging.get_notification_transport(CONF)
+        _process['transport'] = transport
         endpoints = []
         if opts.share_claims:
             # Other workers' claims arrive on the same queue; ours go out
@@ -95,23 +99,49 @@ def _start_listener(cache, opts):
                 transport, opts.host_state_topic, pool)
             _process['publisher'] = publisher
             claims.share_with(publisher)
-        return notifications.start_host_state_listener(
+        listener = notifications.start_host_state_listener(
             transport, cache, opts.host_state_topic, pool,
             endpoints=endpoints, count=metrics.received)
     except (oslo_messaging.MessagingException, cfg.Error, OSError) as e:
         LOG.error('No live cache state in this scheduler process: cannot '
                   'listen on topic %s: %s', opts.host_state_topic, e)
         return None
+    if opts.request_host_state:
+        _request_states(cache, opts)
+    return listener
+
+
+def _request_states(cache, opts):
+    # Once the listener's queue exists: the answers must find it.
+    try:
+        rpc_transport = oslo_messaging.get_rpc_transport(
+            CONF, url=CONF.oslo_messaging_notifications.transport_url or None)
+    except (oslo_messaging.MessagingException, cfg.Error) as e:
+        LOG.warning('Not asking the agents for their state (each host is '
+                    'known at its next change or resync): %s', e)
+        return
+    _process['rpc_transport'] = rpc_transport
+    requester = state_requests.StateRequester(rpc_transport,
+                                              opts.agent_rpc_topic)
+    cache.on_missing = requester.host
+    requester.everyone()
 
 
 def reset():
     """Stop this process's listener and forget its cache (tests, reload)."""
     with _lock:
-        listener, publisher = _process['listener'], _process['publisher']
-        _process.update(cache=None, listener=None, publisher=None)
+        listener, publisher, transport, rpc_transport = (
+            _process['listener'], _process['publisher'],
+            _process['transport'], _process['rpc_transport'])
+        _process.update(cache=None, listener=None, publisher=None,
+                        transport=None, rpc_transport=None)
     claims.share_with(None)
     if publisher is not None:
         publisher.stop(timeout=5)
     if listener is not None:
         listener.stop()
         listener.wait()
+    for one in (transport, rpc_transport):
+        if one is not None:
+            # Its connection pool would otherwise outlive the listener.
+            one.cleanup()

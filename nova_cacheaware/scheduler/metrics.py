@@ -52,7 +52,7 @@ REFUSAL_REASONS = (
 #: ``event`` label values of ``claims_total``.
 CLAIM_EVENTS = ('recorded', 'reserved', 'settled')
 #: ``kind`` and ``outcome`` label values of ``live_messages_total``.
-MESSAGE_KINDS = ('state', 'heartbeat')
+MESSAGE_KINDS = ('state', 'heartbeat', 'digest')
 MESSAGE_OUTCOMES = ('stored', 'out_of_order', 'invalid')
 #: ``live_state`` label values of ``hosts``.
 FRESHNESS = ('fresh', 'missing_or_stale', 'outdated')

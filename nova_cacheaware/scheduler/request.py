@@ -74,7 +74,7 @@ def cacheaware_request(spec_obj):
     """The parsed ``cacheaware:`` keys of ``spec_obj``'s flavor.
 
     Raises :class:`~nova_cacheaware.exception.InvalidInput` for invalid keys,
-    like :func:`~nova_cacheaware.api.specs.parse_extra_specs`.
+    like :func:`~nova_cacheaware.contracts.extra_specs.parse_extra_specs`.
     """
     memo = of(spec_obj)
     if memo.invalid is not None:

@@ -32,6 +32,10 @@ from nova_cacheaware.policy import liveness
 from nova_cacheaware.scheduler import host_state
 
 
+#: Hosts unheard for this many TTLs are forgotten (:meth:`prune`).
+FORGET_TTLS = 10
+
+
 class HostStateCache:
     """``host -> HostCacheState`` with a time-to-live in seconds."""
 
@@ -55,9 +59,15 @@ class HostStateCache:
         # of MiB, and only new ones can make a claim wrong.
         self._arrived = collections.OrderedDict()
         self._beats = {}           # host -> (received, generation, healthy)
+        self._wanted = {}          # host -> (asked relays when, generation)
+        self._pruned_at = clock()
         #: Called as ``on_stored(state)`` after a state is stored (outside
         #: the lock); None: nobody. The scheduler settles its claims.
         self.on_stored = None
+        #: Called as ``on_missing(host)`` (outside the lock) when a
+        #: heartbeat names a state this cache does not hold (none, or an
+        #: older generation); None: nobody. The scheduler asks the agent.
+        self.on_missing = None
 
     @property
     def ttl(self):
@@ -78,6 +88,7 @@ class HostStateCache:
         now = self._clock()
         with self._lock:
             self._heard(now)
+            self._prune_due(now)
             held = self._states.get(state.host)
             if held is not None and held[1].timestamp > state.timestamp:
                 return False
@@ -101,8 +112,52 @@ class HostStateCache:
         now = self._clock()
         with self._lock:
             self._heard(now)
-            return self._beat(beat.host, now, beat.generation,
+            self._prune_due(now)
+            kept = self._beat(beat.host, now, beat.generation,
                               beat.agent_healthy)
+            held = self._states.get(beat.host)
+            # A 1.x state held (no generation): the agent, upgraded
+            # since, sent a 2.0 state this cache missed.
+            missing = kept and (held is None or held[1].generation is None
+                                or held[1].generation < beat.generation)
+        if missing and self.on_missing is not None:
+            self.on_missing(beat.host)
+        return kept
+
+    def digest(self, entries):
+        """Record a state relay's digest entries (:mod:`.state_digest`).
+
+        Each entry counts as a heartbeat received ``age_ms`` before now:
+        the relay heard the host then, and ages measured by one clock
+        (the relay's) need no agreement between clocks. Returns ``(kept,
+        wanted)``: how many entries were kept (the others name an older
+        generation than one already heard), and the hosts whose current
+        state this cache lacks (none held, or an older generation), each
+        at most once per TTL: the scheduler asks the relays for them.
+        """
+        now = self._clock()
+        kept, wanted = 0, []
+        with self._lock:
+            self._heard(now)
+            self._prune_due(now)
+            for e in entries:
+                kept += self._beat(e.host, now - e.age_ms / 1000.0,
+                                   e.generation, e.agent_healthy)
+                if self._lacks(e.host, e.generation, now):
+                    self._wanted[e.host] = (now, e.generation)
+                    wanted.append(e.host)
+        return kept, wanted
+
+    def _lacks(self, host, generation, now):
+        # Under the lock. No state of ``generation`` held, and not asked
+        # for it yet (or a TTL ago: the want or the answer was lost).
+        held = self._states.get(host)
+        if (held is not None and held[1].generation is not None
+                and held[1].generation >= generation):
+            return False
+        asked = self._wanted.get(host)
+        return (asked is None or asked[1] < generation
+                or now - asked[0] >= self._ttl)
 
     def _heard(self, now):
         if (self._last_heard is None
@@ -112,8 +167,12 @@ class HostStateCache:
 
     def _beat(self, host, now, generation, healthy):
         held = self._beats.get(host)
-        if held is not None and held[1] > generation:
-            return False
+        if held is not None:
+            if held[1] > generation:
+                return False
+            if held[1] == generation and held[0] > now:
+                # A digest's entry heard before what is held: not newer.
+                return True
         self._beats[host] = (now, generation, healthy)
         return True
 
@@ -173,6 +232,14 @@ class HostStateCache:
         entry = self._fresh(host, self._clock())
         return None if entry is None else entry[1]
 
+    def fresh(self, host):
+        """``(received, state)``: :meth:`received` and :meth:`get` at once.
+
+        None when :meth:`get` gives no state (one lookup for callers that
+        need both, per host of a request).
+        """
+        return self._fresh(host, self._clock())
+
     def received(self, host):
         """When the host's fresh state was last known current.
 
@@ -196,20 +263,46 @@ class HostStateCache:
         with self._lock:
             self._states.clear()
             self._beats.clear()
+            self._wanted.clear()
             self._arrived.clear()
             self._last_heard = self._heard_since = None
 
     def prune(self):
-        """Drop stale entries; returns how many were dropped."""
+        """Forget hosts unheard for :data:`FORGET_TTLS` TTLs; states gone.
+
+        A compute removed from the region (or whose agent stays dead)
+        keeps nothing in memory after that. The scheduler loses nothing it
+        uses: the state was long stale, and the liveness rule refuses a
+        host without state as it refuses one with a stale state
+        (:mod:`nova_cacheaware.policy.liveness`). Not after one TTL: after
+        a bus outage every host's next state is compared with the one
+        held, to locate the instances that appeared meanwhile. A state
+        made outdated by a newer heartbeat is kept (its host is heard).
+        Runs by itself once per TTL, at an arrival.
+        """
         now = self._clock()
         with self._lock:
-            stale = [h for h in self._states if self._fresh(h, now) is None]
-            for host in stale:
-                del self._states[host]
-            for host in [h for h, beat in self._beats.items()
-                         if now - beat[0] > self._ttl]:
-                del self._beats[host]
+            return self._prune(now)
+
+    def _prune(self, now):
+        self._pruned_at = now
+        ttl = self._ttl * FORGET_TTLS
+        stale = [host for host, (received, _) in self._states.items()
+                 if now - max(received, self._beats.get(host, (0.0,))[0])
+                 > ttl]
+        for host in stale:
+            del self._states[host]
+        for host in [h for h, beat in self._beats.items()
+                     if now - beat[0] > ttl and h not in self._states]:
+            del self._beats[host]
+        for host in [h for h, w in self._wanted.items() if now - w[0] > ttl]:
+            del self._wanted[host]
         return len(stale)
+
+    def _prune_due(self, now):
+        # Called under the lock on every arrival: one walk per TTL.
+        if now - self._pruned_at >= self._ttl:
+            self._prune(now)
 
     def __len__(self):
         return len(self._states)

@@ -3,17 +3,23 @@
 ``CacheContentionWeigher``: soft cache preferences.
 
 For requests that may be memory-bound (``cacheaware:workload`` ``memory`` or
-``auto``, with ``cache_clean`` not ``off``) the raw weight of a host is::
+``auto``, with ``cache_clean`` not ``off``) the raw weight of a host is, with
+``fine = clean_places / domains - min(1, memory_bound_vms / domains)``::
 
-    clean_places / domains  -  min(1, memory_bound_vms / domains)
+    0.75 + fine / 4   on a host with a Clean place     (in [0.5, 1])
+   -0.75 + fine / 4   on a host without one            (in [-1, -0.5])
 
-in ``[-1, 1]``: more Clean places and fewer memory-bound instances win. A
-Clean place is a domain without a memory-bound instance that has room for
-the instance's vCPUs; both counts take in the claims this scheduler process
-knows the live state lacks (its own since the state, and the other
-workers' received over the bus, :mod:`.claims`, :mod:`.claim_share`), so
-in a burst a host's last Clean place stops attracting memory-bound
-requests as soon as one is claimed there.
+A Clean place is a domain without a memory-bound instance that has room
+for the instance's vCPUs. Every host with a Clean place outweighs every
+host without one by half the span (5 at the default multiplier of 10,
+more than Nova's default RAM, CPU and disk weighers and
+PCPUAvailabilityWeigher together can put against it); within each band
+more Clean places and fewer memory-bound instances win. Both counts take
+in the claims this scheduler process knows the live state lacks (its own
+since the state, and the other workers' received over the bus,
+:mod:`.claims`, :mod:`.claim_share`), so in a burst a host's last Clean
+place stops attracting memory-bound requests as soon as one is claimed
+there.
 Weights are normalised against the fixed bounds ``[-1, 1]`` (not against
 the other hosts), so a host without fresh state - neutral, 0 - always sits
 in the middle. Requests without ``cacheaware:`` keys, with ``cache_clean``
@@ -73,8 +79,16 @@ NEUTRAL = 0.0
 #: most requests; past this many the oldest shape is dropped.
 SCORES_PER_STATE = 32
 
-#: Kept importable here; it moved to :mod:`.request`.
-flavor_cap = request.flavor_cap
+#: What a weigher returns when every host gets the same weight. Nova's
+#: handler then skips its per-host work for the weigher (``normalize``
+#: returns ``()`` for an empty list, and the handler walks the
+#: normalized weights, not the hosts): a weight shared by every host only
+#: shifts all of them alike and never changes their order, while the
+#: handler's loop (multiplier, f-string and debug dicts per host) costs
+#: more than our filters for a request we ignore.
+#: ``tests/unit/scheduler/test_weigher_skip.py`` holds Nova's handler
+#: (every Nova release CI runs) to that.
+NO_ORDER = ()
 
 
 def contention_score(state, vcpus=1, cpu_ratio=1.0):
@@ -121,11 +135,11 @@ class _RequestWeigher(weights.BaseHostWeigher):
         return getattr(CONF.cacheaware_scheduler, self.MULTIPLIER_OPTION)
 
     def weigh_objects(self, weighed_obj_list, weight_properties):
-        """Raw weights of every host: neutral for requests we ignore."""
+        """Raw weights of every host; :data:`NO_ORDER` if we ignore it."""
         self._configured = self._read_multiplier()
         wanted = self._wanted(request.of(weight_properties))
         if wanted is None:
-            return [NEUTRAL] * len(weighed_obj_list)
+            return NO_ORDER
         cache = live_state.get_cache()
         return [self._score(cache.get(obj.obj.host), wanted, obj.obj)
                 for obj in weighed_obj_list]

@@ -1,1 +1,5 @@
-"""See DESIGN: nova_cacheaware/sim."""
+"""Simulators of the cache, balloon, NUMA and cloud experiments.
+
+The ``nova-cacheaware simulate`` commands and the evaluation
+(doc/source/evaluation/).
+"""

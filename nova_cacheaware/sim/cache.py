@@ -35,6 +35,7 @@ import itertools
 
 from nova_cacheaware import exception
 from nova_cacheaware.policy import cachedomain
+from nova_cacheaware.policy import cachedomain_model
 from nova_cacheaware.sim import cache_scenario
 from nova_cacheaware.sim import cloud_run
 from nova_cacheaware.sim import contention
@@ -42,8 +43,6 @@ from nova_cacheaware.sim import contention
 HOST_POLICIES = cache_scenario.HOST_POLICIES
 WORKLOADS = cache_scenario.WORKLOADS
 NAMED_HOSTS = cache_scenario.NAMED_HOSTS
-#: The scenario document's check, where the CLI and benchmarks look.
-load_scenario = cache_scenario.load_scenario
 
 
 # --------------------------------------------------------------------------
@@ -106,7 +105,7 @@ def planner_pinning(domains, vms, fixed=None, current=None,
             doc['current'] = {str(i): list(c)
                               for i, c in enumerate(current[vm.id])}
         plan_vms.append(doc)
-    result = cachedomain.plan(cachedomain.input_from_dict(
+    result = cachedomain.plan(cachedomain_model.input_from_dict(
         {'domains': plan_domains, 'vms': plan_vms,
          'max_vcpus_per_cpu': max_vcpus_per_cpu, 'objective': objective}))
     return {vm.id: [tuple(result.vms[vm.id].pinning[i])
@@ -187,7 +186,10 @@ def _host_summary(vms, stats):
 
 
 def run(scenario):
-    """Run a checked scenario (see :func:`load_scenario`)."""
+    """Run a checked scenario.
+
+    See :func:`~nova_cacheaware.sim.cache_scenario.load_scenario`.
+    """
     if 'cloud' in scenario:
         return cloud_run.run(scenario)
     return run_host(scenario)

@@ -3,9 +3,9 @@
 Every request carries the extra specs an operator can write: they are
 produced by :func:`nova_cacheaware.api.flavor_specs.compute_specs` (what
 ``nova-cacheaware flavor set`` writes) from flavor options, and read back
-with :func:`nova_cacheaware.api.specs.parse_extra_specs`. What each step
-does with them (``doc/source/admin/scheduler.rst``, host provider model,
-fresh live state, CPU allocation ratio 1.0):
+with :func:`nova_cacheaware.contracts.extra_specs.parse_extra_specs`. What
+each step does with them (``doc/source/admin/scheduler.rst``, host
+provider model, fresh live state, CPU allocation ratio 1.0):
 
 * **Placement**: the host's ``VCPU`` room; a flavor with the cache group
   (``cache_share=all``) also needs, as Placement's ``max_unit`` and the
@@ -19,8 +19,9 @@ fresh live state, CPU allocation ratio 1.0):
   by free vCPUs here, normalised over the hosts as Nova does) plus
   ``CacheContentionWeigher`` (its formula,
   :func:`nova_cacheaware.policy.domain_choice.contention_score`, on fresh
-  state, normalised from ``[-1, 1]``) for requests whose
-  ``clean_wanted`` is true;
+  state, normalised from ``[-1, 1]``, times the default multiplier
+  :data:`CONTENTION_MULTIPLIER`) for requests whose ``clean_wanted`` is
+  true;
 * **the domain**: the agent's choice,
   :func:`nova_cacheaware.policy.domain_assignment.assign_domains`;
 * **the agent** (every event and sample): the planner,
@@ -42,6 +43,7 @@ import typing as ty
 from nova_cacheaware.api import flavor_specs
 from nova_cacheaware.contracts import extra_specs as api_specs
 from nova_cacheaware.policy import cachedomain
+from nova_cacheaware.policy import cachedomain_model
 from nova_cacheaware.policy import domain_assignment
 from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.scheduler import domain_order
@@ -147,7 +149,16 @@ def contention_score(empty_domains, memory_vms, domains):
     :func:`nova_cacheaware.policy.domain_choice.contention_score` with
     ``empty_domains`` Clean places (kept for the tests that compare).
     """
-    return empty_domains / domains - min(1.0, memory_vms / domains)
+    # The other domains hold the memory-bound VMs (all counted on the
+    # first) or have no room: none of them is a Clean place.
+    rows = [('e%d' % i, 0, 0, 0, None) for i in range(empty_domains)]
+    rows += [('m%d' % i, memory_vms if i == 0 else 0, 0, 1, 0)
+             for i in range(domains - empty_domains)]
+    return domain_choice.contention_score(rows, 1)
+
+
+#: ``[cacheaware_scheduler] cache_contention_weight_multiplier``'s default.
+CONTENTION_MULTIPLIER = 10.0
 
 
 class Host:
@@ -236,7 +247,8 @@ def pick_host(hosts, req):
     def weight(i):
         w = 2.0 * (free[i] - low) / span     # CPUWeigher + RAMWeigher
         if weighed:
-            w += (fits[i].contention(req.vcpus) + 1.0) / 2.0
+            w += CONTENTION_MULTIPLIER * (
+                fits[i].contention(req.vcpus) + 1.0) / 2.0
         return (w, -fits[i].index)
     return fits[max(range(len(fits)), key=weight)]
 
@@ -264,7 +276,7 @@ def replan(host, config, now_s):
             v['current'] = {str(i): list(c)
                             for i, c in enumerate(g.allowed)}
         doc['vms'].append(v)
-    result = cachedomain.plan(cachedomain.input_from_dict(doc))
+    result = cachedomain.plan(cachedomain_model.input_from_dict(doc))
     where = {c: d for d, cpus in enumerate(host.domains) for c in cpus}
     host.pinned_memory = {}
     for g in guests:

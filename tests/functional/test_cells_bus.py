@@ -87,7 +87,8 @@ def url(vhost, credentials=None, scheme='rabbit'):
     return '%s://%s/%s' % (scheme, netloc, vhost)
 
 
-class CellsBusTest(base.FunctionalTestCase):
+class VhostTestCase(base.FunctionalTestCase):
+    """Vhosts of the test's own (an API bus, a cell bus) and its agents."""
 
     def setUp(self):
         super().setUp()
@@ -162,6 +163,9 @@ class CellsBusTest(base.FunctionalTestCase):
         publisher = agent_cmd.build_publisher(conf)
         self.addCleanup(publisher.close)
         return publisher
+
+
+class CellsBusTest(VhostTestCase):
 
     # -- nova-scheduler, an API-level service ------------------------------
 

@@ -20,7 +20,6 @@ from tests.functional import base
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, 'tools', 'devcloud.sh')
-PREFIX = 'ca_ft_stale_'
 DATABASES = ('keystone', 'placement', 'nova_api', 'nova', 'nova_cell0')
 
 
@@ -41,22 +40,26 @@ class StaleDatabasesTest(base.FunctionalTestCase):
                                     capture_output=True).returncode == 0,
                      'rabbitmqctl')
         self.dir = self.useFixture(fixtures.TempDir()).path
+        # Per test process: the two tests may run at once in two workers.
         self.vhost = 'ca_ft_stale_%d' % os.getpid()
+        self.prefix = self.vhost + '_'
         self.addCleanup(self._drop)
         # An earlier cloud's state: a table in its nova database.
         for db in DATABASES:
-            _mysql('CREATE DATABASE IF NOT EXISTS `%s%s`' % (PREFIX, db))
-        _mysql('CREATE TABLE `%snova`.services (host VARCHAR(64))' % PREFIX)
+            _mysql('CREATE DATABASE IF NOT EXISTS `%s%s`' % (self.prefix, db))
+        _mysql('CREATE TABLE `%snova`.services (host VARCHAR(64))'
+               % self.prefix)
 
     def _drop(self):
         for db in DATABASES:
-            _mysql('DROP DATABASE IF EXISTS `%s%s`' % (PREFIX, db))
+            _mysql('DROP DATABASE IF EXISTS `%s%s`' % (self.prefix, db))
         subprocess.run(['rabbitmqctl', '-q', 'delete_vhost', self.vhost],
                        capture_output=True)
 
     def _backends(self):
         env = dict(os.environ, DEVCLOUD_DIR=self.dir,
-                   DEVCLOUD_DB_PREFIX=PREFIX, DEVCLOUD_RABBIT_VHOST=self.vhost,
+                   DEVCLOUD_DB_PREFIX=self.prefix,
+                   DEVCLOUD_RABBIT_VHOST=self.vhost,
                    DEVCLOUD_DB_MIN_CONNECTIONS='0')
         proc = subprocess.run(['bash', SCRIPT, 'backends'], env=env,
                               capture_output=True, text=True, timeout=120)
@@ -64,17 +67,17 @@ class StaleDatabasesTest(base.FunctionalTestCase):
         return proc.stderr
 
     def _tables(self):
-        return _mysql('SHOW TABLES FROM `%snova`' % PREFIX).stdout.split()
+        return _mysql('SHOW TABLES FROM `%snova`' % self.prefix).stdout.split()
 
     def test_fresh_directory_drops_the_leftovers(self):
         err = self._backends()
-        self.assertIn('dropping databases %s*' % PREFIX, err)
+        self.assertIn('dropping databases %s*' % self.prefix, err)
         self.assertEqual([], self._tables())
         for db in DATABASES:
             self.assertEqual(
-                PREFIX + db,
+                self.prefix + db,
                 _mysql("SHOW DATABASES LIKE '%s%s'"
-                       % (PREFIX.replace('_', '\\_'),
+                       % (self.prefix.replace('_', '\\_'),
                           db.replace('_', '\\_'))).stdout.strip())
 
     def test_own_databases_kept(self):

@@ -185,6 +185,15 @@ class DevstackPluginTest(base.FunctionalTestCase):
         self.assertGreaterEqual(placement.max_allocation_candidates,
                                 nova.scheduler.max_placement_results)
 
+    def test_rabbit_policies_where_rabbitmq_runs(self):
+        self.phase('n-sch,rabbit', 'stack', 'post-config')
+        script = os.path.join(self.scratch, 'opt', 'nova-cacheaware',
+                              'deploy', 'rabbitmq', 'cacheaware-policies.sh')
+        self.assertIn('sudo bash %s -p /' % script, self.calls())
+        self.phase('n-cpu', 'stack', 'post-config')
+        self.assertEqual(1, sum('cacheaware-policies' in c
+                                for c in self.calls()))
+
     def test_placement_settings_only_where_placement_runs(self):
         self.phase('n-cpu', 'stack', 'post-config')
         self.assertFalse(os.path.exists(self.placement_conf))
@@ -217,7 +226,8 @@ class ShellcheckTest(base.FunctionalTestCase):
         exe = shutil.which('shellcheck')
         self.require(exe, 'shellcheck')
         scripts = ['devstack/plugin.sh', 'devstack/settings',
-                   'devstack/tests/harness.sh', '.ci/run'] + [
+                   'devstack/tests/harness.sh', '.ci/run',
+                   'deploy/rabbitmq/cacheaware-policies.sh'] + [
             os.path.join('tools', n) for n in os.listdir(
                 os.path.join(REPO, 'tools')) if n.endswith('.sh')]
         proc = subprocess.run([exe, '-x'] + scripts, cwd=REPO,

@@ -9,8 +9,8 @@ import uuid
 
 import testtools
 
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import exception
-from nova_cacheaware import names
 from nova_cacheaware.placement import host_provider
 from nova_cacheaware.placement import provider_sync
 from tests.functional import test_provider_sync as base

@@ -17,6 +17,7 @@ import oslo_messaging
 import testtools
 
 from nova_cacheaware import conf as ca_conf
+from nova_cacheaware.contracts import host_state as wire
 from nova_cacheaware import notifications
 from nova_cacheaware.scheduler import claim_share
 from nova_cacheaware.scheduler import claims
@@ -43,8 +44,8 @@ def state(host, vms_per_domain):
     return host_state.HostCacheState(
         host=host, timestamp=datetime.datetime.now(datetime.timezone.utc),
         agent_healthy=True,
-        domains=tuple(host_state.DomainState(
-            id='L3-%d' % i, state=host_state.domain_state(len(vms)),
+        domains=tuple(wire.DomainState(
+            id='L3-%d' % i, state=wire.domain_state(len(vms)),
             memory_bound_vms=tuple(vms), usable_cpus=8)
             for i, vms in enumerate(vms_per_domain)))
 
@@ -106,8 +107,10 @@ class BusTestCase(testtools.TestCase):
             channel.exchange_delete(self.exchange)
 
     def _queues(self):
-        # Queues are named after the pool; both come from self.prefix.
-        return getattr(self, 'queues', [])
+        # Queues are named after the pool; both come from self.prefix. The
+        # sender's default queue (topic.info) is nobody's: deleted too.
+        return sorted(set(getattr(self, 'queues', []))
+                      | {'%s.info' % self.topic})
 
     def _listen(self, pool, endpoints=()):
         cache = state_cache.HostStateCache(ttl=60)
@@ -179,10 +182,10 @@ class HostStateBusTest(BusTestCase):
     def test_bad_payload_dropped_and_listener_keeps_going(self):
         cache = self._listen(notifications.process_pool_name(
             self.prefix, 'sched', 1))
-        self.notifier.info({}, host_state.EVENT_TYPE,
+        self.notifier.info({}, wire.EVENT_TYPE,
                            {'version': '1.0', 'host': 'evil'})
-        self.notifier.info({}, host_state.EVENT_TYPE,
-                           dict(host_state.to_payload(state('bad', [])),
+        self.notifier.info({}, wire.EVENT_TYPE,
+                           dict(wire.to_payload(state('bad', [])),
                                 version='2.0'))
         self.notifier.info({}, 'compute.instance.create.end', {'x': 1})
         good = state('good', [[]])

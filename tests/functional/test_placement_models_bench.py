@@ -10,7 +10,7 @@ copied hosts are real providers Placement answers for.
 import uuid
 
 from benchmarks import placement_models as pm
-from nova_cacheaware import names
+from nova_cacheaware.contracts import placement as names
 from tests.functional import base
 from tests import placement_fixtures
 

@@ -13,8 +13,8 @@ from oslo_config import cfg
 import testtools
 
 from nova_cacheaware.conf import placement as placement_conf
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import exception
-from nova_cacheaware import names
 from nova_cacheaware.placement import client as placement_client
 from nova_cacheaware.placement import errors
 from nova_cacheaware.placement import provider_sync

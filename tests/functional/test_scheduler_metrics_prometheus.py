@@ -18,8 +18,8 @@ from nova import objects
 from nova.scheduler import host_manager
 
 from nova_cacheaware import conf as ca_conf
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.contracts import state_wire
-from nova_cacheaware import names
 from nova_cacheaware.scheduler import filters
 from nova_cacheaware.scheduler import host_state as hs
 from nova_cacheaware.scheduler import live_state

@@ -76,6 +76,7 @@ class HeartbeatBusTest(bus.BusTestCase):
             lambda: bound(self.cache, 'cmp1') == ()))
         # The next state goes to a topic nobody listens on: lost.
         agent.topic = self.topic + '_void'
+        self.queues = self._queues() + ['%s.info' % agent.topic]
         agent.publish(report(VM_A))
         agent.topic = self.topic
         lost_at = time.monotonic()

@@ -258,8 +258,10 @@ DEMO_FLAVORS = (
 )
 DEMO_SERVERS = (
     # name, flavor, forced host (None: the scheduler decides), count.
-    # Booted the way users do: the forced one first, then everything else
-    # at once - a multi-create (count > 1, Nova names them NAME-1..N) and
+    # Booted the way users do: the forced one first (once it holds its
+    # host: a forced request has no other host, and a concurrent request
+    # may take that host's last Clean place), then everything else at
+    # once - a multi-create (count > 1, Nova names them NAME-1..N) and
     # concurrent single boots.
     ('demo-mem-lv', 'devcloud.mem.2', LIBVIRT_HOST, 1),
     ('demo-mem-multi', 'devcloud.mem.4', None, 2),
@@ -321,15 +323,24 @@ def _boot(cloud, flavors, name, flavor, host, count):
     return [s['id'] for s in listed]
 
 
-def _wait_servers(cloud, ids, timeout=240):
+def _wait_servers(cloud, ids, timeout=240, done=None):
+    """The servers once each is ACTIVE or ERROR (or ``done(server)``).
+
+    Returns them as they are when ``timeout`` seconds have passed.
+    """
+    done = done or (lambda s: s['status'] in ('ACTIVE', 'ERROR'))
     deadline = time.time() + timeout
     while True:
         servers = [cloud.nova('GET', '/servers/' + i)['server'] for i in ids]
-        if all(s['status'] in ('ACTIVE', 'ERROR') for s in servers):
-            return servers
-        if time.time() > deadline:
+        if all(done(s) for s in servers) or time.time() > deadline:
             return servers
         time.sleep(1)
+
+
+def _scheduled(server):
+    """The server holds a host, or will never (ERROR)."""
+    return bool(server.get('OS-EXT-SRV-ATTR:host')) or \
+        server['status'] == 'ERROR'
 
 
 def over_capacity(cloud, names):
@@ -443,6 +454,8 @@ def demo(cloud, keep=False):
                     notes['boot-' + name] = str(result)
                 else:
                     ids.extend(result)
+        if batch is forced:
+            _wait_servers(cloud, ids, timeout=120, done=_scheduled)
     servers = _wait_servers(cloud, ids)
     for server in servers:
         pin_to_zone(cloud, server)
@@ -489,8 +502,9 @@ def demo(cloud, keep=False):
     for key in sorted(notes):
         print('note: ' + notes[key])
     print('booted %d servers in %.1f s' % (len(servers), time.time() - t0))
+    operator_ok = operator_view(LIBVIRT_HOST) if on_libvirt else True
     if keep:
-        return 0
+        return 0 if operator_ok else 1
     for i in ids:
         cloud.nova('DELETE', '/servers/' + i, ok=(204, 404))
     deadline = time.time() + 120
@@ -505,7 +519,35 @@ def demo(cloud, keep=False):
         cloud.nova('DELETE', '/flavors/' + flavor['id'], ok=(202, 404))
     print('torn down: servers and demo flavors deleted')
     failed = [s for s in servers if s['status'] != 'ACTIVE']
-    return 1 if failed else 0
+    return 1 if failed or not operator_ok else 0
+
+
+def operator_view(host):
+    """What an operator sees of ``host``: ``openstack cacheaware``.
+
+    Prints ``host show`` (each cache domain, its servers and state, from
+    the host's agent through nova-cacheaware-api) and writes ``host map``'s
+    picture to the devcloud's directory. False when a command failed.
+    """
+    tool = os.path.join(os.path.dirname(sys.executable), 'openstack')
+    picture = os.path.join(os.environ['DEVCLOUD_DIR'], 'demo-host-map.svg')
+    ok = True
+    for args in (['host', 'show', host],
+                 ['host', 'map', host, '--output', picture]):
+        command = [tool, '--os-cloud', 'devcloud', 'cacheaware'] + args
+        print('$ openstack cacheaware %s' % ' '.join(args))
+        try:
+            done = subprocess.run(command, capture_output=True, text=True,
+                                  timeout=120)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            print('failed: %s' % e)
+            ok = False
+            continue
+        print((done.stdout or done.stderr).rstrip())
+        ok = ok and done.returncode == 0
+    if ok:
+        print('host map of %s: %s' % (host, picture))
+    return ok
 
 
 def ensure_flavor(cloud, name, vcpus, ram, disk):

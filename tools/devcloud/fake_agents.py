@@ -7,8 +7,9 @@ it chooses each instance's domain and keeps ``max_unit``/``reserved`` of
 named on the command line, the agent's own code:
 
 * :class:`~nova_cacheaware.agent.service.Agent` with the real planner
-  (``decide.default_planner()``), actuator and :meth:`Agent.run` loop
-  (a pass at start, on libvirt lifecycle events, every ``--period``);
+  (:class:`~nova_cacheaware.policy.repinning.Planner`), actuator and
+  :meth:`Agent.run` loop (a pass at start, on libvirt lifecycle events,
+  every ``--period``);
 * the real Placement reporter (``HostPlacementReporter``, or
   ``PlacementSyncReporter`` with ``--provider-model domain``) through the
   devcloud's Keystone session, with the agent's default CPU allocation
@@ -16,6 +17,8 @@ named on the command line, the agent's own code:
   too (``DEVCLOUD_CPU_ALLOCATION_RATIO`` sets it);
 * the real ``cacheaware.host.state`` publisher on the devcloud's RabbitMQ,
   as the compute's service host, so the scheduler gets live state;
+* the real describe RPC server (:mod:`nova_cacheaware.agent.rpc`) on the
+  same bus, so ``openstack cacheaware host show`` answers for these hosts;
 * as hypervisor, libvirt's ``test:///`` driver: one private test
   connection per host (``test:///<node xml>``), in which Nova's instances
   of that host are mirrored (:class:`NovaMirror`): a test domain with the
@@ -69,17 +72,19 @@ import libvirt  # noqa: E402
 from oslo_config import cfg  # noqa: E402
 
 from nova_cacheaware.agent import actuator  # noqa: E402
-from nova_cacheaware.agent import decide  # noqa: E402
+from nova_cacheaware.agent import describe  # noqa: E402
 from nova_cacheaware.agent import hypervisor  # noqa: E402
 from nova_cacheaware.agent import notify  # noqa: E402
 from nova_cacheaware.agent import placement_host_report  # noqa: E402
 from nova_cacheaware.agent import placement_report  # noqa: E402
 from nova_cacheaware.agent import reporting  # noqa: E402
+from nova_cacheaware.agent import rpc as agent_rpc  # noqa: E402
 from nova_cacheaware.agent import service  # noqa: E402
 from nova_cacheaware.agent import specs  # noqa: E402
 from nova_cacheaware.conf import reporting as reporting_conf  # noqa: E402
 from nova_cacheaware import exception  # noqa: E402
 from nova_cacheaware.placement import client as pclient  # noqa: E402
+from nova_cacheaware.policy import repinning  # noqa: E402
 
 LOG = logging.getLogger('fake_agents')
 
@@ -215,7 +220,7 @@ def build_agent(host, workdir, placement, transport, topic, period,
                 else placement_host_report.HostPlacementReporter)
     act = actuator.Actuator(hv, actuator.RateLimiter(64, period))
     return RecordingAgent(
-        hv, domain_set, decide.default_planner(), act,
+        hv, domain_set, repinning.Planner(), act,
         spec_source=specs.StaticSpecSource(spec_map), usable_cpus=cpus,
         placement=reporter(placement, host),
         publisher=notify.NotificationStatePublisher(transport, host, topic))
@@ -282,6 +287,10 @@ def write_state(path, agents):
     os.replace(tmp, path)
 
 
+#: ``[agent] state_request_spread_s`` of the emulated agents.
+STATE_REQUEST_SPREAD_S = 5.0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('hosts', nargs='+',
@@ -320,6 +329,18 @@ def main(argv=None):
     agents = {h: build_agent(h, workdir, placement, transport, topic,
                              args.period, args.provider_model, spec_map)
               for h in hosts}
+    rpc_transport = agent_rpc.transport(
+        conf, url=os.environ['DEVCLOUD_TRANSPORT_URL'])
+    servers = [agent_rpc.start_server(
+        rpc_transport, 'cacheaware-agent', host, [
+            agent_rpc.DescribeEndpoint(
+                agent, host, describe.PER_HOST
+                if args.provider_model == 'host' else describe.PER_DOMAIN,
+                stale_s=3 * args.period),
+            # 22 hosts: their answers to a starting scheduler need no
+            # spreading beyond a pass or two.
+            agent_rpc.StateRequestEndpoint(agent, STATE_REQUEST_SPREAD_S)])
+        for host, agent in agents.items()]
     threads = []
     for host, agent in agents.items():
         t = threading.Thread(target=agent.run, args=(args.period,),
@@ -346,6 +367,10 @@ def main(argv=None):
         agent.stop()
     for t in threads:
         t.join(30)
+    for server in servers:
+        server.stop()
+        server.wait()
+    rpc_transport.cleanup()
     transport.cleanup()
     return 0
 

@@ -4,10 +4,11 @@ Run after ``keystone-manage bootstrap`` (which made the ``admin`` user,
 project and role and the identity endpoint). Idempotent: looks everything up
 by name first. Reads ``DEVCLOUD_*`` variables like ``render.py``.
 
-Creates: project ``service`` with users ``nova``, ``placement`` and
-``glance`` (roles ``admin`` and ``service``), project ``demo`` with user
-``demo`` (``member``, ``reader``) for non-admin tests, and the compute,
-placement and image services with one public/internal/admin endpoint each.
+Creates: project ``service`` with users ``nova``, ``placement``,
+``glance`` and ``cacheaware`` (roles ``admin`` and ``service``), project
+``demo`` with user ``demo`` (``member``, ``reader``) for non-admin tests,
+and the compute, placement, image and cache-aware (nova-cacheaware-api)
+services with one public/internal/admin endpoint each.
 """
 
 import os
@@ -44,6 +45,8 @@ def main():
                  ('admin', 'service')),
                 ('glance', 'service', env['DEVCLOUD_SERVICE_PASSWORD'],
                  ('admin', 'service')),
+                ('cacheaware', 'service', env['DEVCLOUD_SERVICE_PASSWORD'],
+                 ('admin', 'service')),
                 ('demo', 'demo', env['DEVCLOUD_ADMIN_PASSWORD'],
                  ('member', 'reader')))
     for user_name, project, password, role_names in accounts:
@@ -59,6 +62,8 @@ def main():
             'http://127.0.0.1:%s' % env['DEVCLOUD_PLACEMENT_PORT'],
         ('image', 'glance'):
             'http://127.0.0.1:%s' % env['DEVCLOUD_IMAGE_PORT'],
+        ('cache-aware', 'nova-cacheaware'):
+            'http://127.0.0.1:%s' % env['DEVCLOUD_CACHEAWARE_API_PORT'],
     }
     for (stype, sname), url in urls.items():
         found = [s for s in ks.services.list() if s.type == stype]
@@ -72,7 +77,7 @@ def main():
             elif have[interface].url != url:
                 ks.endpoints.update(have[interface], url=url)
     print('keystone: projects service/demo, users nova/placement/glance/'
-          'demo, endpoints %s' % ', '.join(s for s, _ in urls))
+          'cacheaware/demo, endpoints %s' % ', '.join(s for s, _ in urls))
 
 
 if __name__ == '__main__':

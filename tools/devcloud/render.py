@@ -124,6 +124,19 @@ service_token_roles_required = True
 _ksa = render_libvirt.ksa
 
 
+def api_conf(v):
+    """nova-cacheaware-api's file: the bus, keystonemiddleware, policy."""
+    return """\
+[DEFAULT]
+debug = {debug}
+transport_url = {transport}
+[oslo_messaging_notifications]
+transport_url = {transport}
+[cacheaware_api]
+auth_strategy = keystone
+""".format(**v) + _authtoken(v, 'cacheaware')
+
+
 def online_cpus(path='/sys/devices/system/cpu/online'):
     """This machine's online CPUs as a cpulist (``0-1``)."""
     with open(path) as f:
@@ -334,6 +347,7 @@ export OS_REGION_NAME=RegionOne
 export OS_IDENTITY_API_VERSION=3
 export OS_CLOUD=
 """.format(**v))
+    _write(os.path.join(etc, 'nova-cacheaware', 'api.conf'), api_conf(v))
     for name, text in render_libvirt.agent_files(v, libvirts).items():
         _write(os.path.join(etc, 'nova-cacheaware', name), text)
     _write(os.path.join(etc, 'plugins.json'), json.dumps(plugins, indent=1))

@@ -34,7 +34,8 @@ class CloudRequestFailed(exception.CacheAwareError):
     msg_fmt = '%(reason)s'
 
 
-def _add_option_args(parser):
+def add_option_args(parser):
+    """One option per ``cacheaware:`` key (also the OSC flavor set's)."""
     for option, (allowed, default) in flavor_specs.VOCABULARY.items():
         flag = '--' + option.replace('_', '-')
         if allowed is None:
@@ -67,7 +68,7 @@ def configure(parser):
                     'that enforce them to FLAVOR (name or id).')
     set_parser.add_argument('flavor', metavar='FLAVOR',
                             help='flavor name or id')
-    _add_option_args(set_parser)
+    add_option_args(set_parser)
     set_parser.add_argument('--dry-run', action='store_true',
                             help='print what would change, write nothing')
     _add_cloud_args(set_parser)
@@ -84,7 +85,7 @@ def configure(parser):
                       help="the flavor's vCPU count")
     show.add_argument('--ram-mb', type=int, metavar='MB',
                       help="the flavor's RAM (checks --memory-min-mb)")
-    _add_option_args(show)
+    add_option_args(show)
     show.add_argument('--format', choices=['properties', 'json'],
                       default='properties',
                       help='"--property k=v" lines (default) or JSON')

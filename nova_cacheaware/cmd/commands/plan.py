@@ -2,7 +2,7 @@
 
 from nova_cacheaware.cmd import common
 from nova_cacheaware.policy import allshare_replan
-from nova_cacheaware.policy import cachedomain
+from nova_cacheaware.policy import cachedomain_model
 
 NAME = 'plan'
 HELP = 'Plan All-share pinning of memory-bound VMs over cache domains.'
@@ -22,6 +22,6 @@ def run(args):
     an incremental replan) is replanned against it, as the agent did.
     """
     doc = common.load_json_input(args.input)
-    common.dump_json(cachedomain.plan_to_dict(
+    common.dump_json(cachedomain_model.plan_to_dict(
         allshare_replan.plan_from_dict(doc)))
     return 0

@@ -6,10 +6,10 @@ import uuid as uuid_mod
 import fixtures
 
 from nova_cacheaware.agent import actuator
-from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
+from nova_cacheaware.policy import repinning
 from nova_cacheaware.topology import domains
 from tests.fixtures import linux_guest
 from tests.fixtures import nova_domains
@@ -103,7 +103,7 @@ class AgentTestCase(base.FunctionalTestCase):
         hv = hv or self.hv
         act = actuator.Actuator(hv, actuator.RateLimiter(limit, 60.0),
                                 dry_run=dry_run)
-        return service.Agent(hv, dset, decide.default_planner(), act,
+        return service.Agent(hv, dset, repinning.Planner(), act,
                              spec_source=specs.StaticSpecSource(self.specs),
                              usable_cpus=usable)
 

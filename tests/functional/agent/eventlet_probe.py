@@ -15,11 +15,11 @@ import sys  # noqa: E402
 import uuid as uuid_mod  # noqa: E402
 
 from nova_cacheaware.agent import actuator  # noqa: E402
-from nova_cacheaware.agent import decide  # noqa: E402
 from nova_cacheaware.agent import hypervisor  # noqa: E402
 from nova_cacheaware.agent import service  # noqa: E402
 from nova_cacheaware.agent import specs  # noqa: E402
 from nova_cacheaware.agent import threads  # noqa: E402
+from nova_cacheaware.policy import repinning  # noqa: E402
 from tests.fixtures import nova_domains  # noqa: E402
 from tests.functional.agent import base  # noqa: E402
 
@@ -55,7 +55,7 @@ def main():
     hv = hypervisor.LibvirtHypervisor('test:///default',
                                       domain_filter=mine.__contains__)
     act = actuator.Actuator(hv, actuator.RateLimiter(None, 60.0))
-    agent = CountingAgent(hv, FOUR, decide.default_planner(), act,
+    agent = CountingAgent(hv, FOUR, repinning.Planner(), act,
                           spec_source=specs.StaticSpecSource(spec))
     ticks = [0]
 

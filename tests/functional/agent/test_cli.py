@@ -11,6 +11,8 @@ import fixtures
 from nova_cacheaware.cmd import agent as agent_cmd
 from nova_cacheaware.cmd import cli
 from nova_cacheaware.policy import cachedomain
+from nova_cacheaware.policy import cachedomain_model
+from nova_cacheaware.policy import repinning
 from tests.functional.agent import base
 
 CONF = """[agent]
@@ -112,12 +114,13 @@ class AgentCliTest(base.AgentTestCase):
             doc = json.load(f)
         self.assertEqual('throughput', doc['objective'])
         self.assertEqual('throughput',
-                         cachedomain.input_from_dict(doc).objective)
+                         cachedomain_model.input_from_dict(doc).objective)
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             self.assertEqual(0, cli.main(['plan', '--input', state]))
-        self.assertEqual(cachedomain.plan_to_dict(cachedomain.plan(
-            cachedomain.input_from_dict(doc))), json.loads(out.getvalue()))
+        self.assertEqual(cachedomain_model.plan_to_dict(cachedomain.plan(
+            cachedomain_model.input_from_dict(doc))),
+            json.loads(out.getvalue()))
 
     def test_dump_state_alone_needs_no_planner(self):
         self.define(1, cpuset='0-7')
@@ -149,17 +152,20 @@ class AgentCliTest(base.AgentTestCase):
         self.assertEqual({'0': '3', '1': '0-7'}, decision['current'])
         self.assertEqual((3,), self.live_pins(m)[0])
 
-    def test_dump_state_without_planner_has_no_decisions(self):
+    def test_dump_state_with_an_unusable_plan_has_no_decisions(self):
+        # A dump without decisions is still a replayable state.
         self.define(1, cpuset='0-7')
         with open(self.dir.join('specs.json'), 'w') as f:
             json.dump(self.specs, f)
-        self.useFixture(fixtures.MockPatch(
-            'nova_cacheaware.agent.decide.default_planner',
-            side_effect=agent_cmd.decide.PlannerUnavailable(reason='gone')))
+
+        def planner(plan_input):
+            raise repinning.PlannerError(reason='gone')
+
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             rc = agent_cmd.main(['--config-file', self.conf,
-                                 '--dump-state', '-'], hv=self.hv)
+                                 '--dump-state', '-'], planner=planner,
+                                hv=self.hv)
         self.assertEqual(0, rc, err.getvalue())
         doc = json.loads(out.getvalue())
         self.assertEqual(1, len(doc['vms']))

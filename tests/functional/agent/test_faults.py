@@ -20,7 +20,7 @@ import uuid as uuid_mod
 import fixtures
 
 from nova_cacheaware.agent import placement_report
-from nova_cacheaware import names
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.placement import client as placement_client
 from nova_cacheaware.topology import domains
 from tests.functional.agent import base

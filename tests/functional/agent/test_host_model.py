@@ -16,9 +16,10 @@ from nova_cacheaware.agent import notify
 from nova_cacheaware.agent import placement_host_report
 from nova_cacheaware.agent import placement_report
 from nova_cacheaware.agent import reporting
-from nova_cacheaware import names
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.policy import domain_assignment
 from nova_cacheaware.policy import domain_choice_doc
+from nova_cacheaware.policy import repinning
 from nova_cacheaware.scheduler import domain_order
 from tests.functional.agent import base
 from tests.functional.agent import test_reporting
@@ -205,6 +206,37 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         self.assertNotIn(late, agent.last_held)
         self.assertEqual({0: tuple(range(8)), 1: tuple(range(8))},
                          self.live_pins(late))
+
+    def test_a_required_claim_that_raced_waits_on_novas_cpus(self):
+        # Two domains of 4 CPUs. r1 (required) has one; p1 and p2
+        # (memory-bound, preferred) share the other. r2 (required) raced
+        # in: the only room left is beside r1, which it must not join.
+        # The planner must not pin it there either.
+        root, name = self.compute_node(ratio=1.0)
+        agent, reporter = self.host_agent(name)
+        agent.domain_set = base.domain_set((0, 1, 2, 3), (4, 5, 6, 7))
+        agent.reconcile()
+        host = reporter.host_provider_uuid()
+        preferred = dict(MEMORY, **{'cacheaware:cache_clean': 'preferred'})
+        r1 = self.boot(root, host, MEMORY, True)
+        agent.handle_events([(r1, 'started')])
+        agent.reconcile()
+        p1, p2 = (self.boot(root, host, preferred, False) for _ in 'ab')
+        agent.handle_events([(u, 'started') for u in (p1, p2)])
+        agent.reconcile()
+        self.assertNotEqual(agent.last_held[r1], agent.last_held[p1])
+        self.assertEqual(agent.last_held[p1], agent.last_held[p2])
+        r2 = self.define(2, cpuset='0-7', extra=MEMORY)
+        # As the reporter would have read it from such an allocation.
+        reporter._held[r2] = '*'
+        agent.reconcile()
+        one = agent.reconcile()
+        self.assertNotIn(r2, agent.last_held)
+        self.assertEqual({0: tuple(range(8)), 1: tuple(range(8))},
+                         self.live_pins(r2))
+        decision = next(d for d in one.decisions
+                        if d.uuid == r2)
+        self.assertEqual(repinning.WAITING_REASON, decision.reason)
 
     def test_switch_from_domain_model_keeps_instances_in_place(self):
         root, name = self.compute_node(ratio=1.0)

@@ -27,7 +27,7 @@ from nova import objects
 from nova.scheduler import host_manager
 
 from nova_cacheaware import conf as ca_conf
-from nova_cacheaware import names
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import notifications
 from nova_cacheaware.scheduler import filters
 from nova_cacheaware.scheduler import live_state
@@ -99,6 +99,11 @@ class AgentLivenessTest(base.FunctionalTestCase):
         with kombu.Connection(bus.KOMBU_URL) as conn:
             channel = conn.channel()
             channel.queue_delete(self.pool)
+            # The agents' describe RPC server queues (topic, per host).
+            rpc_topic = '%s-rpc' % self.topic
+            for name in [rpc_topic] + ['%s.%s' % (rpc_topic, h)
+                                       for h in self.procs]:
+                channel.queue_delete(name)
             channel.exchange_delete(self.exchange)
 
     def eligible(self, host):
@@ -130,13 +135,14 @@ class AgentLivenessTest(base.FunctionalTestCase):
                     'hypervisor_hostname = %s\nnotifications = true\n'
                     'host = %s\n'
                     '[cacheaware_scheduler]\nhost_state_topic = %s\n'
+                    '[cacheaware_status]\nagent_rpc_topic = %s-rpc\n'
                     '[placement]\nauth_type = admin_token\nendpoint = %s\n'
                     'token = admin\n'
                     '[topology]\nsource = libvirt\n'
                     'libvirt_uri = test:///default\n'
                     % (bus.RABBIT_URL, self.exchange, PERIOD, PERIOD,
                        host, host,
-                       self.topic, self.placement.endpoint))
+                       self.topic, self.topic, self.placement.endpoint))
         log = open(os.path.join(self.tmp, '%s.log' % host), 'a')
         self.addCleanup(log.close)
         proc = subprocess.Popen(

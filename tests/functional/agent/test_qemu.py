@@ -12,7 +12,7 @@ import subprocess
 import sys
 import uuid as uuid_mod
 
-from nova_cacheaware.agent import decide
+from nova_cacheaware.policy import repinning
 from tests.functional.agent import base
 from tests.unit.agent import test_migration_hook
 
@@ -62,8 +62,8 @@ class QemuAgentTest(base.QemuTestCase):
         # A restarted agent: new connection, no memory, zero repins.
         again = self.agent(TWO, hv=self.make_hypervisor()).reconcile()
         self.assertEqual((0, []), (again.result.repins, again.result.failed))
-        self.assertEqual(decide.REPIN, {d.uuid: d for d in
-                                        again.decisions}[a].action)
+        self.assertEqual(repinning.REPIN, {d.uuid: d for d in
+                                           again.decisions}[a].action)
         self.assertEqual({}, {d.uuid: d for d in again.decisions}[a]
                          .changes())
 

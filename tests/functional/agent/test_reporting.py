@@ -19,11 +19,11 @@ import oslo_messaging
 from nova_cacheaware.agent import notify
 from nova_cacheaware.agent import placement_report
 from nova_cacheaware.cmd import agent as agent_cmd
-from nova_cacheaware import names
+from nova_cacheaware.contracts import host_state
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import notifications
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import domain_order
-from nova_cacheaware.scheduler import host_state
 from nova_cacheaware.scheduler import state_cache
 from tests.functional.agent import base
 from tests.functional import test_host_state_bus as bus

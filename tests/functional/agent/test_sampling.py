@@ -10,10 +10,10 @@ import json
 import os
 
 from nova_cacheaware.agent import counters
-from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import sampling
 from nova_cacheaware.policy import memclass
+from nova_cacheaware.policy import repinning
 from tests.functional.agent import base
 
 FOUR = base.domain_set((0, 1), (2, 3), (4, 5), (6, 7))
@@ -115,7 +115,7 @@ class SamplingTest(base.AgentTestCase):
         self.assertEqual(memclass.OTHER, sampler.states[cpu].vm_class)
         self.assertEqual({0: tuple(range(8)), 1: tuple(range(8))},
                          self.live_pins(cpu))
-        self.assertEqual(decide.RESTORE,
+        self.assertEqual(repinning.RESTORE,
                          {d.uuid: d for d in one.decisions}[cpu].action)
 
         # An hour later the memory-bound VM is checked again, Partial-share

@@ -6,11 +6,11 @@ import uuid as uuid_mod
 
 import fixtures
 
-from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import reporting
-from nova_cacheaware.policy import cachedomain
+from nova_cacheaware.policy import cachedomain_model
+from nova_cacheaware.policy import repinning
 from nova_cacheaware.virt import domain as port_domain
 from tests.fixtures import nova_domains
 from tests.functional.agent import base
@@ -46,20 +46,20 @@ class ReconcileTest(base.AgentTestCase):
             pins = self.live_pins(uuid)
             self.assertEqual(1, len(set(pins.values())), pins)
             placed[uuid] = pins[0]
-            self.assertEqual(decide.REPIN, got[uuid].action)
+            self.assertEqual(repinning.REPIN, got[uuid].action)
         # Three memory-bound VMs, three different domains (all Clean).
         self.assertEqual(3, len(set(placed.values())))
         self.assertTrue(all(len(c) == 2 for c in placed.values()))
         self.assertEqual({0: ALL}, self.live_pins(cpu))
-        self.assertEqual(decide.RESTORE, got[cpu].action)
+        self.assertEqual(repinning.RESTORE, got[cpu].action)
         self.assertEqual({0: (4,)}, self.live_pins(hand))
-        self.assertEqual(decide.KEEP, got[hand].action)
+        self.assertEqual(repinning.KEEP, got[hand].action)
         # (the test driver reports every CPU for a <vcpu cpuset> guest)
         self.assertEqual(narrow_before, self.live_pins(narrow))
-        self.assertEqual(decide.KEEP, got[narrow].action)
+        self.assertEqual(repinning.KEEP, got[narrow].action)
         self.assertEqual('Nova does not allow CPUs 6-7', got[narrow].reason)
         self.assertEqual({0: (6,), 1: (7,)}, self.live_pins(dedicated))
-        self.assertEqual(decide.AUDIT, got[dedicated].action)
+        self.assertEqual(repinning.AUDIT, got[dedicated].action)
         self.assertEqual({0: (0, 1, 2, 3), 1: (4, 5, 6, 7)},
                          self.live_pins(numa))
         self.assertEqual({0: ALL, 1: ALL}, self.live_pins(auto))
@@ -97,9 +97,9 @@ class ReconcileTest(base.AgentTestCase):
     def test_usable_cpus_restrict_domains(self):
         uuid = self.define(1, cpuset='2-5', workload='memory')
         one = self.agent(FOUR, usable=(2, 3, 4, 5)).reconcile()
-        self.assertEqual([{'id': 'L2-1', 'cpus': [2, 3]},
-                          {'id': 'L2-2', 'cpus': [4, 5]}],
-                         cachedomain.input_to_dict(one.plan_input)['domains'])
+        self.assertEqual(
+            [{'id': 'L2-1', 'cpus': [2, 3]}, {'id': 'L2-2', 'cpus': [4, 5]}],
+            cachedomain_model.input_to_dict(one.plan_input)['domains'])
         self.assertEqual({0: (2, 3)}, self.live_pins(uuid))
 
     def test_dry_run_and_rate_limit(self):
@@ -173,7 +173,7 @@ class ReconcileTest(base.AgentTestCase):
         self.assertEqual({0: ALL, 1: ALL}, instance.nova.allowed)
         self.assertFalse(instance.nova.nova_pinned)
         got = {d.uuid: d for d in self.agent(FOUR).reconcile().decisions}
-        self.assertEqual(decide.REPIN, got[uuid].action)
+        self.assertEqual(repinning.REPIN, got[uuid].action)
         pins = self.live_pins(uuid)
         self.assertEqual(1, len(set(pins.values())), pins)
 
@@ -186,9 +186,10 @@ class ReconcileTest(base.AgentTestCase):
                           'objective'}, set(doc))
         self.assertEqual('contract', doc['objective'])
         self.assertEqual(
-            cachedomain.input_to_dict(one.plan_input),
+            cachedomain_model.input_to_dict(one.plan_input),
             {k: v for k, v in doc.items() if k not in ('agent', 'objective')})
-        self.assertEqual(one.plan_input, cachedomain.input_from_dict(doc))
+        self.assertEqual(one.plan_input,
+                         cachedomain_model.input_from_dict(doc))
         info = doc['agent']['instances'][uuid]
         self.assertEqual({'0': list(ALL), '1': list(ALL)}, info['allowed'])
         self.assertEqual({'cacheaware:workload': 'memory'},
@@ -260,13 +261,10 @@ class ReportersDownTest(base.AgentTestCase):
 
 
 class RealPlannerTest(base.AgentTestCase):
-    """The agent with the real planner, once the policy module is there."""
+    """The agent with the real planner."""
 
     def test_reconcile_with_the_real_planner(self):
-        try:
-            planner = decide.default_planner()
-        except decide.PlannerUnavailable as e:
-            self.skipTest(str(e))
+        planner = repinning.Planner()
         m = [self.define(2, cpuset='0-7', workload='memory')
              for _ in range(3)]
         self.define(1, pins={0: '7'}, extra={'hw:cpu_policy': 'dedicated'})

@@ -5,7 +5,8 @@ import datetime
 from nova.tests.functional.api import client
 
 from nova_cacheaware.api import flavor_specs
-from nova_cacheaware import names
+from nova_cacheaware.contracts import host_state as wire
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.scheduler import host_state
 from nova_cacheaware.scheduler import live_state
 from tests.functional.nova import base
@@ -24,8 +25,8 @@ def live(host, domain_vms, healthy=True):
     return host_state.HostCacheState(
         host=host, timestamp=datetime.datetime.now(datetime.timezone.utc),
         agent_healthy=healthy,
-        domains=tuple(host_state.DomainState(
-            id='L3-%d' % i, state=host_state.domain_state(len(vms)),
+        domains=tuple(wire.DomainState(
+            id='L3-%d' % i, state=wire.domain_state(len(vms)),
             memory_bound_vms=tuple(vms), usable_cpus=4)
             for i, vms in enumerate(domain_vms)))
 

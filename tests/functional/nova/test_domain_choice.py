@@ -16,7 +16,8 @@ import time
 import fixtures
 from nova.scheduler import manager
 
-from nova_cacheaware import names
+from nova_cacheaware.contracts import host_state as wire
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import host_state
 from nova_cacheaware.scheduler import live_state
@@ -35,8 +36,8 @@ def live(host, providers, memory_vms=None, vcpus_used=None, required=()):
     domains = []
     for i, (name, uuid) in enumerate(sorted(providers.items())):
         vms = tuple(memory_vms.get(name, ()))
-        domains.append(host_state.DomainState(
-            id=name.rsplit(':', 1)[1], state=host_state.domain_state(len(vms)),
+        domains.append(wire.DomainState(
+            id=name.rsplit(':', 1)[1], state=wire.domain_state(len(vms)),
             memory_bound_vms=vms, usable_cpus=3, provider_uuid=uuid,
             vcpus_used=vcpus_used.get(name, 0),
             required_holders=int(name in required)))

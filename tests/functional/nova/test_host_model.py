@@ -19,7 +19,8 @@ from nova.tests.fixtures import libvirt as fakelibvirt
 
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware import conf as ca_conf
-from nova_cacheaware import names
+from nova_cacheaware.contracts import host_state as wire
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.policy import domain_assignment
 from nova_cacheaware.scheduler import claim_share
 from nova_cacheaware.scheduler import claims
@@ -61,8 +62,8 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         domains = []
         for domain in self.domain_sets[hostname].domains:
             vms = tuple(memory.get(domain.id, ()))
-            domains.append(host_state.DomainState(
-                id=domain.id, state=host_state.domain_state(len(vms)),
+            domains.append(wire.DomainState(
+                id=domain.id, state=wire.domain_state(len(vms)),
                 memory_bound_vms=vms, usable_cpus=len(domain.cpus),
                 vcpus_used=used.get(domain.id, 0),
                 vcpus_capacity=(None if capacity is None

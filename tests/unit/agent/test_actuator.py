@@ -4,8 +4,8 @@ import fixtures
 import testtools
 
 from nova_cacheaware.agent import actuator
-from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor as hv
+from nova_cacheaware.policy import repinning
 
 ALL = (0, 1, 2, 3)
 
@@ -52,12 +52,12 @@ class RecordingHypervisor(hv.Hypervisor):
 
 
 def decision(uuid, current, desired, allowed=None, movable=True,
-             action=decide.REPIN, nova_pinned=False):
+             action=repinning.REPIN, nova_pinned=False):
     allowed = allowed or {v: ALL for v in current}
-    return decide.Decision(uuid=uuid, name=uuid, workload='memory',
-                           movable=movable, reason='test', action=action,
-                           current=current, desired=desired, allowed=allowed,
-                           nova_pinned=nova_pinned)
+    return repinning.Decision(
+        uuid=uuid, name=uuid, workload='memory', movable=movable,
+        reason='test', action=action, current=current, desired=desired,
+        allowed=allowed, nova_pinned=nova_pinned)
 
 
 class FakeClock:
@@ -98,7 +98,7 @@ class ActuatorTest(testtools.TestCase):
     def test_restore_records_the_pins_being_undone(self):
         h = RecordingHypervisor()
         actuator.Actuator(h).apply([decision(
-            'a', {0: (0, 1)}, {0: ALL}, action=decide.RESTORE)])
+            'a', {0: (0, 1)}, {0: ALL}, action=repinning.RESTORE)])
         self.assertEqual([('a', 0, ALL)], h.pins)
         self.assertEqual(
             [('a', '<pins><vcpu id="0" nova_cpuset=""/></pins>'),

@@ -9,18 +9,18 @@ import fixtures
 import testtools
 
 from nova_cacheaware.agent import actuator
-from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import metrics
 from nova_cacheaware.agent import notify
 from nova_cacheaware.policy import cachedomain_model as model
+from nova_cacheaware.policy import repinning
 from nova_cacheaware.policy import state_cadence
 from tests.unit.agent import test_notify_cadence as cadence
 
 
 def decision(uuid, share):
-    return decide.Decision(
+    return repinning.Decision(
         uuid=uuid, name=uuid, workload='memory', movable=True, reason='',
-        action=decide.KEEP, current={}, desired={}, allowed={},
+        action=repinning.KEEP, current={}, desired={}, allowed={},
         share=share)
 
 

@@ -47,10 +47,14 @@ class PublisherTest(testtools.TestCase):
         super().setUp()
         self.transport = RecordingTransport()
         self.clock = Clock()
-        self.pub = notify.NotificationStatePublisher(
+        self.pub = self.publisher(draw=0.0)
+
+    def publisher(self, draw):
+        """A 60 s heartbeat, 300 s resync, jitter draws ``draw``."""
+        return notify.NotificationStatePublisher(
             self.transport, 'cmp1', 'topic',
             cadence=state_cadence.Cadence(heartbeat_s=60, resync_s=300),
-            clock=self.clock)
+            clock=self.clock, draw=lambda: draw)
 
     def kinds(self):
         return [(event, payload['generation'])
@@ -79,6 +83,47 @@ class PublisherTest(testtools.TestCase):
             state_wire.Heartbeat('cmp1', g + 2),
             state_wire.parse_heartbeat(self.transport.sent[3][1]))
 
+    def test_jitter_brings_the_resync_forward_by_at_most_a_quarter(self):
+        # The highest draw: the resync comes 225 s after the state at t=70.
+        self.pub = self.publisher(draw=1.0)
+        g = self.pub.last.generation
+        state, beat = host_state.EVENT_TYPE, state_wire.HEARTBEAT_EVENT
+        self.run_passes([report()] * 7 + [report([VM])] * 31)
+        self.assertEqual(
+            [(state, g + 1), (beat, g + 1), (state, g + 2),
+             (beat, g + 2), (beat, g + 2), (beat, g + 2), (state, g + 2),
+             (beat, g + 2)],
+            self.kinds())
+
+    def test_a_requested_state_goes_at_the_first_pass_after_its_time(self):
+        g = self.pub.last.generation
+        state, beat = host_state.EVENT_TYPE, state_wire.HEARTBEAT_EVENT
+        self.run_passes([report()] * 2)            # t=0 state, t=10 none
+        self.pub.request_state(15.0)               # at t=20: due at 35
+        self.pub.request_state(30.0)               # later: coalesced
+        self.run_passes([report()] * 3)            # t=20, 30, 40
+        self.assertEqual([(state, g + 1), (state, g + 1)], self.kinds())
+        self.assertEqual(40.0, self.pub.last.state_at)
+        # Answered: nothing more until the heartbeat (t=100).
+        self.run_passes([report()] * 6)            # t=50..100
+        self.assertEqual([(state, g + 1), (state, g + 1), (beat, g + 1)],
+                         self.kinds())
+
+    def test_a_request_not_delivered_is_still_pending(self):
+        g = self.pub.last.generation
+        state = host_state.EVENT_TYPE
+        self.run_passes([report()])                # t=0
+        self.pub.request_state(0.0)
+        self.transport.down = True
+        self.assertFalse(self.pub.publish(report()))   # t=10: refused
+        self.transport.down = False
+        self.clock.now += 10
+        self.assertTrue(self.pub.publish(report()))    # t=20: a new one
+        self.assertEqual([(state, g + 1), (state, g + 2)], self.kinds())
+        self.clock.now += 10
+        self.assertTrue(self.pub.publish(report()))    # t=30: nothing
+        self.assertEqual(2, len(self.transport.sent))
+
     def test_bus_down_then_up(self):
         g = self.pub.last.generation
         self.transport.down = True
@@ -106,3 +151,51 @@ class PublisherTest(testtools.TestCase):
     def test_unknown_version_refused(self):
         self.assertRaises(ValueError, notify.NotificationStatePublisher,
                           self.transport, 'cmp1', 'topic', version='3.0')
+
+
+def sized(report_doc, pcpus=(0, 1, 2, 3), vcpus=((0, 1, 2, 3),) * 2):
+    """``report_doc`` with a vcpu_sizing section: one VM's affinities."""
+    doc = dict(report_doc)
+    doc['vcpu_sizing'] = {'vcpu_affinity': {
+        'pcpus': list(pcpus),
+        'vms': {VM: {'vcpus': {str(i): list(v)
+                               for i, v in enumerate(vcpus)}}}}}
+    return doc
+
+
+class SizingViewTest(testtools.TestCase):
+    """The affinities' derived values are computed once per change."""
+
+    def setUp(self):
+        super().setUp()
+        self.calls = []
+        real = notify.pcpu_levels
+
+        def counting(affinity):
+            self.calls.append(affinity)
+            return real(affinity)
+        self.patch(notify, 'pcpu_levels', counting)
+
+    def test_levels_derived_once_per_change(self):
+        pub = notify.NotificationStatePublisher(
+            RecordingTransport(), 'cmp1', 'topic', clock=Clock())
+        for doc in [sized(report())] * 3 + [sized(report(), pcpus=(0, 1))]:
+            pub.publish(doc)
+        self.assertEqual(2, len(self.calls))
+        built = notify.to_host_cache_state(
+            sized(report(), pcpus=(0, 1)), 'cmp1')
+        # The same values as a state built without the view.
+        self.assertEqual(built.pcpu_levels, notify.pcpu_levels(
+            built.vcpu_affinity))
+        self.assertEqual(state_wire.PcpuLevels(2, ((1, 1, 2),)),
+                         built.pcpu_levels)
+
+    def test_pinned_to_1_5_computes_no_levels(self):
+        transport = RecordingTransport()
+        pub = notify.NotificationStatePublisher(
+            transport, 'cmp1', 'topic', version='1.5')
+        pub.publish(sized(report()))
+        self.assertEqual([], self.calls)
+        payload = transport.sent[0][1]
+        self.assertEqual(4, len(host_state.from_payload(
+            payload).vcpu_affinity.pcpus))

@@ -16,6 +16,7 @@ from nova_cacheaware.agent import hook_install
 from nova_cacheaware.agent import libvirt_hook
 from nova_cacheaware.agent import pin_record
 from nova_cacheaware.conf import agent as agent_conf
+from nova_cacheaware.policy import repinning
 from tests.unit.agent import test_actuator as ta
 
 UUID = '5c0f0f4e-6a0b-4a3e-9b7f-2f1d2b3c4d5e'
@@ -123,7 +124,7 @@ class ActuatorRecordsTest(testtools.TestCase):
         # Restored to Nova's CPUs: the record goes.
         act.apply([ta.decision('a', {0: (0, 1), 1: (0, 1)},
                                {0: ta.ALL, 1: ta.ALL},
-                               action=ta.decide.RESTORE)])
+                               action=repinning.RESTORE)])
         self.assertEqual({'b': {'0': '2-3'}}, self.records())
         act.forget_others({'a'})
         self.assertEqual({}, self.records())

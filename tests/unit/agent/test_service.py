@@ -4,9 +4,9 @@ import libvirt
 import testtools
 
 from nova_cacheaware.agent import actuator
-from nova_cacheaware.agent import decide
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.agent import service
+from nova_cacheaware.policy import repinning
 
 
 class LifecycleReasonTest(testtools.TestCase):
@@ -41,10 +41,10 @@ class LifecycleReasonTest(testtools.TestCase):
 class FormatDecisionsTest(testtools.TestCase):
 
     def test_table(self):
-        d = decide.Decision(
+        d = repinning.Decision(
             uuid='0123456789abcdef', name='web-1', workload='memory',
             movable=True, reason='memory-bound: All-share',
-            action=decide.REPIN, current={0: (0, 1, 2, 3), 1: (0, 1, 2, 3)},
+            action=repinning.REPIN, current={0: (0, 1, 2, 3), 1: (0, 1, 2, 3)},
             desired={0: (2, 3), 1: (2, 3)},
             allowed={0: (0, 1, 2, 3), 1: (0, 1, 2, 3)}, domains=('L2-1',),
             share='all')

@@ -6,7 +6,7 @@ from nova.api.validation.extra_specs import validators
 from nova import exception as nova_exc
 
 from nova_cacheaware.api import extra_specs
-from nova_cacheaware.api import specs
+from nova_cacheaware.contracts import extra_specs as specs
 
 
 class ValidatorsTest(testtools.TestCase):

@@ -6,7 +6,7 @@ import testtools
 
 from nova_cacheaware.api import flavor_specs
 from nova_cacheaware.api import spec_rules
-from nova_cacheaware.api import specs
+from nova_cacheaware.contracts import extra_specs as specs
 from nova_cacheaware import exception
 
 MIN_ABOVE_RAM = ("cacheaware:memory_min_mb=4096 is above the flavor's RAM "

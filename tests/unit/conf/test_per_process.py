@@ -87,7 +87,12 @@ class NamespacesTest(testtools.TestCase):
             ['host_state_topic'],
             [o.dest for g, os_ in agent if _groups([(g, os_)]) == [
                 'cacheaware_scheduler'] for o in os_])
-        self.assertEqual(set(_groups(agent)) | {'cacheaware_scheduler'},
+        api = _groups(points['nova_cacheaware.api']())
+        self.assertEqual(['cacheaware_api', 'cacheaware_scheduler',
+                          'cacheaware_status'], api)
+        relay = _groups(points['nova_cacheaware.state_relay']())
+        self.assertEqual(['state_relay'], relay)
+        self.assertEqual(set(_groups(agent)) | set(api) | set(relay),
                          set(_groups(points['nova_cacheaware']())))
 
     def test_generator_files_name_declared_namespaces(self):

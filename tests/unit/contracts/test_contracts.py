@@ -1,4 +1,4 @@
-"""The contracts package: defined once, a leaf, old paths re-export it."""
+"""The contracts package: defined once, a leaf."""
 
 import ast
 import os
@@ -7,13 +7,11 @@ import uuid
 import testtools
 
 from nova_cacheaware.api import flavor_specs
-from nova_cacheaware.api import specs as old_specs
 from nova_cacheaware import contracts
 from nova_cacheaware.contracts import cache_state
 from nova_cacheaware.contracts import extra_specs
 from nova_cacheaware.contracts import placement
 from nova_cacheaware import exception
-from nova_cacheaware import names as old_names
 
 ROOT = os.path.dirname(contracts.__file__)
 ALLOWED_PREFIXES = ('nova_cacheaware.contracts', 'nova_cacheaware.exception')
@@ -64,18 +62,14 @@ class PlacementNamesTest(testtools.TestCase):
                          placement.host_provider_name('cn1'))
         self.assertEqual('CUSTOM_CACHE_L3', placement.cache_level_trait(3))
 
-
-class OldPathsTest(testtools.TestCase):
-
-    def test_old_modules_re_export_the_same_objects(self):
-        self.assertIs(extra_specs.VOCABULARY, old_specs.VOCABULARY)
-        self.assertIs(extra_specs.validate_value, old_specs.validate_value)
-        self.assertIs(extra_specs.CacheAwareRequest,
-                      old_specs.CacheAwareRequest)
-        self.assertEqual(extra_specs.NUMA, old_specs.NUMA)
-        self.assertIs(placement.host_provider_name,
-                      old_names.host_provider_name)
-        self.assertEqual(placement.RC_DOMAIN_VCPU, old_names.RC_DOMAIN_VCPU)
+    def test_custom_names_on_the_wire(self):
+        self.assertEqual(
+            ('CUSTOM_CACHE_DOMAIN_VCPU', 'CUSTOM_CACHE_DOMAIN_MEMBOUND',
+             'CUSTOM_CACHEAWARE_DOMAIN', 'CUSTOM_CACHEAWARE_AGENT',
+             'CUSTOM_CACHE_L'),
+            (placement.RC_DOMAIN_VCPU, placement.RC_DOMAIN_MEMBOUND,
+             placement.TRAIT_DOMAIN, placement.TRAIT_AGENT,
+             placement.TRAIT_CACHE_LEVEL_PREFIX))
 
 
 class OneValidationTest(testtools.TestCase):

@@ -24,6 +24,9 @@ class InstanceIdsTest(testtools.TestCase):
         older = instance_ids.InstanceIds.of(other)
         self.assertEqual(sorted(plain - frozenset(other)),
                          sorted(ids.new_since(older)))
+        self.assertEqual([], ids.new_since(instance_ids.InstanceIds.of(
+            have)))
+        self.assertEqual(sorted(plain), ids.new_since(None))
         self.assertEqual(sorted(plain), [ids.uuid_at(i)
                                          for i in range(len(ids))])
 

@@ -229,7 +229,7 @@ def notify_like(draw, ids, domains, affinity):
                   for u in ids),
         available_pcpus=draw(st.none() | st.floats(0, 64)),
         host_provider=draw(st.none() | st.just('hp')),
-        vcpu_affinity=affinity, pcpu_levels=notify._pcpu_levels(affinity),
+        vcpu_affinity=affinity, pcpu_levels=notify.pcpu_levels(affinity),
         generation=draw(st.integers(0, 2 ** 53)))
 
 
@@ -322,7 +322,7 @@ def named_host(name):
             required_holders=int(i % 3 == 0))
             for i, d in enumerate(state.domains)),
         vms=state.vms, vcpu_affinity=affinity,
-        pcpu_levels=notify._pcpu_levels(affinity))
+        pcpu_levels=notify.pcpu_levels(affinity))
 
 
 class NamedTopologiesTest(testtools.TestCase):

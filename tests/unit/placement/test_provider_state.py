@@ -9,6 +9,7 @@ from oslo_config import cfg
 import testtools
 
 from nova_cacheaware.conf import placement as placement_conf
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.placement import errors
 from nova_cacheaware.placement import provider_state as pstate
 from nova_cacheaware.placement import provider_sync as ps
@@ -39,7 +40,7 @@ class TestDesiredState(testtools.TestCase):
 
     def test_retired_inventories_reserve_everything(self):
         inv = pstate.desired_inventories(8, 1.0, 1, 0)
-        retired = ps.retired_inventories(inv)
+        retired = pstate.retired_inventories(inv)
         self.assertEqual(8, retired['CUSTOM_CACHE_DOMAIN_VCPU']['reserved'])
         self.assertEqual(1,
                          retired['CUSTOM_CACHE_DOMAIN_MEMBOUND']['reserved'])
@@ -74,13 +75,13 @@ class TestDesiredState(testtools.TestCase):
         inv = pstate.desired_inventories(4, 1.1, 1, 0)
         echoed = json.loads(json.dumps(inv))
         echoed['CUSTOM_CACHE_DOMAIN_VCPU']['allocation_ratio'] = 1.1001
-        self.assertFalse(ps._same_inventories(echoed, inv))
+        self.assertFalse(pstate.same_inventories(echoed, inv))
         # What MariaDB's single-precision FLOAT gives back for 1.1.
         echoed['CUSTOM_CACHE_DOMAIN_VCPU']['allocation_ratio'] = (
             1.100000023841858)
-        self.assertTrue(ps._same_inventories(echoed, inv))
+        self.assertTrue(pstate.same_inventories(echoed, inv))
         del echoed['CUSTOM_CACHE_DOMAIN_MEMBOUND']
-        self.assertFalse(ps._same_inventories(echoed, inv))
+        self.assertFalse(pstate.same_inventories(echoed, inv))
 
 
 class TestErrorMapping(testtools.TestCase):
@@ -141,31 +142,31 @@ class TestFlooredInventories(testtools.TestCase):
         table = [
             # (usages, expected VCPU total, raised)
             ({}, 2, {}),
-            ({ps.names.RC_DOMAIN_VCPU: 8}, 2, {}),
-            ({ps.names.RC_DOMAIN_VCPU: 9}, 3,
-             {ps.names.RC_DOMAIN_VCPU: (2, 3)}),
-            ({ps.names.RC_DOMAIN_VCPU: 16}, 4,
-             {ps.names.RC_DOMAIN_VCPU: (2, 4)}),
+            ({names.RC_DOMAIN_VCPU: 8}, 2, {}),
+            ({names.RC_DOMAIN_VCPU: 9}, 3,
+             {names.RC_DOMAIN_VCPU: (2, 3)}),
+            ({names.RC_DOMAIN_VCPU: 16}, 4,
+             {names.RC_DOMAIN_VCPU: (2, 4)}),
         ]
         for usages, total, raised in table:
-            out, got = ps.floored_inventories(inv, usages)
-            self.assertEqual(total, out[ps.names.RC_DOMAIN_VCPU]['total'])
-            self.assertEqual(2, out[ps.names.RC_DOMAIN_VCPU]['max_unit'])
+            out, got = pstate.floored_inventories(inv, usages)
+            self.assertEqual(total, out[names.RC_DOMAIN_VCPU]['total'])
+            self.assertEqual(2, out[names.RC_DOMAIN_VCPU]['max_unit'])
             self.assertEqual(raised, got)
         # A retired-style MEMBOUND (reserved = total) with a slot in use:
         # the total holds it, the reserved gives way (nothing new fits).
         dirty = pstate.desired_inventories(2, 1.0, 1, 1)
-        out, got = ps.floored_inventories(
-            dirty, {ps.names.RC_DOMAIN_MEMBOUND: 1})
+        out, got = pstate.floored_inventories(
+            dirty, {names.RC_DOMAIN_MEMBOUND: 1})
         self.assertEqual({}, got)
         self.assertEqual({'total': 1, 'reserved': 0},
-                         {k: out[ps.names.RC_DOMAIN_MEMBOUND][k]
+                         {k: out[names.RC_DOMAIN_MEMBOUND][k]
                           for k in ('total', 'reserved')})
 
     def test_reserved_lowered_not_total_raised_when_the_total_holds(self):
         # The host model's MEMBOUND: 4 slots, 2 reserved by the agent from
         # a count of 1 slot used; 3 are used by now (two claims since).
-        host = {ps.names.RC_DOMAIN_MEMBOUND: {
+        host = {names.RC_DOMAIN_MEMBOUND: {
             'total': 4, 'reserved': 2, 'min_unit': 1, 'max_unit': 1,
             'step_size': 1, 'allocation_ratio': 1.0}}
         table = [
@@ -173,12 +174,12 @@ class TestFlooredInventories(testtools.TestCase):
             (2, (4, 2), {}),
             (3, (4, 1), {}),
             (4, (4, 0), {}),
-            (5, (7, 2), {ps.names.RC_DOMAIN_MEMBOUND: (4, 7)}),
+            (5, (7, 2), {names.RC_DOMAIN_MEMBOUND: (4, 7)}),
         ]
         for used, written, raised in table:
-            out, got = ps.floored_inventories(
-                host, {ps.names.RC_DOMAIN_MEMBOUND: used})
-            inv = out[ps.names.RC_DOMAIN_MEMBOUND]
+            out, got = pstate.floored_inventories(
+                host, {names.RC_DOMAIN_MEMBOUND: used})
+            inv = out[names.RC_DOMAIN_MEMBOUND]
             self.assertEqual(written, (inv['total'], inv['reserved']), used)
             self.assertEqual(raised, got, used)
 
@@ -191,9 +192,9 @@ class TestFlooredInventories(testtools.TestCase):
     def test_capacity_never_below_usage_never_raised_needlessly(
             self, vcpus, ratio, used):
         inv = pstate.desired_inventories(vcpus, ratio, 1, 0)
-        out, raised = ps.floored_inventories(
-            inv, {ps.names.RC_DOMAIN_VCPU: used})
-        new = out[ps.names.RC_DOMAIN_VCPU]
+        out, raised = pstate.floored_inventories(
+            inv, {names.RC_DOMAIN_VCPU: used})
+        new = out[names.RC_DOMAIN_VCPU]
         self.assertGreaterEqual((new['total'] - new['reserved']) * ratio
                                 + 1e-6, used)
         self.assertGreaterEqual(new['total'], vcpus)

@@ -14,6 +14,7 @@ from nova_cacheaware.policy import allshare_incremental
 from nova_cacheaware.policy import allshare_replan
 from nova_cacheaware.policy import allshare_search
 from nova_cacheaware.policy import cachedomain
+from nova_cacheaware.policy import cachedomain_model
 from tests.unit.policy import test_cachedomain as base
 
 
@@ -23,7 +24,7 @@ def hosts(draw):
     sizes = draw(st.lists(st.integers(2, 4), min_size=3, max_size=10))
     domains, cpu = [], 0
     for size in sizes:
-        domains.append(cachedomain.Domain(
+        domains.append(cachedomain_model.Domain(
             id='d%d' % len(domains), cpus=tuple(range(cpu, cpu + size))))
         cpu += size
     vms = []
@@ -33,13 +34,13 @@ def hosts(draw):
         if draw(st.booleans()):
             cpus = draw(st.sampled_from(domains)).cpus
             current = {i: cpus for i in range(vcpus)}
-        vms.append(cachedomain.VM(
+        vms.append(cachedomain_model.VM(
             id='vm%02d' % n, vcpus=vcpus,
             workload=draw(st.sampled_from(['memory'] * 4 + ['cpu'])),
             current=current, movable=draw(st.integers(0, 9)) > 0))
     ratio = draw(st.sampled_from([1.0, 2.0]))
-    return cachedomain.PlanInput(domains=tuple(domains), vms=tuple(vms),
-                                 max_vcpus_per_cpu=ratio)
+    return cachedomain_model.PlanInput(domains=tuple(domains), vms=tuple(vms),
+                                       max_vcpus_per_cpu=ratio)
 
 
 def applied(plan_input, result):
@@ -57,8 +58,8 @@ def changes(draw):
     now = applied(plan_input, previous)
     memory = [vm for vm in now.vms if vm.memory_bound]
     if draw(st.booleans()) or not memory:
-        arrival = cachedomain.VM(id='new', workload='memory',
-                                 vcpus=draw(st.sampled_from([1, 2, 4])))
+        arrival = cachedomain_model.VM(id='new', workload='memory',
+                                       vcpus=draw(st.sampled_from([1, 2, 4])))
         after = dataclasses.replace(now, vms=now.vms + (arrival,))
     else:
         gone = draw(st.sampled_from(memory)).id
@@ -112,8 +113,8 @@ class ReplanPropertyTest(testtools.TestCase):
 
 
 def host(n_domains, vms, ratio=1.0):
-    return cachedomain.PlanInput(
-        domains=tuple(cachedomain.Domain(
+    return cachedomain_model.PlanInput(
+        domains=tuple(cachedomain_model.Domain(
             id='d%d' % d, cpus=tuple(range(4 * d, 4 * d + 4)))
             for d in range(n_domains)),
         vms=tuple(vms), max_vcpus_per_cpu=ratio)
@@ -121,8 +122,8 @@ def host(n_domains, vms, ratio=1.0):
 
 def pinned(vm_id, domain, vcpus=2):
     cpus = tuple(range(4 * domain, 4 * domain + 4))
-    return cachedomain.VM(id=vm_id, vcpus=vcpus, workload='memory',
-                          current={i: cpus for i in range(vcpus)})
+    return cachedomain_model.VM(id=vm_id, vcpus=vcpus, workload='memory',
+                                current={i: cpus for i in range(vcpus)})
 
 
 class ReplanTableTest(testtools.TestCase):
@@ -131,7 +132,7 @@ class ReplanTableTest(testtools.TestCase):
     NINE = [pinned('v%d' % d, d) for d in range(9)]
 
     def test_table(self):
-        arrival = cachedomain.VM(id='new', vcpus=2, workload='memory')
+        arrival = cachedomain_model.VM(id='new', vcpus=2, workload='memory')
         cases = [
             # (name, previous VMs, VMs now, incremental?, where 'new' goes)
             ('arrival takes the empty domain', self.NINE,
@@ -168,7 +169,7 @@ class ReplanTableTest(testtools.TestCase):
     def test_arrival_in_a_full_host_moves_at_most_the_bound(self):
         # Every domain holds one VM; the arrival must share or displace.
         ten = [pinned('v%d' % d, d, vcpus=4) for d in range(10)]
-        arrival = cachedomain.VM(id='new', vcpus=4, workload='memory')
+        arrival = cachedomain_model.VM(id='new', vcpus=4, workload='memory')
         result, used = allshare_replan.replan(
             host(10, ten + [arrival], ratio=2.0), host(10, ten, ratio=2.0))
         self.assertTrue(used)
@@ -193,15 +194,15 @@ class DirtThresholdTest(testtools.TestCase):
     def _inputs(self):
         domains, cpu = [], 0
         for size in self.SIZES:
-            domains.append(cachedomain.Domain(
+            domains.append(cachedomain_model.Domain(
                 id='d%d' % len(domains), cpus=tuple(range(cpu, cpu + size))))
             cpu += size
-        vms = tuple(cachedomain.VM(
+        vms = tuple(cachedomain_model.VM(
             id=vm_id, vcpus=vcpus, workload='memory',
             current=None if d is None else {
                 i: domains[d].cpus for i in range(vcpus)})
             for vm_id, vcpus, d in self.NOW)
-        now = cachedomain.PlanInput(domains=tuple(domains), vms=vms)
+        now = cachedomain_model.PlanInput(domains=tuple(domains), vms=vms)
         after = dataclasses.replace(now, vms=tuple(
             vm for vm in vms if vm.id != 'vm02'))
         return now, after
@@ -220,8 +221,9 @@ class DirtThresholdTest(testtools.TestCase):
         result, used = allshare_replan.replan(after, now, self.UNPLACED)
         self.assertFalse(used)
         self.assertEqual((5, 0, 12, 4), cachedomain.score(after, result))
-        self.assertEqual(cachedomain.plan_to_dict(cachedomain.plan(after)),
-                         cachedomain.plan_to_dict(result))
+        self.assertEqual(
+            cachedomain_model.plan_to_dict(cachedomain.plan(after)),
+            cachedomain_model.plan_to_dict(result))
         # 16 <= 12 * 1.34 keeps the incremental plan; 12 * 1.33 does not.
         _, used = allshare_replan.replan(after, now, self.UNPLACED,
                                          dirt_bound=0.34)
@@ -256,8 +258,8 @@ class DirtThresholdPropertyTest(testtools.TestCase):
                 * (1 + allshare_replan.DIRT_BOUND))
         else:
             self.assertEqual(
-                cachedomain.plan_to_dict(cachedomain.plan(after)),
-                cachedomain.plan_to_dict(result))
+                cachedomain_model.plan_to_dict(cachedomain.plan(after)),
+                cachedomain_model.plan_to_dict(result))
 
 
 class ReplayInputTest(testtools.TestCase):
@@ -267,24 +269,25 @@ class ReplayInputTest(testtools.TestCase):
     @given(changes())
     def test_replay_equals_replan(self, change):
         now, previous, after = change
-        doc = dict(cachedomain.input_to_dict(after), previous={
-            'input': cachedomain.input_to_dict(now),
+        doc = dict(cachedomain_model.input_to_dict(after), previous={
+            'input': cachedomain_model.input_to_dict(now),
             'unplaced': sorted(previous.unplaced)})
         expected, _ = allshare_replan.replan(after, now, previous.unplaced)
-        self.assertEqual(cachedomain.plan_to_dict(expected),
-                         cachedomain.plan_to_dict(
+        self.assertEqual(cachedomain_model.plan_to_dict(expected),
+                         cachedomain_model.plan_to_dict(
                              allshare_replan.plan_from_dict(doc)))
 
     def test_without_previous_the_full_plan(self):
         plan_input = host(10, ReplanTableTest.NINE)
-        doc = cachedomain.input_to_dict(plan_input)
+        doc = cachedomain_model.input_to_dict(plan_input)
         self.assertIsNone(allshare_replan.previous_from_dict(doc))
         self.assertEqual(
-            cachedomain.plan_to_dict(cachedomain.plan(plan_input)),
-            cachedomain.plan_to_dict(allshare_replan.plan_from_dict(doc)))
+            cachedomain_model.plan_to_dict(cachedomain.plan(plan_input)),
+            cachedomain_model.plan_to_dict(
+                allshare_replan.plan_from_dict(doc)))
 
     def test_bad_previous(self):
-        good = cachedomain.input_to_dict(host(10, ReplanTableTest.NINE))
+        good = cachedomain_model.input_to_dict(host(10, ReplanTableTest.NINE))
         cases = [
             ([], '"previous" must be an object'),
             ({'input': good, 'extra': 1}, '"previous" must be an object'),

@@ -10,6 +10,7 @@ import testtools
 from nova_cacheaware import exception
 from nova_cacheaware.policy import allshare_throughput as tp
 from nova_cacheaware.policy import cachedomain
+from nova_cacheaware.policy import cachedomain_model
 
 
 def vm(vm_id, vcpus, workload='memory', current=None, movable=True):
@@ -24,8 +25,8 @@ def plan(domains, vms, ratio=8.0, objective='throughput'):
     doc = {'domains': [{'id': 'd%d' % n, 'cpus': list(cpus)}
                        for n, cpus in enumerate(domains)],
            'vms': vms, 'max_vcpus_per_cpu': ratio, 'objective': objective}
-    return cachedomain.plan_to_dict(
-        cachedomain.plan(cachedomain.input_from_dict(doc)))
+    return cachedomain_model.plan_to_dict(
+        cachedomain.plan(cachedomain_model.input_from_dict(doc)))
 
 
 # Host 15 of benchmarks/planner_quality.py (seed 7): 4 + 3 CPUs, 14 vCPUs.
@@ -128,5 +129,5 @@ class ThroughputPlanTest(testtools.TestCase):
     def test_round_trip(self):
         doc = {'domains': [{'id': 'a', 'cpus': [0]}], 'vms': [],
                'max_vcpus_per_cpu': 1.0, 'objective': 'throughput'}
-        self.assertEqual(doc, cachedomain.input_to_dict(
-            cachedomain.input_from_dict(doc)))
+        self.assertEqual(doc, cachedomain_model.input_to_dict(
+            cachedomain_model.input_from_dict(doc)))

@@ -14,6 +14,7 @@ from nova_cacheaware import exception
 from nova_cacheaware.policy import allshare_heuristic
 from nova_cacheaware.policy import allshare_search
 from nova_cacheaware.policy import cachedomain
+from nova_cacheaware.policy import cachedomain_model
 from tests.unit.policy import bruteforce
 from tests.unit.policy import topologies as topo
 
@@ -41,9 +42,9 @@ def run_plan(domains, vms, ratio=None):
     doc = {'domains': domains, 'vms': vms}
     if ratio is not None:
         doc['max_vcpus_per_cpu'] = ratio
-    plan_input = cachedomain.input_from_dict(doc)
+    plan_input = cachedomain_model.input_from_dict(doc)
     result = cachedomain.plan(plan_input)
-    return plan_input, result, cachedomain.plan_to_dict(result)
+    return plan_input, result, cachedomain_model.plan_to_dict(result)
 
 
 class CacheStateTest(testtools.TestCase):
@@ -126,12 +127,12 @@ class NamedTopologyTest(testtools.TestCase):
         # A 2-CPU and a 4-CPU domain, ratio 2: both plans are Clean with no
         # excess; the 4-vCPU VM takes the 4 CPUs so no vCPU takes turns.
         for method in ('exact', 'heuristic'):
-            plan_input = cachedomain.input_from_dict(
+            plan_input = cachedomain_model.input_from_dict(
                 {'domains': [{'id': 'S', 'cpus': [0, 1]},
                              {'id': 'L', 'cpus': [2, 3, 4, 5]}],
                  'max_vcpus_per_cpu': 2.0,
                  'vms': [mem('big', 4), mem('small', 2)]})
-            out = cachedomain.plan_to_dict(
+            out = cachedomain_model.plan_to_dict(
                 cachedomain.plan(plan_input, method))
             self.assertEqual(['L'], out['vms']['big']['domains'], method)
             self.assertEqual(['S'], out['vms']['small']['domains'], method)
@@ -215,7 +216,7 @@ class InputErrorTest(testtools.TestCase):
 
     def _bad(self, doc, fragment):
         e = self.assertRaises(exception.InvalidInput,
-                              cachedomain.input_from_dict, doc)
+                              cachedomain_model.input_from_dict, doc)
         self.assertIn(fragment, str(e))
         self.assertNotIn('\n', str(e))
 
@@ -260,10 +261,10 @@ class InputErrorTest(testtools.TestCase):
     def test_agent_context_is_accepted_and_ignored(self):
         # nova-cacheaware-agent --dump-state adds an "agent" section.
         doc = self._doc()
-        plain = cachedomain.plan(cachedomain.input_from_dict(doc))
+        plain = cachedomain.plan(cachedomain_model.input_from_dict(doc))
         doc['agent'] = {'host': 'cn1', 'instances': {'v': {'name': 'x'}}}
         self.assertEqual(plain, cachedomain.plan(
-            cachedomain.input_from_dict(doc)))
+            cachedomain_model.input_from_dict(doc)))
         doc['agent'] = []
         self._bad(doc, '"agent" must be an object')
 
@@ -271,13 +272,13 @@ class InputErrorTest(testtools.TestCase):
         doc = {'domains': topo.UNEVEN, 'max_vcpus_per_cpu': 1.5,
                'vms': [mem('a', 2, {0: [0, 1]}), mem('b', 1, movable=False),
                        mem('c', 3, workload='cpu')]}
-        plan_input = cachedomain.input_from_dict(copy.deepcopy(doc))
-        again = cachedomain.input_from_dict(json.loads(json.dumps(
-            cachedomain.input_to_dict(plan_input))))
+        plan_input = cachedomain_model.input_from_dict(copy.deepcopy(doc))
+        again = cachedomain_model.input_from_dict(json.loads(json.dumps(
+            cachedomain_model.input_to_dict(plan_input))))
         self.assertEqual(plan_input, again)
         result = cachedomain.plan(plan_input)
-        self.assertEqual(result, cachedomain.plan_from_dict(json.loads(
-            json.dumps(cachedomain.plan_to_dict(result)))))
+        self.assertEqual(result, cachedomain_model.plan_from_dict(json.loads(
+            json.dumps(cachedomain_model.plan_to_dict(result)))))
 
 
 # --------------------------------------------------------------------------
@@ -311,8 +312,8 @@ def plan_inputs(draw, max_domains=6, max_vms=8, max_cpus=6, max_vcpus=6):
             doc['current'] = current
         vms.append(doc)
     ratio = draw(st.sampled_from([0.5, 0.75, 1.0, 2.0]))
-    return cachedomain.input_from_dict({'domains': domains, 'vms': vms,
-                                        'max_vcpus_per_cpu': ratio})
+    return cachedomain_model.input_from_dict({'domains': domains, 'vms': vms,
+                                              'max_vcpus_per_cpu': ratio})
 
 
 def check_rules(test, plan_input, result):
@@ -391,13 +392,13 @@ class PlanPropertyTest(testtools.TestCase):
         # (whenever every memory-bound VM could be placed).
         result = cachedomain.plan(plan_input)
         assume(not result.unplaced)
-        again_input = cachedomain.PlanInput(
+        again_input = cachedomain_model.PlanInput(
             domains=plan_input.domains,
             max_vcpus_per_cpu=plan_input.max_vcpus_per_cpu,
-            vms=tuple(cachedomain.VM(id=vm.id, vcpus=vm.vcpus,
-                                     workload=vm.workload,
-                                     current=result.vms[vm.id].pinning,
-                                     movable=vm.movable)
+            vms=tuple(cachedomain_model.VM(id=vm.id, vcpus=vm.vcpus,
+                                           workload=vm.workload,
+                                           current=result.vms[vm.id].pinning,
+                                           movable=vm.movable)
                       for vm in plan_input.vms))
         again = cachedomain.plan(again_input)
         self.assertEqual(result.domains, again.domains)
@@ -480,11 +481,11 @@ class RefinedTest(testtools.TestCase):
         # Found by the property above: a second refining round unplaced
         # vm4 (counted where round one put it) to place vm5, which for
         # the host as it is leaves vm4 floating over all three domains.
-        vm = cachedomain.VM
-        plan_input = cachedomain.PlanInput(
-            domains=(cachedomain.Domain(id='d0', cpus=(0,)),
-                     cachedomain.Domain(id='d1', cpus=(1, 2, 3)),
-                     cachedomain.Domain(id='d2', cpus=(4, 5, 6, 7))),
+        vm = cachedomain_model.VM
+        plan_input = cachedomain_model.PlanInput(
+            domains=(cachedomain_model.Domain(id='d0', cpus=(0,)),
+                     cachedomain_model.Domain(id='d1', cpus=(1, 2, 3)),
+                     cachedomain_model.Domain(id='d2', cpus=(4, 5, 6, 7))),
             vms=(vm(id='vm0', vcpus=3, workload='memory', current=None,
                     movable=True),
                  vm(id='vm1', vcpus=1, workload='memory', current=None,
@@ -505,7 +506,7 @@ class RefinedTest(testtools.TestCase):
                          allshare_search.objective(inst, refined))
 
     def test_budget_needs_an_incumbent(self):
-        inst, _ = cachedomain.build_instance(cachedomain.input_from_dict(
+        inst, _ = cachedomain.build_instance(cachedomain_model.input_from_dict(
             {'domains': topo.Q6600, 'vms': [mem('a', 1)]}))
         self.assertRaises(ValueError, allshare_search.exact, inst,
                           budget=10)

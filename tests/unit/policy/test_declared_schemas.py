@@ -1,11 +1,11 @@
-"""The declared schemas accept and refuse what the old walkers did.
+"""The declared schemas: exact refusals, defaults, and random documents.
 
 Each property mutates a valid document at random (a value replaced by an
 odd one, a key deleted, a key or an element added, several times) and
-checks that the declared schema and the old hand-written walker (kept in
-``legacy/``) give the same result: the same typed value, or the same
-one-line message. The tables pin the exact messages of this contract, for
-when ``legacy/`` goes.
+checks that the declared schema gives a typed value (the same one again
+from its own JSON where the contract writes one) or a one-line refusal,
+never another exception. The tables pin the exact messages and the
+defaults of this contract.
 """
 
 import copy
@@ -21,13 +21,9 @@ from nova_cacheaware import exception
 from nova_cacheaware.policy import allshare_replan
 from nova_cacheaware.policy import balloon_default
 from nova_cacheaware.policy import cachedomain_model
+from nova_cacheaware.policy import domain_assignment
 from nova_cacheaware.policy import domain_choice_doc
 from nova_cacheaware.policy import spin_storm
-from tests.unit.policy.legacy import allshare_replan as old_replan
-from tests.unit.policy.legacy import balloon_default as old_balloon_default
-from tests.unit.policy.legacy import cachedomain_model as old_cachedomain
-from tests.unit.policy.legacy import domain_choice as old_domain_choice
-from tests.unit.policy.legacy import spin_storm as old_spin_storm
 
 ODD = [None, True, False, 0, 1, 2, 3, -1, 0.5, 1.5, 2.0, 8191, 8192, 4096,
        4097, 1 << 20, (1 << 20) + 1, 10 ** 30, '', 'a', 'b', '0', '1', '01',
@@ -112,69 +108,51 @@ def outcome(parse, doc):
         return 'ok', parse(copy.deepcopy(doc))
     except exception.InvalidInput as e:
         return 'bad', str(e)
-    except Exception as e:  # the old walkers' own crashes must match too
+    except Exception as e:  # a crash, which no property accepts
         return 'crash', type(e).__name__
 
 
-def _as_lists(doc):
-    """``doc`` with the valid cpulist strings of a plan input as lists."""
-    doc = copy.deepcopy(doc)
+class RandomDocumentsTest(testtools.TestCase):
+    """A typed value or a one-line refusal, never another exception."""
 
-    def listed(value):
-        cpus = cpu_sets.cpu_ranges(value) if isinstance(value, str) else None
-        return list(cpus) if cpus else value
-    if not isinstance(doc, dict):
-        return doc
-    for domain in _items(doc.get('domains')):
-        if isinstance(domain, dict) and 'cpus' in domain:
-            domain['cpus'] = listed(domain['cpus'])
-    for vm in _items(doc.get('vms')):
-        current = vm.get('current') if isinstance(vm, dict) else None
-        if isinstance(current, dict):
-            for key in current:
-                current[key] = listed(current[key])
-    return doc
-
-
-def _items(value):
-    return value if isinstance(value, list) else ()
-
-
-class SameAsOldWalkerTest(testtools.TestCase):
-
-    def _same(self, new, old, data, base):
+    def _parsed(self, parse, data, base):
         doc = mutate(data, base, data.draw(st.integers(0, 4)))
-        self.assertEqual(outcome(old, doc), outcome(new, doc), doc)
+        got = outcome(parse, doc)
+        self.assertIn(got[0], ('ok', 'bad'), (doc, got))
+        if got[0] == 'bad':
+            self.assertNotIn('\n', got[1], doc)
+        return got
 
     @settings(max_examples=400, deadline=None)
     @given(st.data())
     def test_plan_input(self, data):
-        # CPU sets may now be cpulist strings: the old walker sees the
-        # lists they stand for, and a bad string gets its own line.
-        doc = mutate(data, PLAN_INPUT, data.draw(st.integers(0, 4)))
-        new = outcome(cachedomain_model.input_from_dict, doc)
-        old = outcome(old_cachedomain.input_from_dict, _as_lists(doc))
-        if new != old:
-            self.assertEqual(('bad', 'bad'), (new[0], old[0]), doc)
-            self.assertIn('must be a CPU list such as', new[1], doc)
+        got = self._parsed(cachedomain_model.input_from_dict, data,
+                           PLAN_INPUT)
+        if got[0] == 'ok':
+            self.assertEqual(got[1], cachedomain_model.input_from_dict(
+                cachedomain_model.input_to_dict(got[1])))
 
     @settings(max_examples=400, deadline=None)
     @given(st.data())
     def test_domain_choice(self, data):
-        self._same(domain_choice_doc.choice_from_dict,
-                   old_domain_choice.choice_from_dict, data, CHOICE)
+        got = self._parsed(domain_choice_doc.choice_from_dict, data, CHOICE)
+        if got[0] == 'ok':
+            # The replay document lists the instances by uuid.
+            capacity, held, base = got[1]
+            self.assertEqual(
+                (capacity, sorted(held, key=lambda i: i.uuid), base),
+                domain_choice_doc.choice_from_dict(
+                    domain_choice_doc.choice_to_dict(*got[1])))
 
     @settings(max_examples=400, deadline=None)
     @given(st.data())
     def test_balloon_default(self, data):
-        self._same(balloon_default.request_from_dict,
-                   old_balloon_default.request_from_dict, data, BALLOON)
+        self._parsed(balloon_default.request_from_dict, data, BALLOON)
 
     @settings(max_examples=400, deadline=None)
     @given(st.data())
     def test_previous_section(self, data):
-        self._same(allshare_replan.previous_from_dict,
-                   old_replan.previous_from_dict, data, PREVIOUS)
+        self._parsed(allshare_replan.previous_from_dict, data, PREVIOUS)
 
     @settings(max_examples=300, deadline=None)
     @given(st.sampled_from([(spin_storm.StormState, 'storm state'),
@@ -185,16 +163,16 @@ class SameAsOldWalkerTest(testtools.TestCase):
                                        'leave_delay', 'enter_periods']),
                st.sampled_from(ODD), max_size=4)))
     def test_spin_storm_objects(self, cls_what, doc):
-        def parse(make):
-            def run(doc):
-                try:
-                    return make(cls_what[0], doc, cls_what[1])
-                except (TypeError, ValueError) as e:
-                    # The spin-storm command's own conversion.
-                    raise exception.InvalidInput(reason=str(e))
-            return run
-        self.assertEqual(outcome(parse(old_spin_storm._from_dict), doc),
-                         outcome(parse(spin_storm._from_dict), doc))
+        def parse(doc):
+            try:
+                return spin_storm._from_dict(cls_what[0], doc, cls_what[1])
+            except (TypeError, ValueError) as e:
+                # The spin-storm command's own conversion.
+                raise exception.InvalidInput(reason=str(e))
+        got = outcome(parse, doc)
+        self.assertIn(got[0], ('ok', 'bad'), (doc, got))
+        if got[0] == 'ok':
+            self.assertEqual(got[1], parse(spin_storm.to_dict(got[1])))
 
     def test_bases_are_valid(self):
         for parse, doc in ((cachedomain_model.input_from_dict, PLAN_INPUT),
@@ -202,6 +180,41 @@ class SameAsOldWalkerTest(testtools.TestCase):
                            (balloon_default.request_from_dict, BALLOON),
                            (allshare_replan.previous_from_dict, PREVIOUS)):
             self.assertEqual('ok', outcome(parse, doc)[0])
+
+
+class DefaultsTest(testtools.TestCase):
+    """The typed values of valid documents, absent fields defaulted."""
+
+    def test_domain_choice(self):
+        held = domain_assignment.HostHeld
+        self.assertEqual(
+            ({'a': 4, 'b': 4},
+             [held(uuid='u1', vcpus=2, memory_bound=True, current='a',
+                   previous=None, order=None, clean_required=False,
+                   holds_slot=False),
+              held(uuid='u2', vcpus=1, memory_bound=False, current=None,
+                   previous=None, order=None, clean_required=False,
+                   holds_slot=False)],
+             {'a': (1, 0), 'b': (0, 0)}),
+            domain_choice_doc.choice_from_dict(CHOICE))
+
+    def test_balloon_default(self):
+        view = balloon_default.VmView
+        self.assertEqual(
+            (balloon_default.DefaultParams(
+                threshold=0.99, margin=0.03, pad_mib=16, probe_step=0.1,
+                probe_max=0.5, hold_rounds=24, hysteresis=0.25,
+                hopeless_ratio=0.5),
+             [view(id='a', memory_mib=1024, hit_ratio=0.5, cache_mib=200,
+                   free_mib=50, used_mib=100, min_mib=512, max_mib=2048,
+                   fresh=False, probe=1, hold_mib=0, hold_left=0,
+                   favoured=True),
+              view(id='b', memory_mib=600, hit_ratio=1, cache_mib=0,
+                   free_mib=0, used_mib=100.5, min_mib=512, max_mib=700,
+                   fresh=True, probe=0, hold_mib=0, hold_left=0,
+                   favoured=False)],
+             10),
+            balloon_default.request_from_dict(BALLOON))
 
 
 def _edit(original, part=None, n=None, /, **over):

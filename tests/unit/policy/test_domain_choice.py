@@ -177,17 +177,23 @@ class ContentionScoreTest(testtools.TestCase):
     TABLE = [
         # (name, rows, vCPUs, expected)
         ('no domains: neutral', [], 1, 0.0),
+        # 0.75 + fine / 4 with a Clean place, -0.75 + fine / 4 without.
         ('four Empty domains with room', [('a', 0, 0, 0, 4)] * 4, 2, 1.0),
         ('one memory-bound VM of four domains',
-         [('a', 1, 1, 1, 4)] + [('b', 0, 0, 0, 4)] * 3, 1, 0.75 - 0.25),
+         [('a', 1, 1, 1, 4)] + [('b', 0, 0, 0, 4)] * 3, 1,
+         0.75 + (0.75 - 0.25) / 4),
         ('an Empty domain cpu-bound VMs filled is no Clean place',
-         [('a', 0, 0, 4, 4), ('b', 0, 0, 0, 4)], 1, 0.5),
+         [('a', 0, 0, 4, 4), ('b', 0, 0, 0, 4)], 1, 0.75 + 0.5 / 4),
         ('room is for the whole instance',
-         [('a', 0, 0, 3, 4), ('b', 0, 0, 0, 4)], 2, 0.5),
+         [('a', 0, 0, 3, 4), ('b', 0, 0, 0, 4)], 2, 0.75 + 0.5 / 4),
         ('unknown capacity counts as room',
-         [('a', 0, 0, 9, None), ('b', 1, 1, 0, None)], 4, 0.5 - 0.5),
+         [('a', 0, 0, 9, None), ('b', 1, 1, 0, None)], 4, 0.75),
         ('memory-bound term saturates at -1',
-         [('a', 5, 5, 0, 8), ('b', 0, 0, 0, 8)], 1, 0.5 - 1.0),
+         [('a', 5, 5, 0, 8), ('b', 0, 0, 0, 8)], 1, 0.75 - 0.5 / 4),
+        ('no Clean place: the lower band',
+         [('a', 1, 1, 1, 2), ('b', 0, 0, 2, 2)], 1, -0.75 - 0.5 / 4),
+        ('every domain memory-bound', [('a', 1, 1, 1, 4)] * 4, 1, -1.0),
+        ('no domains', [], 1, 0.0),
     ]
 
     def test_table(self):
@@ -210,6 +216,26 @@ class ContentionScoreTest(testtools.TestCase):
         claimed = list(rows)
         claimed[i] = (d, m + bound, c + bound, u + vcpus, cap)
         self.assertLessEqual(dc.contention_score(claimed, vcpus), before)
+
+    @hypothesis.given(rows_st, rows_st, st.integers(1, 8))
+    def test_a_clean_place_outweighs_any_host_without(self, one, other,
+                                                      vcpus):
+        def rows(spec):
+            return [('d%d' % i, m, m, u, c)
+                    for i, (m, u, c) in enumerate(spec)]
+
+        def places(spec):
+            return sum(1 for m, u, c in spec
+                       if not m and (c is None or u + vcpus <= c))
+
+        a, b = dc.contention_score(rows(one), vcpus), dc.contention_score(
+            rows(other), vcpus)
+        if places(one) and not places(other):
+            # Half the span: 5 at the default multiplier, once normalised.
+            self.assertGreaterEqual(a - b, 1.0)
+        for score, spec in ((a, one), (b, other)):
+            self.assertEqual(places(spec) > 0, score >= 0.5)
+            self.assertEqual(not places(spec), score <= -0.5)
 
 
 class AssignDomainsTest(testtools.TestCase):
@@ -504,6 +530,43 @@ class AssignDomainsPropertiesTest(testtools.TestCase):
                 self.assertFalse(
                     len(bound) == 1 and not bound[0].holds_slot
                     and room + bound[0].vcpus >= vm.vcpus, (vm, domain))
+
+    @hypothesis.given(
+        st.lists(st.integers(1, 8), min_size=1, max_size=5),
+        st.lists(st.tuples(st.integers(1, 4), st.booleans(), st.booleans(),
+                           st.integers(0, 5)), max_size=16))
+    def test_homes_two_claims_raced_into_are_not_kept(self, sizes, vms):
+        # Any instance may come with a home (the agent's earlier choice,
+        # or pins a planner left): the result still never overfills a
+        # domain nor puts a memory-bound instance beside a required one.
+        capacity = {'L3-%d' % i: s for i, s in enumerate(sizes)}
+        held = [_held('vm-%02d' % i, v, m or r, required=r, slot=r,
+                      order=i, previous='L3-%d' % h)
+                for i, (v, m, r, h) in enumerate(vms)]
+        out = da.assign_domains(capacity, held)
+        for domain in capacity:
+            there = [vm for vm in held if out[vm.uuid] == domain]
+            self.assertLessEqual(sum(vm.vcpus for vm in there),
+                                 capacity[domain])
+            if any(vm.clean_required for vm in there):
+                self.assertEqual(
+                    1, sum(vm.memory_bound for vm in there), there)
+
+    def test_of_two_required_in_one_domain_the_first_claimed_stays(self):
+        # Both ended in L2-0 (a race): the earlier claim keeps it, the
+        # other takes the Empty L2-1, not the first one's domain.
+        out = da.assign_domains({'L2-0': 4, 'L2-1': 4}, [
+            _held('r2', 2, True, current='L2-0', required=True, slot=True,
+                  order=2),
+            _held('r1', 2, True, previous='L2-0', required=True, slot=True,
+                  order=1)])
+        self.assertEqual({'r1': 'L2-0', 'r2': 'L2-1'}, out)
+
+    def test_beside_a_required_one_with_no_room_elsewhere_it_waits(self):
+        out = da.assign_domains({'L2-0': 4}, [
+            _held('r', 2, True, previous='L2-0', required=True, slot=True),
+            _held('p', 2, True, current='L2-0')])
+        self.assertEqual({'r': 'L2-0', 'p': None}, out)
 
 
 class ChoiceLoadsTest(testtools.TestCase):

@@ -8,6 +8,7 @@ from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.policy import allshare_replan
 from nova_cacheaware.policy import cachedomain
+from nova_cacheaware.policy import cachedomain_model
 from nova_cacheaware.policy import repinning as decide
 from nova_cacheaware.topology import domains
 
@@ -39,12 +40,12 @@ PLAN = cachedomain.plan
 
 def as_doc(plan_input):
     """The JSON form of a plan input (what --dump-state writes)."""
-    return cachedomain.input_to_dict(plan_input)
+    return cachedomain_model.input_to_dict(plan_input)
 
 
 def plan_of(vms):
     """A plan with these VM plans and nothing else."""
-    return cachedomain.Plan(vms=vms, domains={}, unplaced=())
+    return cachedomain_model.Plan(vms=vms, domains={}, unplaced=())
 
 
 class WorkloadAndMovabilityTest(testtools.TestCase):
@@ -135,7 +136,7 @@ class BuildPlanInputTest(testtools.TestCase):
             ]}, as_doc(doc))
         self.assertEqual(False, why['c'][0])
         # Typed all the way; the JSON form replays to the same input.
-        self.assertEqual(doc, cachedomain.input_from_dict(as_doc(doc)))
+        self.assertEqual(doc, cachedomain_model.input_from_dict(as_doc(doc)))
 
     def test_cpus_outside_the_domains(self):
         # cpu_shared_set 0-5: a dedicated VM on 7 is left out of the plan
@@ -220,9 +221,9 @@ class DecisionsTest(testtools.TestCase):
         inst = instance('m', 1)
         doc, why = decide.build_plan_input(DOMAINS, ALL, [inst], {'m': MEM})
         for bad in ({}, [], plan_of({}),
-                    plan_of({'m': cachedomain.VMPlan(
+                    plan_of({'m': cachedomain_model.VMPlan(
                         pinning={}, domains=(), share='all', moved=True)}),
-                    plan_of({'m': cachedomain.VMPlan(
+                    plan_of({'m': cachedomain_model.VMPlan(
                         pinning={0: ('x',)}, domains=(), share='all',
                         moved=True)})):
             self.assertRaises(decide.PlannerError,
@@ -250,15 +251,15 @@ class PlannerTest(testtools.TestCase):
         # document planned from scratch gives the same domains here.
         domains, vms = ten_alone_in_twelve()
         planner = decide.Planner()
-        first = planner(cachedomain.input_from_dict(
+        first = planner(cachedomain_model.input_from_dict(
             {'domains': domains, 'vms': vms}))
         doc = {'domains': domains, 'vms': vms + [
             {'id': 'new', 'vcpus': 2, 'workload': 'memory'}]}
-        second = planner(cachedomain.input_from_dict(doc))
+        second = planner(cachedomain_model.input_from_dict(doc))
         self.assertFalse(any(second.vms[v['id']].moved for v in vms))
         self.assertEqual(('d10',), second.vms['new'].domains)
         self.assertEqual(first.vms['v0'], second.vms['v0'])
-        full = cachedomain.plan(cachedomain.input_from_dict(doc))
+        full = cachedomain.plan(cachedomain_model.input_from_dict(doc))
         self.assertEqual(full.domains, second.domains)
 
     def test_incremental_plan_replays_from_its_previous_section(self):
@@ -266,12 +267,12 @@ class PlannerTest(testtools.TestCase):
         # plan command's path (plan_from_dict) then gives the agent's plan.
         domains, vms = ten_alone_in_twelve()
         planner = decide.Planner()
-        planner(cachedomain.input_from_dict({'domains': domains,
-                                             'vms': vms}))
+        planner(cachedomain_model.input_from_dict({'domains': domains,
+                                                   'vms': vms}))
         self.assertIsNone(planner.previous())
         doc = {'domains': domains, 'vms': vms + [
             {'id': 'new', 'vcpus': 2, 'workload': 'memory'}]}
-        agent_plan = planner(cachedomain.input_from_dict(doc))
+        agent_plan = planner(cachedomain_model.input_from_dict(doc))
         previous = planner.previous()
         self.assertEqual({'input', 'unplaced'}, set(previous))
         self.assertEqual(10, len(previous['input']['vms']))
@@ -279,10 +280,23 @@ class PlannerTest(testtools.TestCase):
             dict(doc, previous=previous))
         self.assertEqual(agent_plan, replayed)
 
+    def test_typed_plan_for_a_typed_input(self):
+        plan_input = cachedomain_model.input_from_dict({
+            'domains': [{'id': 'L2-0', 'cpus': [0, 1]}],
+            'vms': [{'id': 'm', 'vcpus': 2, 'workload': 'memory'}]})
+        planner = decide.Planner(objective='throughput')
+        self.assertEqual(
+            {'vms': {'m': {'pinning': {'0': [0, 1], '1': [0, 1]},
+                           'domains': ['L2-0'], 'share': 'all',
+                           'moved': False}},
+             'domains': {'L2-0': {'state': 'clean', 'memory_vms': ['m']}},
+             'unplaced': []},
+            cachedomain_model.plan_to_dict(planner(plan_input)))
+
     def test_objective_set_on_inputs_naming_the_default(self):
         domains, vms = ten_alone_in_twelve()
-        plan_input = cachedomain.input_from_dict({'domains': domains,
-                                                  'vms': vms})
+        plan_input = cachedomain_model.input_from_dict({'domains': domains,
+                                                        'vms': vms})
         planner = decide.Planner('throughput')
         planner(plan_input)
         self.assertEqual('throughput',
@@ -298,10 +312,11 @@ class PlannerTest(testtools.TestCase):
                'vms': [{'id': 'm0', 'vcpus': 4, 'workload': 'memory'},
                        {'id': 'm1', 'vcpus': 2, 'workload': 'memory'},
                        {'id': 'o0', 'vcpus': 2, 'workload': 'cpu'}]}
-        plan_input = cachedomain.input_from_dict(doc)
+        plan_input = cachedomain_model.input_from_dict(doc)
         planner = decide.Planner('throughput')
         agent_plan = planner(plan_input)
-        dumped = cachedomain.input_to_dict(planner.with_objective(plan_input))
+        dumped = cachedomain_model.input_to_dict(
+            planner.with_objective(plan_input))
         self.assertEqual('throughput', dumped['objective'])
         self.assertEqual(agent_plan, allshare_replan.plan_from_dict(dumped))
         # An input naming an objective keeps it; a contract planner
@@ -369,3 +384,44 @@ class HeldDomainTest(testtools.TestCase):
         # Unknown domain: planned like any memory-bound VM.
         self.assertEqual('memory-bound: All-share', got['u'].reason)
         self.assertEqual(decide.AUDIT, got['d'].action)
+
+
+class WaitingTest(testtools.TestCase):
+    """Per-host model: holding host room, no domain it may join has room."""
+
+    def plan(self, insts, specs, held, waiting):
+        doc, why = decide.build_plan_input(DOMAINS, ALL, insts, specs,
+                                           held=held, waiting=waiting)
+        result = PLAN(doc)
+        return doc, {d.uuid: d for d in decide.decisions_from_plan(
+            doc, result, insts, why, held=held, waiting=waiting)}
+
+    def test_the_planner_never_pins_it_into_a_domain(self):
+        # 'r' (required) holds L2-0 by the agent's choice; 'w' found no
+        # domain it may join: it stays on Nova's CPUs, though L2-1 is
+        # Empty to the planner's eyes.
+        insts = [instance('r', 2), instance('w', 2)]
+        doc, got = self.plan(insts, {'r': MEM, 'w': MEM}, {'r': 'L2-0'},
+                             frozenset({'w'}))
+        self.assertEqual(
+            {'id': 'w', 'vcpus': 2, 'workload': 'memory', 'movable': False,
+             'current': {'0': list(ALL), '1': list(ALL)}},
+            as_doc(doc)['vms'][1])
+        self.assertEqual(decide.RESTORE, got['w'].action)
+        self.assertEqual(decide.WAITING_REASON, got['w'].reason)
+        self.assertEqual({0: ALL, 1: ALL}, got['w'].desired)
+        self.assertEqual((), got['w'].domains)
+
+    def test_pins_the_agent_made_go_back_to_novas_cpus(self):
+        # It had L2-1 until a slot holder took it back (the agent's pins).
+        w = instance('w', 2, live={0: (4, 5, 6, 7), 1: (4, 5, 6, 7)},
+                     ours=(0, 1))
+        _, got = self.plan([w], {'w': MEM}, {}, frozenset({'w'}))
+        self.assertEqual((decide.RESTORE, {0: ALL, 1: ALL}),
+                         (got['w'].action, got['w'].desired))
+
+    def test_pins_made_by_someone_else_stay(self):
+        w = instance('w', 1, live={0: (4, 5)})
+        _, got = self.plan([w], {'w': MEM}, {}, frozenset({'w'}))
+        self.assertEqual((decide.KEEP, {0: (4, 5)}),
+                         (got['w'].action, got['w'].desired))

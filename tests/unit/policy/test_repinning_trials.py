@@ -5,12 +5,13 @@ import testtools
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.policy import cachedomain
+from nova_cacheaware.policy import cachedomain_model
 from nova_cacheaware.policy import memclass
 from nova_cacheaware.policy import repinning
 from nova_cacheaware.policy import repinning_trials as trials
 
-DOMAINS = (cachedomain.Domain('L2-0', (0, 1)),
-           cachedomain.Domain('L2-1', (2, 3)))
+DOMAINS = (cachedomain_model.Domain('L2-0', (0, 1)),
+           cachedomain_model.Domain('L2-1', (2, 3)))
 ALL_CPUS = (0, 1, 2, 3)
 CONFIG = memclass.ClassifierConfig(dwell=1)  # 8 samples a side
 

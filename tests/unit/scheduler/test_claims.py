@@ -4,7 +4,8 @@ import datetime
 
 import testtools
 
-from nova_cacheaware import names
+from nova_cacheaware.contracts import host_state as wire
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import domain_order
 from nova_cacheaware.scheduler import host_state as hs
@@ -111,8 +112,8 @@ def live(domains, required=()):
         host='compute1',
         timestamp=datetime.datetime.now(datetime.timezone.utc),
         agent_healthy=True,
-        domains=tuple(hs.DomainState(
-            id='L3-%d' % i, state=hs.domain_state(len(vms)),
+        domains=tuple(wire.DomainState(
+            id='L3-%d' % i, state=wire.domain_state(len(vms)),
             memory_bound_vms=tuple(vms), usable_cpus=4,
             provider_uuid=provider, vcpus_used=used,
             required_holders=int(provider in required))

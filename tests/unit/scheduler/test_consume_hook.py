@@ -6,6 +6,7 @@ from nova import objects
 from nova.scheduler import host_manager
 import testtools
 
+from nova_cacheaware.contracts import host_state as wire
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import consume_hook
 from nova_cacheaware.scheduler import host_state as hs
@@ -99,8 +100,8 @@ class SettleTest(test_plugins.PluginTestCase):
             host='cmp1', agent_healthy=True,
             timestamp=datetime.datetime(2026, 11, 24, 12, 0, seconds,
                                         tzinfo=datetime.timezone.utc),
-            domains=(hs.DomainState('L3-0', 'empty', (), 4),),
-            vms=tuple(hs.VmState(uuid) for uuid in instances))
+            domains=(wire.DomainState('L3-0', 'empty', (), 4),),
+            vms=tuple(wire.VmState(uuid) for uuid in instances))
 
     def test_listed_then_deleted_between_two_requests(self):
         cache = self.cache

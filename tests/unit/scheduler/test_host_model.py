@@ -21,7 +21,8 @@ from nova.scheduler import host_manager
 from nova.scheduler import weights as weights_mod
 
 from nova_cacheaware import conf as ca_conf
-from nova_cacheaware import names
+from nova_cacheaware.contracts import host_state as wire
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.policy import domain_assignment
 from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.scheduler import claims
@@ -86,12 +87,12 @@ def live(domains, name='h1', healthy=True, host_provider=CHILD, vms=(),
     return hs.HostCacheState(
         host=name, timestamp=datetime.datetime.now(datetime.timezone.utc),
         agent_healthy=healthy, host_provider=host_provider,
-        domains=tuple(hs.DomainState(
-            'd%d' % i, hs.domain_state(len(mem)), tuple(mem), usable, None,
+        domains=tuple(wire.DomainState(
+            'd%d' % i, wire.domain_state(len(mem)), tuple(mem), usable, None,
             used, (capacity or {}).get(i), (clean or {}).get(i),
             (required or {}).get(i))
             for i, (usable, used, mem) in enumerate(domains)),
-        vms=tuple(hs.VmState(vm) for vm in vms))
+        vms=tuple(wire.VmState(vm) for vm in vms))
 
 
 def loads(*rows):
@@ -141,7 +142,7 @@ class HostProviderTest(testtools.TestCase):
         unnamed = live([(3, 0, ())], host_provider=None)
         domain_model = hs.HostCacheState(
             host='h1', timestamp=named.timestamp, agent_healthy=True,
-            domains=(hs.DomainState('d0', 'empty', (), 3, 'rp-d0', 0),))
+            domains=(wire.DomainState('d0', 'empty', (), 3, 'rp-d0', 0),))
         table = [
             # (provider, host uuid, live) -> host model?
             ('rp-host', ROOT, named, True),
@@ -483,16 +484,19 @@ class HostModelFilterTest(testtools.TestCase):
         host_model = live(domains)
         domain_model = hs.HostCacheState(
             host='h1', timestamp=host_model.timestamp, agent_healthy=True,
-            domains=tuple(hs.DomainState(
+            domains=tuple(wire.DomainState(
                 d.id, d.state, d.memory_bound_vms, d.usable_cpus,
                 'rp-%s' % d.id, d.vcpus_used) for d in host_model.domains))
-        self.assertAlmostEqual(1 / 3 - 1.0,
+        # One Clean place of three, three memory-bound instances.
+        self.assertAlmostEqual(0.75 + (1 / 3 - 1.0) / 4,
                                weights.contention_score(host_model))
         self.assertEqual(weights.contention_score(domain_model),
                          weights.contention_score(host_model))
         self.cache.update(host_model)
-        self.assertAlmostEqual(1 / 3 - 1.0, weights.CacheContentionWeigher(
-        )._weigh_object(host(), spec(PREFERRED)))
+        self.assertAlmostEqual(
+            0.75 + (1 / 3 - 1.0) / 4,
+            weights.CacheContentionWeigher()._weigh_object(
+                host(), spec(PREFERRED)))
 
 
 _DOMAIN = st.tuples(st.integers(1, 6), st.integers(0, 12),

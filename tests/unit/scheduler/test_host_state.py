@@ -41,12 +41,6 @@ class ForSchedulerTest(testtools.TestCase):
         self.assertIsNone(
             hs.for_scheduler(wire_state(affinity=None)).pcpu_headroom)
 
-    def test_the_wire_names_are_re_exported(self):
-        for name in ('EVENT_TYPE', 'VERSION', 'MAJOR', 'DOMAIN_STATES',
-                     'VM_CLASSES', 'DomainState', 'VmState', 'to_payload',
-                     'domain_state', 'PAYLOAD_NAME'):
-            self.assertIs(getattr(wire, name), getattr(hs, name), name)
-
 
 class CacheArrivalTest(testtools.TestCase):
     """The cache turns a wire state into a prepared scheduler state."""

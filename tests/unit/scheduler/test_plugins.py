@@ -12,12 +12,14 @@ from nova.scheduler import host_manager
 from nova.scheduler import weights as weights_base
 
 from nova_cacheaware import conf as ca_conf
-from nova_cacheaware import names
+from nova_cacheaware.contracts import host_state as wire
+from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.policy import pcpu_est
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import filters
 from nova_cacheaware.scheduler import host_state as hs
 from nova_cacheaware.scheduler import live_state
+from nova_cacheaware.scheduler import request
 from nova_cacheaware.scheduler import weights
 
 objects.register_all()
@@ -51,8 +53,8 @@ def live(name, vms_per_domain, healthy=True, providers=None):
     return hs.HostCacheState(
         host=name, timestamp=datetime.datetime.now(datetime.timezone.utc),
         agent_healthy=healthy,
-        domains=tuple(hs.DomainState('d%d' % i, hs.domain_state(len(v)),
-                                     tuple(v), 4, p)
+        domains=tuple(wire.DomainState('d%d' % i, wire.domain_state(len(v)),
+                                       tuple(v), 4, p)
                       for i, (v, p) in enumerate(zip(vms_per_domain,
                                                      providers))))
 
@@ -239,10 +241,13 @@ class CacheContentionWeigherTest(PluginTestCase):
             (live('h', []), 0.0),
             (live('h', [[], []], healthy=False), 0.0),
             (live('h', [[], [], [], []]), 1.0),
-            (live('h', [['a'], [], [], []]), 0.75 - 0.25),
+            (live('h', [['a'], [], [], []]), 0.75 + (0.75 - 0.25) / 4),
             (live('h', [['a'], ['b'], ['c'], ['d']]), -1.0),
-            (live('h', [['a', 'b', 'c'], [], []]), 2 / 3 - 1.0),
-            (live('h', [['a', 'b', 'c', 'd', 'e'], []]), 0.5 - 1.0),
+            (live('h', [['a', 'b', 'c'], [], []]),
+             0.75 + (2 / 3 - 1.0) / 4),
+            (live('h', [['a', 'b', 'c', 'd', 'e'], []]),
+             0.75 + (0.5 - 1.0) / 4),
+            (live('h', [['a'], ['b', 'c']]), -0.75 - 1.0 / 4),
         ]
         for state, expected in table:
             self.assertAlmostEqual(expected, weights.contention_score(state))
@@ -282,14 +287,15 @@ class CacheContentionWeigherTest(PluginTestCase):
         got = self.weigher.weigh_objects(
             [weights_base.WeighedHost(h, 0.0) for h in (h1, h2)],
             spec({'cacheaware:workload': 'memory'}))
-        self.assertEqual([0.0 - 1.0, 0.5 - 0.5], got)
+        # No Clean place left on h1: the lower band; h2 keeps one.
+        self.assertEqual([-0.75 - 1.0 / 4, 0.75], got)
         # A cpu-bound claim takes vCPUs, not the Clean place.
         claims.reset()
         ledger = claims.get_ledger(600, 60)
         ledger.add('rp-1', claims.Claim(
             provider='d0', instance='new', vcpus=1, memory_bound=False,
             at=ledger.now()))
-        self.assertEqual([0.0, 0.0], self.weigher.weigh_objects(
+        self.assertEqual([0.75, 0.75], self.weigher.weigh_objects(
             [weights_base.WeighedHost(h, 0.0) for h in (h1, h2)],
             spec({'cacheaware:workload': 'memory'})))
 
@@ -315,7 +321,7 @@ def with_vms(name, vms, pcpus=(0, 1, 2, 3), healthy=True, storm=None):
     return hs.HostCacheState(
         host=name, timestamp=datetime.datetime.now(datetime.timezone.utc),
         agent_healthy=healthy,
-        vms=(hs.VmState('s', spin_storm=storm),) if storm else (),
+        vms=(wire.VmState('s', spin_storm=storm),) if storm else (),
         vcpu_affinity=pcpu_est.EstimateRequest.from_dict(
             {'pcpus': list(pcpus), 'vms': vms}))
 
@@ -358,15 +364,15 @@ class PCPUAvailabilityWeigherTest(PluginTestCase):
                 msg=str((state, vcpus, cap)))
 
     def test_flavor_cap(self):
-        self.assertIsNone(weights.flavor_cap({}))
-        self.assertIsNone(weights.flavor_cap({'quota:cpu_quota': '-1'}))
-        self.assertEqual(0.5, weights.flavor_cap(
+        self.assertIsNone(request.flavor_cap({}))
+        self.assertIsNone(request.flavor_cap({'quota:cpu_quota': '-1'}))
+        self.assertEqual(0.5, request.flavor_cap(
             {'quota:cpu_quota': '50000'}))
-        self.assertEqual(0.25, weights.flavor_cap(
+        self.assertEqual(0.25, request.flavor_cap(
             {'quota:cpu_quota': '5000', 'quota:cpu_period': '20000'}))
-        self.assertEqual(1.0, weights.flavor_cap(
+        self.assertEqual(1.0, request.flavor_cap(
             {'quota:cpu_quota': '300000'}))
-        self.assertIsNone(weights.flavor_cap({'quota:cpu_quota': 'lots'}))
+        self.assertIsNone(request.flavor_cap({'quota:cpu_quota': 'lots'}))
 
     def test_weigh_by_request(self):
         self.cache.update(with_vms('h1', {}))

@@ -72,7 +72,7 @@ class RequestTest(tp.PluginTestCase):
         for weigher in [w() for w in weights.all_weighers()]:
             objs = [host_manager.weights.WeighedHost(h, 0.0) for h in hosts]
             with mock.patch.object(weigher, '_score', autospec=True) as score:
-                self.assertEqual([0.0] * 4,
+                self.assertEqual(weights.NO_ORDER,
                                  weigher.weigh_objects(objs, spec_obj))
             score.assert_not_called()
 

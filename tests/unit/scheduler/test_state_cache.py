@@ -4,6 +4,7 @@ import datetime
 
 import testtools
 
+from nova_cacheaware.contracts import host_state as wire
 from nova_cacheaware.contracts import state_wire
 from nova_cacheaware.scheduler import host_state as hs
 from nova_cacheaware.scheduler import state_cache
@@ -37,7 +38,7 @@ class HostStateCacheTest(testtools.TestCase):
                 host=host, agent_healthy=True,
                 timestamp=datetime.datetime(2026, 1, 1, 0, 0, second,
                                             tzinfo=datetime.timezone.utc),
-                vms=tuple(hs.VmState(u) for u in uuids))
+                vms=tuple(wire.VmState(u) for u in uuids))
         table = [
             # (state, {uuid: host} afterwards). A host's first state says
             # nothing new: only instances that appear later are located.
@@ -88,6 +89,9 @@ class HostStateCacheTest(testtools.TestCase):
         self.clock.now += 30
         self.cache.update(at('h2', 0))
         self.clock.now += 31
+        # Stale, but kept for FORGET_TTLS TTLs.
+        self.assertEqual(0, self.cache.prune())
+        self.clock.now += 540
         self.assertEqual(1, self.cache.prune())
         self.assertEqual(1, len(self.cache))
         self.cache.forget('h2')
@@ -95,6 +99,24 @@ class HostStateCacheTest(testtools.TestCase):
         self.cache.update(at('h3', 0))
         self.cache.clear()
         self.assertIsNone(self.cache.get('h3'))
+
+    def test_arrivals_prune_hosts_unheard_for_ten_ttls(self):
+        # A removed compute's state does not stay in memory for ever: an
+        # arrival (at most one walk per TTL) drops it.
+        self.cache.update(at('gone', 0))
+        self.clock.now += 599
+        self.cache.update(at('h1', 0))
+        self.assertEqual(2, len(self.cache))
+        self.clock.now += 59
+        self.cache.heartbeat(beat('h1', 1))
+        self.assertEqual(2, len(self.cache))
+        self.clock.now += 1
+        self.cache.heartbeat(beat('h1', 1))
+        self.assertEqual(1, len(self.cache))
+        self.assertIsNone(self.cache.get('gone'))
+        # Its liveness view is that of a host never heard: refused as a
+        # stale one would be once the bus is warm.
+        self.assertIsNone(self.cache.live_view('gone').age)
 
     def test_live_view_ages_and_the_bus(self):
         view = self.cache.live_view('h1')
@@ -150,6 +172,20 @@ class HeartbeatTest(testtools.TestCase):
         self.assertEqual(1200.0, self.cache.received('h1'))
         self.clock.now += 61
         self.assertIsNone(self.cache.get('h1'))
+        self.assertEqual(0, self.cache.prune())
+        self.clock.now += 540
+        self.assertEqual(1, self.cache.prune())
+
+    def test_prune_keeps_an_outdated_state_its_agent_still_confirms(self):
+        self.cache.update(gen('h1', 0, 5))
+        self.clock.now += 50
+        self.cache.heartbeat(beat('h1', 6))
+        self.clock.now += 580
+        # The state is 630 s old and outdated, but its host was heard
+        # 580 s ago: the next state is still compared with it.
+        self.assertEqual(0, self.cache.prune())
+        self.assertEqual(1, len(self.cache))
+        self.clock.now += 21
         self.assertEqual(1, self.cache.prune())
 
     def test_a_newer_generation_outdates_the_state_but_not_the_agent(self):
@@ -190,6 +226,18 @@ class HeartbeatTest(testtools.TestCase):
                                             view.quiet_for))
         self.cache.forget('h1')
         self.assertIsNone(self.cache.live_view('h1').age)
+
+    def test_a_heartbeat_naming_a_state_not_held_calls_on_missing(self):
+        missing = []
+        self.cache.on_missing = missing.append
+        self.cache.heartbeat(beat('h1', 9))        # no state at all
+        self.cache.update(gen('h2', 0, 5))
+        self.cache.heartbeat(beat('h2', 5))        # the one held: fine
+        self.cache.heartbeat(beat('h2', 6))        # a lost state
+        self.cache.heartbeat(beat('h2', 4))        # out of order: ignored
+        self.cache.update(at('h3', 0))
+        self.cache.heartbeat(beat('h3', 1))        # 1.x held, 2.0 missed
+        self.assertEqual(['h1', 'h2', 'h3'], missing)
 
     def test_a_1_x_state_ignores_heartbeats(self):
         self.cache.update(at('h1', 0))

@@ -6,6 +6,7 @@ import testtools
 
 from nova_cacheaware import exception
 from nova_cacheaware.sim import cache
+from nova_cacheaware.sim import cache_scenario
 from nova_cacheaware.sim import contention
 from tests.unit.cmd import base
 
@@ -70,8 +71,9 @@ class CalibrationTest(testtools.TestCase):
 class HostPolicyTest(testtools.TestCase):
 
     def _scenario(self, vms, policies):
-        return cache.load_scenario({'seed': 2, 'slices': 300, 'host': 'q6600',
-                                    'vms': vms, 'policies': policies})
+        return cache_scenario.load_scenario(
+            {'seed': 2, 'slices': 300, 'host': 'q6600', 'vms': vms,
+             'policies': policies})
 
     def test_study000_two_vms(self):
         vms = [{'id': 'a', 'vcpus': 2, 'workload': 'memory'},
@@ -113,7 +115,7 @@ class HostPolicyTest(testtools.TestCase):
 class CloudScenarioTest(testtools.TestCase):
 
     def test_small_cloud(self):
-        scenario = cache.load_scenario({
+        scenario = cache_scenario.load_scenario({
             'seed': 3, 'host': 'epyc-4ccx',
             'cloud': {'hosts': 4, 'arrivals': 60, 'mean_interarrival': 1.0,
                       'mean_lifetime': 30.0, 'sample_every': 20,
@@ -133,10 +135,10 @@ class CloudScenarioTest(testtools.TestCase):
         self.assertEqual(out, cache.run(scenario))
 
     def test_cluster_and_cacheaware_are_retired(self):
-        e = self.assertRaises(exception.InvalidInput, cache.load_scenario,
-                              {'cluster': {}})
+        e = self.assertRaises(exception.InvalidInput,
+                              cache_scenario.load_scenario, {'cluster': {}})
         self.assertIn('retired', str(e))
-        self.assertRaises(exception.InvalidInput, cache.load_scenario,
+        self.assertRaises(exception.InvalidInput, cache_scenario.load_scenario,
                           {'policies': ['cacheaware'],
                            'vms': [{'vcpus': 1, 'workload': 'cpu'}]})
 

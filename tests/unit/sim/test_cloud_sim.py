@@ -7,7 +7,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
-from nova_cacheaware.sim import cache
+from nova_cacheaware.sim import cache_scenario
 from nova_cacheaware.sim import classifier_trace
 from nova_cacheaware.sim import cloud
 from nova_cacheaware.sim import cloud_run
@@ -181,7 +181,7 @@ class UpperBoundTest(testtools.TestCase):
 class OptimumTest(testtools.TestCase):
 
     def _scenario(self, seed):
-        return cache.load_scenario({
+        return cache_scenario.load_scenario({
             'seed': seed, 'host': 'q6600',
             'cloud': {'hosts': 1, 'arrivals': 4, 'mean_lifetime': 3.0,
                       'mix': {'memory': 2, 'cpu': 1},

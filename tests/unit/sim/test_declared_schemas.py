@@ -1,10 +1,13 @@
-"""The simulators' declared schemas accept and refuse what the old walkers did.
+"""The simulators' declared schemas: refusals, defaults, random documents.
 
 As ``tests/unit/policy/test_declared_schemas``: each property mutates a
-valid scenario part at random and requires the same typed value or the
-same one-line message from the declared schema and the old walker (kept
-in ``legacy/``); the tables pin the exact messages.
+valid scenario part at random and requires a typed value (for the NUMA
+scenario, the same one again from what ``compare`` writes of it) or a
+one-line refusal, never another exception. The tables pin the exact
+messages, the accepted bounds and the defaults.
 """
+
+import dataclasses
 
 from hypothesis import given
 from hypothesis import settings
@@ -19,10 +22,6 @@ from nova_cacheaware.sim import numa
 from tests.unit.policy.test_declared_schemas import _edit
 from tests.unit.policy.test_declared_schemas import mutate
 from tests.unit.policy.test_declared_schemas import outcome
-from tests.unit.sim.legacy import access as old_access
-from tests.unit.sim.legacy import balloon as old_balloon
-from tests.unit.sim.legacy import estimator as old_estimator
-from tests.unit.sim.legacy import numa as old_numa
 
 ACCESS = {'pattern': 'hotcold', 'exponent': 1.2, 'hot_files': 0.3,
           'hot_share': 0.9, 'hot_reads': 500, 'scan_share': 0.2,
@@ -42,51 +41,52 @@ NUMA = {'nodes': 2, 'cpus_per_node': 4, 'node_bandwidth': 3, 'work': 20.0,
         'cpu_moves': 2, 'dt': 0.1}
 
 
-class SameAsOldWalkerTest(testtools.TestCase):
+class RandomDocumentsTest(testtools.TestCase):
+    """A typed value or a one-line refusal, never another exception."""
 
-    def _same(self, new, old, data, base):
+    def _parsed(self, parse, data, base):
         doc = mutate(data, base, data.draw(st.integers(0, 4)))
-        self.assertEqual(outcome(old, doc), outcome(new, doc), doc)
+        got = outcome(parse, doc)
+        self.assertIn(got[0], ('ok', 'bad'), (doc, got))
+        if got[0] == 'bad':
+            self.assertNotIn('\n', got[1], doc)
+        return doc, got
 
     @settings(max_examples=400, deadline=None)
     @given(st.data())
     def test_access(self, data):
-        self._same(access.access_from_dict, old_access.access_from_dict,
-                   data, ACCESS)
+        doc, got = self._parsed(access.access_from_dict, data, ACCESS)
+        if got[0] == 'ok':
+            self.assertIsInstance(got[1], access.AccessSpec)
 
     @settings(max_examples=400, deadline=None)
     @given(st.data(), st.integers(0, 4))
     def test_estimator(self, data, vms):
-        # Wrapped so that the object itself can be replaced (by null too).
-        self._same(
-            lambda doc: estimator.estimator_from_dict(doc['estimator'], vms),
-            lambda doc: old_estimator.estimator_from_dict(doc['estimator'],
-                                                          vms),
-            data, {'estimator': ESTIMATOR})
+        # Wrapped so that the object itself can be replaced (by null too)
+        # or deleted (null: the exact ratios).
+        def parse(doc):
+            return estimator.estimator_from_dict(
+                doc.get('estimator') if isinstance(doc, dict) else doc, vms)
+        doc, got = self._parsed(parse, data, {'estimator': ESTIMATOR})
+        if got[0] == 'ok':
+            self.assertIsInstance(got[1], estimator.EstimatorModel)
 
     @settings(max_examples=500, deadline=None)
     @given(st.data())
     def test_balloon_scenario(self, data):
-        self._same(balloon.scenario_from_dict,
-                   old_balloon.scenario_from_dict, data, BALLOON)
+        doc, got = self._parsed(balloon.scenario_from_dict, data, BALLOON)
+        if got[0] == 'ok':
+            self.assertIsInstance(got[1], balloon.Scenario)
 
     @settings(max_examples=400, deadline=None)
     @given(st.data())
     def test_numa_scenario(self, data):
-        # Stricter on purpose (finite numbers, whole counts, the memory
-        # layout's two words): a scenario the declared schema accepts is
-        # the old walker's, unless it sets blackbox_memory, which the old
-        # walker never let through; one it refuses that the old walker
-        # took has a value that is not finite or not whole.
-        doc = mutate(data, NUMA, data.draw(st.integers(0, 4)))
-        new = outcome(numa.scenario_from_dict, doc)
-        old = outcome(old_numa.scenario_from_dict, doc)
-        if new[0] == 'ok' and 'blackbox_memory' not in doc:
-            self.assertEqual(old, new, doc)
-        elif new[0] == 'bad' and old[0] == 'ok':
-            self.assertRegex(new[1], 'must be a (finite|whole) number', doc)
-        else:
-            self.assertNotEqual('crash', new[0], doc)
+        # compare() writes the scenario it ran (dataclasses.asdict): read
+        # back, it is the same scenario.
+        doc, got = self._parsed(numa.scenario_from_dict, data, NUMA)
+        if got[0] == 'ok':
+            self.assertEqual(got[1], numa.scenario_from_dict(
+                dataclasses.asdict(got[1])), doc)
 
     def test_bases_are_valid(self):
         for parse, doc in ((access.access_from_dict, ACCESS),
@@ -227,8 +227,6 @@ class MessageTableTest(testtools.TestCase):
              sc.max_mib, sc.committed_as_mib, sc.threshold, sc.alpha,
              sc.beta, sc.period_s, sc.interval_s,
              tuple(a.label() for a in sc.access), sc.estimator.readahead))
-        self.assertEqual(old_balloon.scenario_from_dict({}),
-                         balloon.scenario_from_dict({}))
 
     def test_numa_scenario(self):
         n, k = NUMA, 'scenario key '
@@ -280,6 +278,124 @@ class MessageTableTest(testtools.TestCase):
         self.assertNotEqual(numa.compare(sc)['mean_job_s']['blackbox'],
                             numa.compare(numa.scenario_from_dict(NUMA))[
                                 'mean_job_s']['blackbox'])
+
+
+class DefaultsTest(testtools.TestCase):
+    """Absent keys: the exact defaults, every field spelt out."""
+
+    def test_access(self):
+        self.assertEqual(
+            access.AccessSpec(pattern='uniform', exponent=0.9, hot_files=0.2,
+                              hot_share=0.8, hot_reads=20000,
+                              scan_share=0.1, drift_reads=10),
+            access.access_from_dict({}))
+
+    def test_estimator(self):
+        exact = estimator.EstimatorModel(
+            nonfile_mib_s=0.0, readahead=0.0, blind_vms=(), sample_s=None,
+            cache_extra_mib=0.0)
+        for doc in (None, {}, {'sample_s': None, 'blind_vms': []}):
+            self.assertEqual(exact, estimator.estimator_from_dict(doc, 3))
+
+    def test_balloon_scenario(self):
+        # min_mib is process_mib + 128, committed_as_mib process_mib and
+        # max_mib what the other VMs' min_mib leave of the host.
+        self.assertEqual(
+            balloon.Scenario(
+                seed=0, duration_s=6000.0, phase_s=600.0,
+                host_memory_mib=7071, vms=3, process_mib=300, files=10000,
+                file_mib=1, working_sets=[0, 100, 1000, 2000, 3000, 4000,
+                                          5000, 7500, 10000],
+                disk_mib_s=60.0, cache_mib_s=1200.0, min_mib=428,
+                max_mib=6215, committed_as_mib=300, tick_s=1.0,
+                threshold=0.99, alpha=0.1, beta=0.1, interval_s=10.0,
+                period_s=5.0, access=None,
+                estimator=estimator.EstimatorModel()),
+            balloon.scenario_from_dict({}))
+        sc = balloon.scenario_from_dict(
+            {'host_memory_mib': 4000, 'vms': 2, 'process_mib': 72,
+             'access': {'pattern': 'scan'}})
+        self.assertEqual(
+            (200, 3800, 72, ('scan', 'scan')),
+            (sc.min_mib, sc.max_mib, sc.committed_as_mib,
+             tuple(a.pattern for a in sc.access)))
+
+    def test_numa_scenario(self):
+        self.assertEqual(
+            numa.Scenario(nodes=2, cpus_per_node=8, node_bandwidth=6.0,
+                          remote_penalty=1.25, work=240.0, jobs=4,
+                          period_s=1.0, handoff_s=1.3, cpu_moves=1,
+                          blackbox_memory='one-node', dt=0.01),
+            numa.scenario_from_dict({}))
+
+
+class AcceptedValuesTest(testtools.TestCase):
+    """The edges each field accepts, and the type it gives."""
+
+    def _table(self, parse, base, cases):
+        for edit, key, value, kind in cases:
+            got = getattr(parse(_edit(base, **edit)), key)
+            self.assertEqual((value, kind), (got, type(got)), edit)
+
+    def test_access(self):
+        self._table(access.access_from_dict, ACCESS, [
+            ({'exponent': 0}, 'exponent', 0.0, float),
+            ({'exponent': 5}, 'exponent', 5.0, float),
+            ({'hot_files': 1}, 'hot_files', 1.0, float),
+            ({'hot_share': 0.0}, 'hot_share', 0.0, float),
+            ({'scan_share': 1}, 'scan_share', 1.0, float),
+            ({'hot_reads': 1}, 'hot_reads', 1, int),
+            ({'hot_reads': 1e9}, 'hot_reads', 10 ** 9, int),
+            ({'drift_reads': 7.0}, 'drift_reads', 7, int),
+        ] + [({'pattern': p}, 'pattern', p, str)
+             for p in ('uniform', 'zipf', 'hotcold', 'scan', 'scan_mix',
+                       'moving')])
+
+    def test_estimator(self):
+        self._table(lambda d: estimator.estimator_from_dict(d, 3),
+                    ESTIMATOR, [
+            ({'nonfile_mib_s': 0}, 'nonfile_mib_s', 0.0, float),
+            ({'readahead': 3}, 'readahead', 3.0, float),
+            ({'cache_extra_mib': 0}, 'cache_extra_mib', 0.0, float),
+            ({'sample_s': 2}, 'sample_s', 2.0, float),
+            ({'sample_s': None}, 'sample_s', None, type(None)),
+            ({'blind_vms': []}, 'blind_vms', (), tuple),
+            ({'blind_vms': [2, 2, 1, 0]}, 'blind_vms', (0, 1, 2), tuple),
+        ])
+
+    def test_balloon_scenario(self):
+        self._table(balloon.scenario_from_dict, BALLOON, [
+            ({'seed': 0}, 'seed', 0, int),
+            ({'seed': 4.0}, 'seed', 4, int),
+            ({'process_mib': 0}, 'process_mib', 0, int),
+            ({'params': {'threshold': 0}}, 'threshold', 0.0, float),
+            ({'params': {'threshold': 1}}, 'threshold', 1.0, float),
+            ({'params': {'beta': 0}}, 'beta', 0.0, float),
+            ({'params': {'interval_s': 1}}, 'interval_s', 1.0, float),
+            ({'working_sets': [0, 2000]}, 'working_sets', [0, 2000], list),
+            ({'disk_mib_s': 1200}, 'disk_mib_s', 1200.0, float),
+            ({'phase_s': 1}, 'phase_s', 1.0, float),
+            ({'duration_s': 10 ** 7}, 'duration_s', 1e7, float),
+            ({'min_mib': 0}, 'min_mib', 0, int),
+            ({'min_mib': 2000}, 'min_mib', 2000, int),
+            ({'max_mib': 2000}, 'max_mib', 2000, int),
+            ({'committed_as_mib': 0}, 'committed_as_mib', 0, int),
+            ({'estimator': None}, 'estimator', estimator.EstimatorModel(),
+             estimator.EstimatorModel),
+            ({'access': None}, 'access', None, type(None)),
+        ])
+
+    def test_numa_scenario(self):
+        self._table(numa.scenario_from_dict, NUMA, [
+            ({'nodes': 1, 'cpus_per_node': 2}, 'cpus_per_node', 2, int),
+            ({'remote_penalty': 1}, 'remote_penalty', 1, int),
+            ({'period_s': 0}, 'period_s', 0, int),
+            ({'handoff_s': 0.0}, 'handoff_s', 0.0, float),
+            ({'jobs': 1, 'cpu_moves': 1}, 'cpu_moves', 1, int),
+            ({'work': 0.5}, 'work', 0.5, float),
+            ({'blackbox_memory': 'one-node'}, 'blackbox_memory',
+             'one-node', str),
+        ])
 
 
 class HugeIntegerTest(testtools.TestCase):

@@ -365,6 +365,7 @@ class RenderModesTest(testtools.TestCase):
         secret_files = ['clouds.yaml', 'openrc', 'etc/nova/nova.conf',
                         'etc/nova/compute-c1.conf',
                         'etc/nova-cacheaware/agent.conf',
+                        'etc/nova-cacheaware/api.conf',
                         'etc/placement/placement.conf',
                         'etc/glance/glance-api.conf',
                         'etc/keystone/keystone.conf']
@@ -381,6 +382,14 @@ class RenderModesTest(testtools.TestCase):
                      'filesystem_store_datadir = %s/glance/images' % dc,
                      'username = glance', 'password = secret-s'):
             self.assertIn('\n' + line + '\n', glance)
+        with open(os.path.join(dc, 'etc', 'nova-cacheaware',
+                               'api.conf')) as f:
+            api = f.read()
+        for line in ('auth_strategy = keystone',
+                     'transport_url = rabbit://guest:guest@127.0.0.1:5672/',
+                     'www_authenticate_uri = http://127.0.0.1:1/v3',
+                     'username = cacheaware', 'password = secret-s'):
+            self.assertIn('\n' + line + '\n', api)
 
 
 class GlanceImagesTest(testtools.TestCase):

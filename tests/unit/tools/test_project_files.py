@@ -50,6 +50,7 @@ class ProjectFilesTest(testtools.TestCase):
         for env, suite in [('testenv', 'unit'), ('testenv:functional',
                                                  'functional'),
                            ('testenv:pep8', 'pep8'),
+                           ('testenv:watcher', 'watcher'),
                            ('testenv:functional-nova-numa', 'nova-numa')]:
             first = conf[env]['commands'].strip().splitlines()[0]
             self.assertEqual(['bash', '{toxinidir}/tools/suite.sh', suite,
@@ -57,7 +58,7 @@ class ProjectFilesTest(testtools.TestCase):
 
     def test_ci_runs_the_same_suites_without_tox(self):
         run_tests = read('tools/run-tests.sh')
-        self.assertIn('for suite in unit functional; do', run_tests)
+        self.assertIn('for suite in unit watcher functional; do', run_tests)
         self.assertIn('bash tools/suite.sh "$suite"', run_tests)
         self.assertIn('bash tools/suite.sh pep8', run_tests)
         self.assertNotIn('tox', re.sub(r'#.*', '', run_tests))

@@ -3,6 +3,7 @@
 from nova_cacheaware.cmd import common
 from nova_cacheaware import exception
 from nova_cacheaware.sim import cache
+from nova_cacheaware.sim import cache_scenario
 from nova_cacheaware.sim import calibration
 
 NAME = 'cache'
@@ -29,7 +30,8 @@ def configure(parser):
 
 def run(args):
     """Load the scenario, run every policy, print JSON results."""
-    scenario = cache.load_scenario(common.load_json_input(args.scenario))
+    scenario = cache_scenario.load_scenario(
+        common.load_json_input(args.scenario))
     calib = None
     if args.calibration_cell and not args.calibration:
         raise exception.InvalidInput(

@@ -1,0 +1,1 @@
+"""``openstack cacheaware`` commands of API v1."""

@@ -1,0 +1,1 @@
+"""nova-cacheaware-state-relay: a cell's live state for the schedulers."""

@@ -1,0 +1,121 @@
+"""Where an audit reads the cache state and the server groups (I/O).
+
+The edge of the Watcher strategy, kept apart from the pure snapshot
+builder (:mod:`.snapshot`) so that tests give the strategy fixed answers
+through the same two methods:
+
+* ``host_views(hosts)``: each host's view from its agent, through
+  ``nova-cacheaware-api`` (``GET /v1/hosts/{host}``, the agent's
+  ``describe_host`` RPC behind it), with Watcher's Keystone session. A
+  host whose agent does not answer, or answers a document that does not
+  check, is left out of the audit with the reason;
+* ``server_groups()``: Nova's server groups of every project (policy and
+  members), with Watcher's openstacksdk connection to Nova.
+
+No Watcher import here.
+"""
+
+import dataclasses
+import typing as ty
+
+from keystoneauth1 import adapter
+from keystoneauth1 import exceptions as ks_exc
+from oslo_log import log as logging
+
+from nova_cacheaware.contracts import host_view
+from nova_cacheaware import exception
+from nova_cacheaware.osc import plugin
+from nova_cacheaware.watcher import snapshot
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Views:
+    """The views that came back, and ``{host: why not}`` for the others."""
+
+    views: ty.Tuple[host_view.HostView, ...]
+    failed: ty.Mapping[str, str]
+
+
+class ApiSource:
+    """Host views from ``nova-cacheaware-api``, server groups from Nova.
+
+    ``session``: a keystoneauth session (Watcher's); ``nova``: an
+    openstacksdk connection to Nova (Watcher's ``NovaHelper().connection``);
+    ``endpoint``: overrides the ``cache-aware`` endpoint of the catalog.
+    """
+
+    def __init__(self, session, nova, endpoint=None, interface=None,
+                 region_name=None, timeout=None):
+        self._api = adapter.Adapter(
+            session, service_type=plugin.SERVICE_TYPE,
+            interface=interface, region_name=region_name,
+            endpoint_override=endpoint)
+        self._nova = nova
+        self._timeout = timeout
+
+    def host_views(self, hosts):
+        """:class:`Views` of ``hosts`` (names), one request each."""
+        views, failed = [], {}
+        for host in sorted(hosts):
+            try:
+                views.append(self._view(host))
+            except _NoView as e:
+                failed[host] = str(e)
+                LOG.warning('Cache rebalance audit leaves host %s out: %s',
+                            host, e)
+        return Views(tuple(views), failed)
+
+    def _view(self, host):
+        try:
+            resp = self._api.get('/v1/hosts/%s' % host, raise_exc=False,
+                                 timeout=self._timeout)
+        except ks_exc.EndpointNotFound:
+            raise _NoView('no %s endpoint in the catalog (register '
+                          'nova-cacheaware-api, or set api_endpoint in '
+                          'the strategy\'s section of watcher.conf)'
+                          % plugin.SERVICE_TYPE) from None
+        except ks_exc.ClientException as e:
+            raise _NoView('cannot reach nova-cacheaware-api: %s'
+                          % e) from None
+        if resp.status_code != 200:
+            raise _NoView('nova-cacheaware-api answered HTTP %d: %s'
+                          % (resp.status_code, _message(resp)))
+        try:
+            return host_view.from_document(resp.json())
+        except ValueError:
+            raise _NoView('the answer is not JSON') from None
+        except exception.InvalidInput as e:
+            raise _NoView(str(e)) from None
+
+    def server_groups(self):
+        """Every server group of every project, as ``ServerGroup``."""
+        return tuple(group_of(g) for g in
+                     self._nova.compute.server_groups(all_projects=True))
+
+
+class _NoView(Exception):
+    """One host's view could not be had."""
+
+
+def group_of(sdk_group):
+    """The :class:`~.snapshot.ServerGroup` of an openstacksdk group.
+
+    Nova 2.64+ names one ``policy``; older microversions a list
+    ``policies`` of one.
+    """
+    policy = getattr(sdk_group, 'policy', None)
+    if not policy:
+        policies = getattr(sdk_group, 'policies', None) or ()
+        policy = policies[0] if policies else ''
+    return snapshot.ServerGroup(
+        id=sdk_group.id, policy=policy,
+        members=tuple(getattr(sdk_group, 'member_ids', None) or ()))
+
+
+def _message(resp):
+    try:
+        return resp.json()['error']['message']
+    except (ValueError, KeyError, TypeError):
+        return (resp.text or '').strip()[:200] or resp.reason

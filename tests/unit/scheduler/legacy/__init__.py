@@ -1,1 +1,0 @@
-"""Walkers before the declared schemas, kept to compare against."""
