@@ -32,8 +32,19 @@ def keep_unpatched():
         os.environ.setdefault(_DISABLE, 'true')
 
 
+_applied = False
+
+
 def apply():
-    """Select and apply Nova's concurrency mode for its functional base."""
+    """Select and apply Nova's concurrency mode for its functional base.
+
+    Call it before anything imports oslo.db or eventlet: thread-local state
+    built before the choice stays on the unpatched ``threading.local``.
+    """
+    global _applied
+    if _applied:
+        return
+    _applied = True
     if patches_on_import():
         # Eventlet is this Nova's only mode; a unit-test module imported
         # earlier in this process may have switched the import-time

@@ -14,23 +14,19 @@ import os
 import sys
 import warnings
 
-from tests import nova_concurrency  # noqa: E402
+import fixtures
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+from nova import objects
+from nova import test
+from nova.tests import fixtures as nova_fixtures
+from nova.virt import hardware
+from sqlalchemy import exc as sqla_exc
 
-nova_concurrency.apply()
-
-import fixtures  # noqa: E402
-from keystoneauth1 import session as ks_session  # noqa: E402
-from keystoneauth1 import token_endpoint  # noqa: E402
-from nova import objects  # noqa: E402
-from nova import test  # noqa: E402
-from nova.tests import fixtures as nova_fixtures  # noqa: E402
-from nova.virt import hardware  # noqa: E402
-from sqlalchemy import exc as sqla_exc  # noqa: E402
-
-from nova_cacheaware.cmd import cli  # noqa: E402
-from nova_cacheaware.cmd.commands import flavor as flavor_cmd  # noqa: E402
-from tests.fixtures import machines  # noqa: E402
-from tests.fixtures import sysfs_tree  # noqa: E402
+from nova_cacheaware.cmd import cli
+from nova_cacheaware.cmd.commands import flavor as flavor_cmd
+from tests.fixtures import machines
+from tests.fixtures import sysfs_tree
 
 
 class TestFlavorSetThroughNovaAPI(test.TestCase):
