@@ -206,14 +206,18 @@ class ConcurrentBurstTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
     def _burst(self, flavor, count):
         """``count`` single-server requests at once; the servers settled."""
         posted = []
+        # Built here, one at a time: Nova's helper looks the image up at
+        # an older microversion by changing the shared client's for a
+        # moment, which a concurrent post would pick up.
+        requests = [self._build_server(
+            name='burst-%d' % n, flavor_id=flavor, networks='none')
+            for n in range(count)]
 
-        def post(n):
-            request = self._build_server(
-                name='burst-%d' % n, flavor_id=flavor, networks='none')
+        def post(request):
             posted.append(self.api.post_server({'server': request}))
 
-        threads = [threading.Thread(target=post, args=(n,))
-                   for n in range(count)]
+        threads = [threading.Thread(target=post, args=(request,))
+                   for request in requests]
         for t in threads:
             t.start()
         for t in threads:
