@@ -80,7 +80,12 @@ class HostStateEndpoint:
     def info(self, ctxt, publisher_id, event_type, payload, metadata):
         """Handle one state, heartbeat or relay digest notification."""
         if event_type == state_digest.DIGEST_EVENT:
-            return self._digest(publisher_id, payload)
+            self._digest(publisher_id, payload)
+        else:
+            self._one(publisher_id, event_type, payload)
+        return oslo_messaging.NotificationResult.HANDLED
+
+    def _one(self, publisher_id, event_type, payload):
         heartbeat = event_type == state_wire.HEARTBEAT_EVENT
         kind = 'heartbeat' if heartbeat else 'state'
         try:
@@ -92,14 +97,13 @@ class HostStateEndpoint:
             LOG.warning('Dropping %s from %s: %s', event_type, publisher_id,
                         e)
             self._count(kind, 'invalid')
-            return oslo_messaging.NotificationResult.HANDLED
+            return
         kept = (self._cache.heartbeat(message) if heartbeat
                 else self._cache.update(message))
         self._count(kind, 'stored' if kept else 'out_of_order')
         if not kept:
             LOG.debug('Ignoring out-of-order %s for host %s', event_type,
                       message.host)
-        return oslo_messaging.NotificationResult.HANDLED
 
     def _digest(self, publisher_id, payload):
         # A state relay's heartbeats of many hosts: one message, one
@@ -110,13 +114,16 @@ class HostStateEndpoint:
             LOG.warning('Dropping %s from %s: %s', state_digest.DIGEST_EVENT,
                         publisher_id, e)
             self._count('digest', 'invalid')
-            return oslo_messaging.NotificationResult.HANDLED
+            return
+        # The states first: an entry may name the generation of a state
+        # the same digest carries.
+        for state in digest.states:
+            self._one(publisher_id, host_state.EVENT_TYPE, state)
         kept, wanted = self._cache.digest(digest.entries)
         self._count('digest', 'stored' if kept == len(digest.entries)
                     else 'out_of_order')
         if wanted and self._want is not None:
             self._want(wanted)
-        return oslo_messaging.NotificationResult.HANDLED
 
 
 def _no_count(kind, outcome):

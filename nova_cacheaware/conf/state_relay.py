@@ -51,16 +51,19 @@ Every relay of a cell must use the same name, so that RabbitMQ hands each
 message to one of them (competing consumers).
 """),
     cfg.FloatOpt('digest_interval_s',
-                 default=1.0,
+                 default=0.5,
                  min=0.1,
                  max=60.0,
                  help="""
 Seconds between two digests (``cacheaware.host.digest``).
 
-A digest lists every host heard since the last one without a state worth
-forwarding (heartbeats, unchanged resyncs). A longer interval sends fewer
-messages and delays what a digest says by as much; keep it far below the
-schedulers' ``host_state_ttl``.
+A digest carries the states worth forwarding that arrived since the last
+one (changes, wanted hosts), in full, and lists every other host heard
+meanwhile (heartbeats, unchanged resyncs). A change reaches the schedulers
+up to this much later than it reached the relay. A longer interval sends
+fewer messages (each costs every scheduler worker about a millisecond of
+CPU, whatever it carries) and delays changes by as much; keep it far below
+the schedulers' ``host_state_ttl``.
 """),
     cfg.IntOpt('max_digest_entries',
                default=1000,

@@ -3,17 +3,25 @@
 A state relay (``nova-cacheaware-state-relay``,
 :mod:`nova_cacheaware.policy.state_relay`) reads the agents' states and
 heartbeats on a cell's bus and sends the schedulers, on the API-level
-bus, every changed state as it came and, every ``[state_relay]
-digest_interval_s``, one digest of the hosts it heard meanwhile without
-a state worth forwarding (heartbeats, unchanged resyncs). One delivery
-per relay per second instead of one per heartbeat: at 10 000 hosts that
-is what keeps a scheduler worker's oslo.messaging cost within budget
+bus, every ``[state_relay] digest_interval_s`` one digest: the states worth
+forwarding that it heard meanwhile (changes, wanted hosts), in full and as
+the agents sent them, and the hosts it heard without one (heartbeats,
+unchanged resyncs). One delivery per relay per interval instead of one
+per state or heartbeat: a scheduler worker's oslo.messaging listener
+costs about a millisecond of CPU per delivery, so at 10 000 hosts the
+count of deliveries is what sets its cost
 (doc/source/evaluation/region-state.rst).
 
 Payload (version 1.0)::
 
     {"version": "1.0", "relay": "relay-a",
+     "states": [<cacheaware.host.state payload>, ...],
      "entries": [[host, generation, age_ms, agent_healthy], ...]}
+
+``states`` may be absent (none). The reader checks each state as it
+checks a state sent on its own and drops (and counts) only a bad one: a
+state of a payload major the reader does not know must not cost the
+heartbeats of a whole cell. It reads the states before the entries.
 
 ``age_ms``: how long before the digest was sent the relay last heard the
 host. The scheduler counts the host as heard ``age_ms`` before it
@@ -49,6 +57,8 @@ MAJOR = 1
 #: The most entries a digest may carry (a reader refuses more); the
 #: relay's ``max_digest_entries`` is bounded by it.
 MAX_ENTRIES = 5000
+#: The most states a digest may carry (a reader refuses more).
+MAX_STATES = 1000
 #: Nova's host names are at most 255 characters (its column's size).
 MAX_HOST = 255
 #: Generations are milliseconds since the epoch plus changes: far below.
@@ -71,18 +81,22 @@ class Entry:
 
 @dataclasses.dataclass(frozen=True)
 class Digest:
-    """A relay's :class:`Entry` list."""
+    """A relay's :class:`Entry` list and forwarded state payloads."""
 
     relay: str
     entries: tuple
     version: str = VERSION
+    states: tuple = ()
 
 
 def digest_payload(digest):
     """The JSON-ready payload of a :class:`Digest`."""
-    return {'version': digest.version, 'relay': digest.relay,
-            'entries': [[e.host, e.generation, e.age_ms, e.agent_healthy]
-                        for e in digest.entries]}
+    payload = {'version': digest.version, 'relay': digest.relay,
+               'entries': [[e.host, e.generation, e.age_ms,
+                            e.agent_healthy] for e in digest.entries]}
+    if digest.states:
+        payload['states'] = list(digest.states)
+    return payload
 
 
 def _check_version(payload, kind):
@@ -121,8 +135,10 @@ def parse_digest(payload):
     :class:`~nova_cacheaware.exception.InvalidInput` naming the first
     problem: another major, more than :data:`MAX_ENTRIES` entries, or an
     entry that is not ``[host, generation, age_ms, agent_healthy]`` within
-    bounds. The whole digest is refused then: a relay writes only valid
-    entries, so one bad entry means a bad sender.
+    bounds, or ``states`` that is not a list of at most
+    :data:`MAX_STATES` objects. The whole digest is refused then: a relay
+    writes only valid entries, so one bad entry means a bad sender. The
+    states themselves are the reader's to check, one by one.
     """
     version = _check_version(payload, 'digest')
     relay = payload.get('relay')
@@ -134,7 +150,12 @@ def parse_digest(payload):
         raise _invalid('entries must be a list')
     if len(raw) > MAX_ENTRIES:
         raise _invalid('%d entries, more than %d' % (len(raw), MAX_ENTRIES))
-    return Digest(relay=relay, version=version,
+    states = payload.get('states', [])
+    if not (isinstance(states, list) and len(states) <= MAX_STATES
+            and all(isinstance(s, dict) for s in states)):
+        raise _invalid('states must be a list of at most %d objects'
+                       % MAX_STATES)
+    return Digest(relay=relay, version=version, states=tuple(states),
                   entries=tuple(_entry(i, e) for i, e in enumerate(raw)))
 
 

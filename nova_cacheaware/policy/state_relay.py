@@ -3,13 +3,15 @@
 Pure (no clock, no I/O, no locks): the relay service
 (:mod:`nova_cacheaware.relay.service`) owns one :class:`RelayTable`,
 calls :meth:`RelayTable.state` and :meth:`RelayTable.heartbeat` for what
-the agents send on a cell's bus, publishes what they say to forward on the
-API-level bus, and every ``[state_relay] digest_interval_s`` publishes
-:meth:`RelayTable.digest`.
+the agents send on a cell's bus and every ``[state_relay]
+digest_interval_s`` publishes :meth:`RelayTable.digest` on the API-level
+bus: the states to forward since the last digest, in full, and the hosts
+heard without one.
 
 The rule (doc/source/admin/live-state.rst, "State relays"), per host:
 
-1. A state is forwarded at once, as it came, when its generation is newer
+1. A state is forwarded, as it came, in the next digest (a newer state of
+   the same host that arrives first replaces it), when its generation is newer
    than any this relay heard of the host (a change), when the relay has
    forwarded no state of the host since it started or since a scheduler
    *wanted* the host (:meth:`RelayTable.want`), when its content differs
@@ -35,9 +37,17 @@ resync is also forwarded in one resync window out of N (windows of
 ``resync_window_s`` of the agent's timestamps; a host's turn comes from
 a hash of its name, so hosts take turns and relays agree without talking).
 
-Only a generation and a content fingerprint are kept per host, never a
-state: the schedulers hold the states, and all the relay must know is
-whether it already sent one. At 10 000 hosts that is a few MiB.
+Only a generation and a content fingerprint are kept per host, and a
+state only until the next digest: the schedulers hold the states, and all
+the relay must know is whether it already sent one. At 10 000 hosts that
+is a few MiB.
+
+Why states wait for the digest instead of going at once: a scheduler
+worker's oslo.messaging listener costs about a millisecond of CPU per
+delivery whatever it carries (its poll backs off from 1 ms after every
+message), so deliveries per second, not bytes, set its cost; one message
+per relay per interval bounds them (doc/source/evaluation/
+region-state.rst, "What a delivery costs").
 """
 
 import dataclasses
@@ -65,6 +75,11 @@ class Rules:
     full_state_every: int = 0
     #: The most entries in one digest message.
     max_entries: int = 1000
+    #: The most forwarded states in one digest message.
+    max_states: int = 100
+    #: Forwarded states' JSON bytes in one digest message (a larger
+    #: state goes alone).
+    max_state_bytes: int = 1 << 20
     #: The most hosts the table holds (agents are not trusted).
     max_hosts: int = 100000
     #: Hosts unheard this long leave the table.
@@ -78,7 +93,7 @@ class Inbound:
     ``generation`` None: a 1.x state. ``stamp``: the agent's timestamp
     of a state, seconds since the epoch (None for a heartbeat).
     ``fingerprint``: the state's content without its timestamp (None for
-    a heartbeat).
+    a heartbeat). ``size``: the state's JSON bytes (0 for a heartbeat).
     """
 
     host: str
@@ -86,6 +101,7 @@ class Inbound:
     agent_healthy: bool
     stamp: object = None
     fingerprint: object = None
+    size: int = 0
 
 
 @dataclasses.dataclass
@@ -133,7 +149,8 @@ def read_state(payload, max_bytes):
                    agent_healthy=state.agent_healthy,
                    stamp=state.timestamp.timestamp(),
                    fingerprint=hashlib.blake2b(content,
-                                               digest_size=12).digest())
+                                               digest_size=12).digest(),
+                   size=len(content))
 
 
 def read_heartbeat(payload):
@@ -167,6 +184,7 @@ class RelayTable:
         self.name = name
         self._hosts = {}
         self._pending = {}   # host -> None, in the order first heard
+        self._outbox = {}    # host -> (payload, bytes) to forward
         #: ``{(kind, outcome): messages}``: the relay's metrics.
         self.counts = {}
 
@@ -190,10 +208,15 @@ class RelayTable:
             return None
         return held
 
-    def state(self, msg, now):
-        """:data:`FORWARD`, :data:`FOLD` or :data:`DROP` a state ``msg``."""
+    def state(self, msg, now, payload=None):
+        """:data:`FORWARD`, :data:`FOLD` or :data:`DROP` a state ``msg``.
+
+        A forwarded state's ``payload`` goes out in the next
+        :meth:`digest`.
+        """
         if msg.generation is None:
             self.count('state', 'forwarded_1x')
+            self._forward(msg, payload)
             return FORWARD
         held = self._admit('state', msg, now)
         if held is None:
@@ -207,11 +230,19 @@ class RelayTable:
             held.forwarded = content
             # The state itself tells the schedulers the host was heard.
             self._pending.pop(msg.host, None)
+            self._forward(msg, payload)
             self.count('state', 'forwarded')
             return FORWARD
         self._pending[msg.host] = None
         self.count('state', 'folded')
         return FOLD
+
+    def _forward(self, msg, payload):
+        if payload is not None:
+            # Replaces a state of the host still waiting: only the newest
+            # matters to the schedulers.
+            self._outbox.pop(msg.host, None)
+            self._outbox[msg.host] = (payload, msg.size)
 
     def heartbeat(self, msg, now):
         """:data:`FOLD` or :data:`DROP` a heartbeat ``msg``."""
@@ -255,10 +286,14 @@ class RelayTable:
     def digest(self, now):
         """The :class:`~.state_digest.Digest` list due now (may be empty).
 
-        Every host heard since the last digest and not forwarded since,
-        once, in chunks of ``max_entries``; then the table forgets hosts
-        unheard for ``forget_s``.
+        The states to forward, in chunks of ``max_states`` and
+        ``max_state_bytes``, and every host heard since the last digest
+        and not forwarded since, once, in chunks of ``max_entries``; then
+        the table forgets hosts unheard for ``forget_s``.
         """
+        states = _chunks(list(self._outbox.values()),
+                         self.rules.max_states, self.rules.max_state_bytes)
+        self._outbox = {}
         entries = []
         for host in self._pending:
             held = self._hosts.get(host)
@@ -272,9 +307,14 @@ class RelayTable:
         self._pending = {}
         self._forget(now)
         size = max(1, min(self.rules.max_entries, state_digest.MAX_ENTRIES))
-        return [state_digest.Digest(relay=self.name,
-                                    entries=tuple(entries[i:i + size]))
-                for i in range(0, len(entries), size)]
+        listed = [tuple(entries[i:i + size])
+                  for i in range(0, len(entries), size)]
+        count = max(len(listed), len(states))
+        return [state_digest.Digest(
+            relay=self.name,
+            entries=listed[i] if i < len(listed) else (),
+            states=states[i] if i < len(states) else ())
+            for i in range(count)]
 
     def _new(self, msg, now):
         # Full: new names wait until digest() forgets unheard hosts (a
@@ -308,3 +348,18 @@ class RelayTable:
         for host in gone:
             del self._hosts[host]
             self._pending.pop(host, None)
+
+
+def _chunks(sized, most, max_bytes):
+    """``[(payload, bytes), ...]`` as tuples of payloads within bounds."""
+    most = max(1, min(most, state_digest.MAX_STATES))
+    out, chunk, total = [], [], 0
+    for payload, size in sized:
+        if chunk and (len(chunk) == most or total + size > max_bytes):
+            out.append(tuple(chunk))
+            chunk, total = [], 0
+        chunk.append(payload)
+        total += size
+    if chunk:
+        out.append(tuple(chunk))
+    return out

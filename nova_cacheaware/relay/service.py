@@ -2,9 +2,9 @@
 
 A thin adapter around :class:`~nova_cacheaware.policy.state_relay.
 RelayTable`, which decides everything: :class:`StateRelay` parses what
-the listener hands it, asks the table, sends what it says to forward,
-and every ``digest_interval_s`` sends the table's digest from a thread of
-its own.
+the listener hands it and gives it to the table, and every
+``digest_interval_s`` sends the table's digest (the states to forward and
+the hosts heard) from a thread of its own.
 
 The relays of a cell listen on one shared queue (the same ``pool``), so
 RabbitMQ hands each agent message to one of them: two or more relays per
@@ -149,12 +149,10 @@ class StateRelay:
             return
         now = self._clock()
         with self._lock:
-            action = (self.table.heartbeat(msg, now) if heartbeat
-                      else self.table.state(msg, now))
-        if action == state_relay.FORWARD and not self._send(
-                event_type, payload):
-            with self._lock:
-                self.table.not_forwarded(msg.host, self._clock())
+            if heartbeat:
+                self.table.heartbeat(msg, now)
+            else:
+                self.table.state(msg, now, payload)
 
     def wanted(self, publisher_id, payload):
         """A scheduler's want: forward those hosts' next states."""
@@ -192,12 +190,20 @@ class StateRelay:
             'Dropping %s from %s: %s', kind, publisher_id, error)
 
     def flush(self):
-        """Send the digest due now; the number of digest messages sent."""
+        """Send the digest due now; the number of digest messages sent.
+
+        The states of a message that could not be sent are forwarded
+        again at their hosts' next state.
+        """
         with self._lock:
             digests = self.table.digest(self._clock())
         for digest in digests:
-            self._send(state_digest.DIGEST_EVENT,
-                       state_digest.digest_payload(digest))
+            if self._send(state_digest.DIGEST_EVENT,
+                          state_digest.digest_payload(digest)):
+                continue
+            with self._lock:
+                for state in digest.states:
+                    self.table.not_forwarded(state['host'], self._clock())
         return len(digests)
 
     def _send(self, event_type, payload):

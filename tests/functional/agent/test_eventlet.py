@@ -29,7 +29,8 @@ class EventletProcessTest(base.AgentTestCase):
                 cwd=REPO_ROOT, capture_output=True, text=True, timeout=90,
                 # Nova's eventlet mode for the whole probe process (its
                 # package would otherwise choose native threads first).
-                env=dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING='false'))
+                env=dict(os.environ,
+                         OS_NOVA_DISABLE_EVENTLET_PATCHING='false'))
         except subprocess.TimeoutExpired as e:
             self.fail('the monkey-patched agent stalled: %s' % e)
         self.assertEqual(0, proc.returncode, proc.stderr[-3000:])

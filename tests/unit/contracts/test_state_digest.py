@@ -20,6 +20,15 @@ class DigestWireTest(testtools.TestCase):
                                       ['cmp2', 0, 0, False]]}, doc)
         self.assertEqual(digest, sd.parse_digest(doc))
 
+    def test_states_ride_along_and_are_left_to_the_reader(self):
+        state = {'version': '2.0', 'host': 'cmp1'}
+        digest = sd.Digest('relay-a', (ENTRY,), states=(state,))
+        doc = sd.digest_payload(digest)
+        self.assertEqual([state], doc['states'])
+        self.assertEqual(digest, sd.parse_digest(doc))
+        # None: the key is left out.
+        self.assertNotIn('states', sd.digest_payload(sd.Digest('r', ())))
+
     def test_newer_minor_and_unknown_keys_are_read(self):
         doc = dict(sd.digest_payload(sd.Digest('r', (ENTRY,))),
                    version='1.7', extra={'x': 1})
@@ -44,6 +53,8 @@ class DigestWireTest(testtools.TestCase):
             dict(good, relay=''), dict(good, relay=5),
             dict(good, entries={}), [], None,
             dict(good, entries=[['h', 1, 0, True]] * (sd.MAX_ENTRIES + 1)),
+            dict(good, states={}), dict(good, states=['text']),
+            dict(good, states=[{}] * (sd.MAX_STATES + 1)),
         ]
         for doc in docs:
             self.assertRaises(exception.InvalidInput, sd.parse_digest, doc)

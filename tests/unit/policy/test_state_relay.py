@@ -144,6 +144,30 @@ class RelayTableTest(testtools.TestCase):
         self.assertEqual({'relay-a'}, {d.relay for d in digests})
         self.assertEqual([], self.table.digest(2.0))
 
+    def test_forwarded_states_go_in_the_digest_newest_only(self):
+        table = sr.RelayTable(sr.Rules(max_states=2, max_state_bytes=10 ** 6),
+                              'relay-a')
+        docs = {}
+        for host, gen in (('a', 1), ('b', 1), ('a', 2), ('c', 1)):
+            docs[host, gen] = payload(host, gen, gen, off_turn(host))
+            table.state(sr.read_state(docs[host, gen], 1 << 20), 0.0,
+                        docs[host, gen])
+        digests = table.digest(1.0)
+        # 'a' at 1 replaced by 'a' at 2 before the digest; two per message.
+        self.assertEqual([(docs['b', 1], docs['a', 2]), (docs['c', 1],)],
+                         [d.states for d in digests])
+        self.assertEqual([(), ()], [d.entries for d in digests])
+        self.assertEqual([], table.digest(2.0))
+
+    def test_state_bytes_split_the_digest_and_a_big_state_goes_alone(self):
+        docs = [payload('h%d' % i, 1, 0, off_turn('h%d' % i))
+                for i in range(3)]
+        size = sr.read_state(docs[0], 1 << 20).size
+        table = sr.RelayTable(sr.Rules(max_state_bytes=size), 'r')
+        for doc in docs:
+            table.state(sr.read_state(doc, 1 << 20), 0.0, doc)
+        self.assertEqual([1, 1, 1], [len(d.states) for d in table.digest(1)])
+
     def test_a_state_that_did_not_get_out_is_sent_again(self):
         self.state('a', 1, now=0)
         self.table.not_forwarded('a', 0.5)
@@ -247,12 +271,11 @@ class Region:
 
     def _relay(self, relay, event, doc):
         if event == host_state.EVENT_TYPE:
-            action = relay.state(sr.read_state(doc, 1 << 20), self.now)
+            action = relay.state(sr.read_state(doc, 1 << 20), self.now, doc)
         else:
             action = relay.heartbeat(sr.read_heartbeat(doc), self.now)
-        if action == sr.FORWARD:
-            self.forwarded += 1
-            self.endpoint.info({}, 'relay', event, doc, {})
+        # A forwarded state goes out in the relay's next digest.
+        self.forwarded += action == sr.FORWARD
 
     def wrong(self, host):
         """True when the scheduler trusts a state the agent replaced."""

@@ -42,21 +42,23 @@ class StateRelayTest(testtools.TestCase):
             'in', 'out', 'pool', max_state_bytes=1 << 16,
             clock=lambda: self.now)
 
-    def test_forwards_changes_as_they_came_and_digests_the_rest(self):
+    def test_forwards_changes_in_the_digest_with_the_hosts_heard(self):
         state = core.payload('cmp1', 5, 1, core.off_turn('cmp1'))
         self.relay.received('agent', host_state.EVENT_TYPE, state)
         self.relay.received('agent', host_state.EVENT_TYPE, state)
         self.relay.received('agent', state_wire.HEARTBEAT_EVENT,
                             core.beat('cmp2', 9))
+        # Nothing goes out before the digest.
+        self.assertEqual([], self.sink.sent)
         self.now = 0.5
         self.assertEqual(1, self.relay.flush())
         self.assertEqual([
-            ('out.info', host_state.EVENT_TYPE, state),
             ('out.info', state_digest.DIGEST_EVENT,
-             {'version': '1.0', 'relay': 'relay-a',
+             {'version': '1.0', 'relay': 'relay-a', 'states': [state],
               'entries': [['cmp1', 5, 500, True], ['cmp2', 9, 500, True]]}),
         ], self.sink.sent)
-        self.assertEqual(1, self.relay.sent[host_state.EVENT_TYPE][0])
+        self.assertEqual(1, self.relay.sent[state_digest.DIGEST_EVENT][0])
+        self.assertEqual(0, self.relay.flush())
 
     def test_garbage_is_counted_never_raised(self):
         self.useFixture(fixtures.MonkeyPatch(
@@ -78,21 +80,28 @@ class StateRelayTest(testtools.TestCase):
         state = core.payload('cmp1', 5, 1, core.off_turn('cmp1'))
         self.sink.fail = True
         self.relay.received('agent', host_state.EVENT_TYPE, state)
+        self.relay.flush()
         self.assertEqual(1, self.relay.table.counts[
-            (host_state.EVENT_TYPE, 'send_failed')])
+            (state_digest.DIGEST_EVENT, 'send_failed')])
         self.sink.fail = False
+        # The same state again: forwarded, not folded.
         self.relay.received('agent', host_state.EVENT_TYPE, state)
-        self.assertEqual([host_state.EVENT_TYPE],
-                         [e for _t, e, _p in self.sink.sent])
+        self.relay.flush()
+        self.assertEqual([[state]],
+                         [p.get('states') for _t, _e, p in self.sink.sent])
 
     def test_wants_mark_hosts_for_their_next_state(self):
         state = core.payload('cmp1', 5, 1, core.off_turn('cmp1'))
-        self.relay.received('agent', host_state.EVENT_TYPE, state)
-        self.relay.received('agent', host_state.EVENT_TYPE, state)
+        for _ in range(2):
+            self.relay.received('agent', host_state.EVENT_TYPE, state)
+            self.relay.flush()
         self.relay.wanted('sched', state_digest.want_payload('s', ['cmp1']))
         self.relay.wanted('sched', {'hosts': 'garbage'})
         self.relay.received('agent', host_state.EVENT_TYPE, state)
-        self.assertEqual(2, len(self.sink.sent))
+        self.relay.flush()
+        # Forwarded the first time and once wanted; folded in between.
+        self.assertEqual([[state], None, [state]],
+                         [p.get('states') for _t, _e, p in self.sink.sent])
         self.assertEqual(1, self.relay.table.counts[('want', 'invalid')])
         rule = service.WantEndpoint.filter_rule
         self.assertTrue(rule.match({}, 'p', state_digest.WANT_EVENT, {}, {}))

@@ -176,6 +176,20 @@ class DigestEndpointTest(testtools.TestCase):
         self.digest(state_digest.Entry('cmp1', 8, 0, True))
         self.assertEqual(3, len(self.wanted))
 
+    def test_states_in_a_digest_are_read_first_and_one_by_one(self):
+        bad = dict(self.state(9), version='9.0')
+        digest = state_digest.Digest(
+            'r', (state_digest.Entry('cmp1', 8, 0, True),),
+            states=(bad, self.state(8)))
+        self.endpoint.info({}, 'relay', state_digest.DIGEST_EVENT,
+                           state_digest.digest_payload(digest), {})
+        # The good state is held and the entry naming it confirms it (no
+        # want); the state of an unknown major alone is dropped.
+        self.assertEqual(8, self.cache.get('cmp1').generation)
+        self.assertEqual([], self.wanted)
+        self.assertEqual([('state', 'invalid'), ('state', 'stored'),
+                          ('digest', 'stored')], self.counted)
+
     def test_invalid_digest_dropped_and_counted(self):
         handled = oslo_messaging.NotificationResult.HANDLED
         self.assertEqual(handled, self.endpoint.info(
