@@ -47,12 +47,12 @@ class RelayProcess(region_bus.ChildProcess):
     """
 
     def __init__(self, url, source, sink, topic, pool, name, resync_s,
-                 every, digest_s):
+                 every, digest_s, max_delay_s):
         super().__init__('relay %s' % name, 'benchmarks.region_relay_proc', [
             '--url', url, '--source', source, '--sink', sink,
             '--topic', topic, '--pool', pool, '--name', name,
             '--resync', str(resync_s), '--every', str(every),
-            '--digest', str(digest_s)])
+            '--digest', str(digest_s), '--max-delay', str(max_delay_s)])
 
     def stop(self):
         """Stop it (its last digest sent); a last probe."""
@@ -134,8 +134,8 @@ def compact_memo(memo):
 
 
 def run_relay(hosts, vms, seed, relays=2, every=0, window_periods=90,
-              digest_s=0.5, warmup_periods=60, url=region_bus.RABBIT_URL,
-              period_s=1.0):
+              digest_s=1.0, warmup_periods=60, url=region_bus.RABBIT_URL,
+              period_s=1.0, max_delay_s=0.2):
     """The whole run; the figures (see the module docstring).
 
     After the agents' start (one resync interval), ``warmup_periods``
@@ -160,7 +160,8 @@ def run_relay(hosts, vms, seed, relays=2, every=0, window_periods=90,
             procs = [RelayProcess(url, cell['exchange'], api['exchange'],
                                   names['topic'], relay_pool,
                                   'relay-%d' % i, run.cadence.resync_s,
-                                  every, digest_s) for i in range(relays)]
+                                  every, digest_s, max_delay_s)
+                     for i in range(relays)]
             first = region_bus.start_agents(run)
             for index in range(first, first + warmup_periods):
                 run.period(index, False)
@@ -196,6 +197,7 @@ def run_relay(hosts, vms, seed, relays=2, every=0, window_periods=90,
            'relays': relays, 'full_state_every': every,
            'warmup_s': warmup_periods * period_s,
            'digest_interval_s': digest_s,
+           'max_state_delay_s': max_delay_s,
            'agents_sent': sent,
            'agents_messages_per_s': round(sum(
                v['messages'] for v in sent.values()) / seconds, 2),
@@ -248,8 +250,10 @@ def parse_args(argv):
                    help='steady window, periods (s)')
     p.add_argument('--warmup', type=int, default=60,
                    help='periods between the agents\' start and the window')
-    p.add_argument('--digest', type=float, default=0.5,
+    p.add_argument('--digest', type=float, default=1.0,
                    help='[state_relay] digest_interval_s')
+    p.add_argument('--max-delay', type=float, default=0.2,
+                   help='[state_relay] max_state_delay_s')
     p.add_argument('--out')
     return p.parse_args(argv)
 
@@ -261,7 +265,7 @@ def main(argv=None):
     started = time.monotonic()
     figures = run_relay(args.hosts, args.vms, args.seed, args.relays,
                         args.every, args.window, args.digest,
-                        args.warmup)
+                        args.warmup, max_delay_s=args.max_delay)
     doc = {'benchmark': 'region_relay',
            'command': ' '.join(['.venv/bin/python',
                                 'benchmarks/region_relay.py']

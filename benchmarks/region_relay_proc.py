@@ -43,7 +43,8 @@ def main(argv=None):
         parser.add_argument('--' + name, required=True)
     parser.add_argument('--resync', type=float, default=30.0)
     parser.add_argument('--every', type=int, default=3)
-    parser.add_argument('--digest', type=float, default=0.5)
+    parser.add_argument('--digest', type=float, default=1.0)
+    parser.add_argument('--max-delay', type=float, default=0.2)
     args = parser.parse_args(argv)
     table = state_relay.RelayTable(state_relay.Rules(
         resync_window_s=args.resync, full_state_every=args.every),
@@ -52,7 +53,8 @@ def main(argv=None):
         region_listener.transport(args.url, args.source),
         region_listener.transport(args.url, args.sink), table,
         args.topic, args.topic, args.pool,
-        digest_interval_s=args.digest, stats_interval_s=0)
+        digest_interval_s=args.digest, stats_interval_s=0,
+        max_state_delay_s=args.max_delay)
     relay.start()
     print(json.dumps({'ready': True}), flush=True)
     for line in sys.stdin:

@@ -80,6 +80,7 @@ def build(conf, name=None):
     relay = service.StateRelay(
         source, sink, table, opts.input_topic, opts.output_topic, opts.pool,
         digest_interval_s=opts.digest_interval_s,
+        max_state_delay_s=opts.max_state_delay_s,
         max_state_bytes=opts.max_state_bytes,
         stats_interval_s=opts.stats_interval_s, requester=requester)
     relay.rpc_transport = rpc

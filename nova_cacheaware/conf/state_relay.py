@@ -51,19 +51,34 @@ Every relay of a cell must use the same name, so that RabbitMQ hands each
 message to one of them (competing consumers).
 """),
     cfg.FloatOpt('digest_interval_s',
-                 default=0.5,
+                 default=1.0,
                  min=0.1,
                  max=60.0,
                  help="""
-Seconds between two digests (``cacheaware.host.digest``).
+Longest seconds between two digests (``cacheaware.host.digest``).
 
 A digest carries the states worth forwarding that arrived since the last
 one (changes, wanted hosts), in full, and lists every other host heard
-meanwhile (heartbeats, unchanged resyncs). A change reaches the schedulers
-up to this much later than it reached the relay. A longer interval sends
-fewer messages (each costs every scheduler worker about a millisecond of
-CPU, whatever it carries) and delays changes by as much; keep it far below
-the schedulers' ``host_state_ttl``.
+meanwhile (heartbeats, unchanged resyncs). A digest goes this often, or
+sooner when a state waits (``max_state_delay_s``). Each message costs
+every scheduler worker about a millisecond of CPU, whatever it carries;
+keep the interval far below the schedulers' ``host_state_ttl``.
+
+Related options:
+
+* ``max_state_delay_s``
+"""),
+    cfg.FloatOpt('max_state_delay_s',
+                 default=0.2,
+                 min=0.0,
+                 max=60.0,
+                 help="""
+Longest seconds a state to forward waits for the next digest.
+
+A change reaches the schedulers up to this much later than it reached the
+relay; meanwhile further changes join it, so a relay of a busy cell sends
+one message per this interval instead of one per change. 0: a digest goes
+as soon as a state arrives (one message per change).
 """),
     cfg.IntOpt('max_digest_entries',
                default=1000,

@@ -3,15 +3,16 @@
 Pure (no clock, no I/O, no locks): the relay service
 (:mod:`nova_cacheaware.relay.service`) owns one :class:`RelayTable`,
 calls :meth:`RelayTable.state` and :meth:`RelayTable.heartbeat` for what
-the agents send on a cell's bus and every ``[state_relay]
-digest_interval_s`` publishes :meth:`RelayTable.digest` on the API-level
-bus: the states to forward since the last digest, in full, and the hosts
-heard without one.
+the agents send on a cell's bus and publishes :meth:`RelayTable.digest` on
+the API-level bus when :func:`next_digest` says: the states to forward
+since the last digest, in full, and the hosts heard without one.
 
 The rule (doc/source/admin/live-state.rst, "State relays"), per host:
 
 1. A state is forwarded, as it came, in the next digest (a newer state of
-   the same host that arrives first replaces it), when its generation is newer
+   the same host that arrives first replaces it; a digest goes at most
+   ``max_state_delay_s`` after a state to forward arrived, and at least
+   every ``digest_interval_s``), when its generation is newer
    than any this relay heard of the host (a change), when the relay has
    forwarded no state of the host since it started or since a scheduler
    *wanted* the host (:meth:`RelayTable.want`), when its content differs
@@ -45,9 +46,11 @@ is a few MiB.
 Why states wait for the digest instead of going at once: a scheduler
 worker's oslo.messaging listener costs about a millisecond of CPU per
 delivery whatever it carries (its poll backs off from 1 ms after every
-message), so deliveries per second, not bytes, set its cost; one message
-per relay per interval bounds them (doc/source/evaluation/
-region-state.rst, "What a delivery costs").
+message), so deliveries per second, not bytes, set its cost. A relay that
+forwards many changes sends a digest every ``max_state_delay_s`` instead
+of a message per change; one that forwards few (a small cell) sends about
+one per ``digest_interval_s`` (doc/source/evaluation/region-state.rst,
+"What a delivery costs").
 """
 
 import dataclasses
@@ -185,6 +188,8 @@ class RelayTable:
         self._hosts = {}
         self._pending = {}   # host -> None, in the order first heard
         self._outbox = {}    # host -> (payload, bytes) to forward
+        #: When the oldest state in the outbox arrived (None: none waits).
+        self.waiting_since = None
         #: ``{(kind, outcome): messages}``: the relay's metrics.
         self.counts = {}
 
@@ -216,7 +221,7 @@ class RelayTable:
         """
         if msg.generation is None:
             self.count('state', 'forwarded_1x')
-            self._forward(msg, payload)
+            self._forward(msg, payload, now)
             return FORWARD
         held = self._admit('state', msg, now)
         if held is None:
@@ -230,15 +235,17 @@ class RelayTable:
             held.forwarded = content
             # The state itself tells the schedulers the host was heard.
             self._pending.pop(msg.host, None)
-            self._forward(msg, payload)
+            self._forward(msg, payload, now)
             self.count('state', 'forwarded')
             return FORWARD
         self._pending[msg.host] = None
         self.count('state', 'folded')
         return FOLD
 
-    def _forward(self, msg, payload):
+    def _forward(self, msg, payload, now):
         if payload is not None:
+            if not self._outbox:
+                self.waiting_since = now
             # Replaces a state of the host still waiting: only the newest
             # matters to the schedulers.
             self._outbox.pop(msg.host, None)
@@ -294,6 +301,7 @@ class RelayTable:
         states = _chunks(list(self._outbox.values()),
                          self.rules.max_states, self.rules.max_state_bytes)
         self._outbox = {}
+        self.waiting_since = None
         entries = []
         for host in self._pending:
             held = self._hosts.get(host)
@@ -348,6 +356,19 @@ class RelayTable:
         for host in gone:
             del self._hosts[host]
             self._pending.pop(host, None)
+
+
+def next_digest(last_at, waiting_since, interval_s, max_state_delay_s):
+    """When the next digest is due (monotonic seconds).
+
+    ``interval_s`` after the last one, or sooner: ``max_state_delay_s``
+    after the oldest state waiting to be forwarded arrived
+    (``waiting_since``; None when none waits).
+    """
+    due = last_at + interval_s
+    if waiting_since is not None:
+        due = min(due, waiting_since + max_state_delay_s)
+    return due
 
 
 def _chunks(sized, most, max_bytes):

@@ -2,9 +2,9 @@
 
 A thin adapter around :class:`~nova_cacheaware.policy.state_relay.
 RelayTable`, which decides everything: :class:`StateRelay` parses what
-the listener hands it and gives it to the table, and every
-``digest_interval_s`` sends the table's digest (the states to forward and
-the hosts heard) from a thread of its own.
+the listener hands it and gives it to the table, and a thread of its own
+sends the table's digest (the states to forward and the hosts heard)
+when :func:`~nova_cacheaware.policy.state_relay.next_digest` says.
 
 The relays of a cell listen on one shared queue (the same ``pool``), so
 RabbitMQ hands each agent message to one of them: two or more relays per
@@ -106,7 +106,7 @@ class StateRelay:
     def __init__(self, source, sink, table, input_topic, output_topic,
                  pool, digest_interval_s=1.0, max_state_bytes=4 << 20,
                  stats_interval_s=300, clock=time.monotonic,
-                 requester=None):
+                 requester=None, max_state_delay_s=0.2):
         self.source = source
         self.sink = sink
         self.table = table
@@ -114,12 +114,16 @@ class StateRelay:
         self.output_topic = output_topic
         self.pool = pool
         self.digest_interval_s = digest_interval_s
+        self.max_state_delay_s = max_state_delay_s
         self.max_state_bytes = max_state_bytes
         self.stats_interval_s = stats_interval_s
         self.publisher_id = 'nova-cacheaware-state-relay.%s' % table.name
         self._clock = clock
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        # Set when a state to forward arrives: the digest may be due
+        # sooner than the thread planned.
+        self._wake = threading.Event()
         self._thread = None
         self.listener = None
         self.want_listener = None
@@ -151,8 +155,12 @@ class StateRelay:
         with self._lock:
             if heartbeat:
                 self.table.heartbeat(msg, now)
-            else:
-                self.table.state(msg, now, payload)
+                return
+            waited = self.table.waiting_since is not None
+            self.table.state(msg, now, payload)
+            first = not waited and self.table.waiting_since is not None
+        if first:
+            self._wake.set()
 
     def wanted(self, publisher_id, payload):
         """A scheduler's want: forward those hosts' next states."""
@@ -252,12 +260,25 @@ class StateRelay:
                                         name='state-relay-digest')
         self._thread.start()
         LOG.info('State relay %s: reading %s (queue %s), sending on %s '
-                 'every %.1f s', self.table.name, self.input_topic,
-                 self.pool, self.output_topic, self.digest_interval_s)
+                 'every %.1f s (a state waits %.2f s at most)',
+                 self.table.name, self.input_topic, self.pool,
+                 self.output_topic, self.digest_interval_s,
+                 self.max_state_delay_s)
 
     def _run(self):
-        stats_at = self._clock()
-        while not self._stop.wait(self.digest_interval_s):
+        stats_at = last = self._clock()
+        while not self._stop.is_set():
+            with self._lock:
+                due = state_relay.next_digest(
+                    last, self.table.waiting_since, self.digest_interval_s,
+                    self.max_state_delay_s)
+            delay = due - self._clock()
+            if delay > 0:
+                # Woken early by a state: plan again.
+                self._wake.wait(delay)
+                self._wake.clear()
+                continue
+            last = self._clock()
             try:
                 self.flush()
             except Exception:
@@ -285,6 +306,7 @@ class StateRelay:
                 listener.stop()
                 listener.wait()
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join()
         try:

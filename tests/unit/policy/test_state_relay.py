@@ -159,6 +159,26 @@ class RelayTableTest(testtools.TestCase):
         self.assertEqual([(), ()], [d.entries for d in digests])
         self.assertEqual([], table.digest(2.0))
 
+    def test_next_digest(self):
+        # (last digest at, oldest waiting state since) -> due, with an
+        # interval of 1 s and a state waiting 0.2 s at most.
+        for last, waiting, due in ((10.0, None, 11.0),
+                                   (10.0, 10.3, 10.5),
+                                   (10.0, 10.9, 11.0),
+                                   (10.0, 9.0, 9.2)):
+            self.assertAlmostEqual(
+                due, sr.next_digest(last, waiting, 1.0, 0.2))
+
+    def test_waiting_since_is_the_oldest_waiting_state(self):
+        self.assertIsNone(self.table.waiting_since)
+        for host, now in (('a', 3.0), ('b', 3.5)):
+            doc = payload(host, 1, 0, off_turn(host))
+            self.table.state(sr.read_state(doc, 1 << 20), now, doc)
+        self.assertEqual(3.0, self.table.waiting_since)
+        self.table.heartbeat(sr.read_heartbeat(beat('c', 1)), 3.7)
+        self.table.digest(4.0)
+        self.assertIsNone(self.table.waiting_since)
+
     def test_state_bytes_split_the_digest_and_a_big_state_goes_alone(self):
         docs = [payload('h%d' % i, 1, 0, off_turn('h%d' % i))
                 for i in range(3)]

@@ -1,5 +1,8 @@
 """The state relay's adapter and command, with recording transports."""
 
+import threading
+import time
+
 import fixtures
 import testtools
 
@@ -59,6 +62,23 @@ class StateRelayTest(testtools.TestCase):
         ], self.sink.sent)
         self.assertEqual(1, self.relay.sent[state_digest.DIGEST_EVENT][0])
         self.assertEqual(0, self.relay.flush())
+
+    def test_a_waiting_state_brings_the_digest_forward(self):
+        relay = service.StateRelay(
+            Sink(), self.sink, sr.RelayTable(core.RULES, 'relay-a'),
+            'in', 'out', 'pool', digest_interval_s=60.0,
+            max_state_delay_s=0.05)
+        relay._thread = threading.Thread(target=relay._run, daemon=True)
+        relay._thread.start()
+        self.addCleanup(relay.stop, cleanup=False)
+        state = core.payload('cmp1', 5, 1, core.off_turn('cmp1'))
+        relay.received('agent', host_state.EVENT_TYPE, state)
+        deadline = time.monotonic() + 30
+        while not self.sink.sent and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # Sent within the state's delay, not the 60 s interval.
+        self.assertEqual([[state]],
+                         [p.get('states') for _t, _e, p in self.sink.sent])
 
     def test_garbage_is_counted_never_raised(self):
         self.useFixture(fixtures.MonkeyPatch(
