@@ -135,7 +135,7 @@ def compact_memo(memo):
 
 def run_relay(hosts, vms, seed, relays=2, every=0, window_periods=90,
               digest_s=1.0, warmup_periods=60, url=region_bus.RABBIT_URL,
-              period_s=1.0, max_delay_s=0.2):
+              period_s=1.0, max_delay_s=0.2, storm_periods=10):
     """The whole run; the figures (see the module docstring).
 
     After the agents' start (one resync interval), ``warmup_periods``
@@ -172,6 +172,8 @@ def run_relay(hosts, vms, seed, relays=2, every=0, window_periods=90,
                                        window_periods, True)
             wall = time.monotonic() - wall
             after = [p.probe() for p in procs]
+            storm = _storm(run, listeners, first + window_periods,
+                           storm_periods)
         # The last states of the window reach the listeners.
         time.sleep(2.0)
         stored = [lst.stop() for lst in listeners]
@@ -210,11 +212,44 @@ def run_relay(hosts, vms, seed, relays=2, every=0, window_periods=90,
         out[mode] = listener_figures(got, seconds,
                                      region_bus._latency(run, records))
         out[mode]['cores_per_wall_s'] = round(got['cpu_s'] / wall, 4)
+        if storm is not None:
+            out[mode]['storm'] = storm_figures(
+                run, storm, got['cpu_s'] / seconds, mode, records)
     out['relay'] = relay_figures(before, after, seconds)
     out['relay']['cores_total_per_wall_s'] = round(
         sum(b['cpu_s'] - a['cpu_s'] for a, b in zip(before, after)) / wall,
         4)
     return out
+
+
+def _storm(run, listeners, first, periods):
+    """Every agent restarts at once; the window after it (or None)."""
+    if not periods:
+        return None
+    run.started_storm = run.started + first * run.period_s
+    run.restart(run.sims)
+    generations = {s.name: run.publishers[s.name].last.generation
+                   for s in run.sims}
+    return dict(region_bus.window(run, listeners, first, periods),
+                generations=generations)
+
+
+def storm_figures(run, storm, steady_cores, mode, records):
+    """A listener's storm: CPU above its steady state, time to drain.
+
+    ``extra_cores_per_period``: the storm's CPU beyond the steady state's
+    over the window, per period (the storm is one period's worth of
+    states).
+    """
+    index = ('direct', 'relayed').index(mode)
+    cpu = storm['listeners'][index]['cpu_s']
+    extra = cpu - steady_cores * storm['seconds']
+    drain = region_bus._drain(run, records, storm['generations'])
+    return {'cpu_s': round(cpu, 3), 'window_s': storm['seconds'],
+            'extra_cores_per_period': round(extra / run.period_s, 4),
+            'drain_s': drain,
+            'drain_periods': (None if drain is None
+                              else round(drain / run.period_s, 2))}
 
 
 def goals(figures):
@@ -234,6 +269,15 @@ def goals(figures):
                  'met': None if p99 is None else p99 <= 2.0,
                  'direct': figures['direct']['latency'][
                      'staleness_p99_s']})
+    if 'storm' in figures['relayed']:
+        for goal, key, limit in (
+                ('resync storm, cores per period (extra)',
+                 'extra_cores_per_period', 0.5),
+                ('resync storm drained, periods', 'drain_periods', 2.0)):
+            got = figures['relayed']['storm'][key]
+            rows.append({'goal': goal, 'limit': limit, 'figure': got,
+                         'met': None if got is None else got <= limit,
+                         'direct': figures['direct']['storm'][key]})
     return rows
 
 
@@ -254,6 +298,9 @@ def parse_args(argv):
                    help='[state_relay] digest_interval_s')
     p.add_argument('--max-delay', type=float, default=0.2,
                    help='[state_relay] max_state_delay_s')
+    p.add_argument('--storm', type=int, default=10,
+                   help='periods after every agent restarts at once '
+                        '(0: no storm)')
     p.add_argument('--out')
     return p.parse_args(argv)
 
@@ -265,7 +312,8 @@ def main(argv=None):
     started = time.monotonic()
     figures = run_relay(args.hosts, args.vms, args.seed, args.relays,
                         args.every, args.window, args.digest,
-                        args.warmup, max_delay_s=args.max_delay)
+                        args.warmup, max_delay_s=args.max_delay,
+                        storm_periods=args.storm)
     doc = {'benchmark': 'region_relay',
            'command': ' '.join(['.venv/bin/python',
                                 'benchmarks/region_relay.py']

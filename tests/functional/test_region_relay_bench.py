@@ -1,7 +1,7 @@
 """A short run of ``benchmarks/region_relay.py`` on the real RabbitMQ.
 
 30 hosts at a 1 s period through two relay processes against direct
-mode, a 5 s window: the figures are not the point (the evaluation page
+mode, a 5 s window and a storm: the figures are not the point (the evaluation page
 has the real run's), the plumbing is - every change reaches both
 listeners, digests and no heartbeat reach the relayed one, and the run's
 exchanges and queues are deleted.
@@ -22,10 +22,13 @@ class RegionRelayBenchTest(testtools.TestCase):
 
     def test_short_run(self):
         got = region_relay.run_relay(30, 16, seed=1, relays=2,
-                                     window_periods=5, warmup_periods=5)
+                                     window_periods=5, warmup_periods=5,
+                                     storm_periods=3)
         for mode in ('direct', 'relayed'):
             self.assertEqual(0, got[mode]['latency']['not_seen'], mode)
             self.assertGreater(got[mode]['cores'], 0.0)
+            # Every agent restarted at once: each host's new state seen.
+            self.assertIsNotNone(got[mode]['storm']['drain_s'], mode)
         relay = got['relay']
         self.assertEqual(2, len(relay['relays']))
         self.assertGreater(relay['digests_per_s'], 0.5)
