@@ -245,8 +245,12 @@ def storm_figures(run, storm, steady_cores, mode, records):
     cpu = storm['listeners'][index]['cpu_s']
     extra = cpu - steady_cores * storm['seconds']
     drain = region_bus._drain(run, records, storm['generations'])
+    sent = (max(run.storm_sent.values()) - run.started_storm
+            if run.storm_sent else None)
     return {'cpu_s': round(cpu, 3), 'window_s': storm['seconds'],
             'extra_cores_per_period': round(extra / run.period_s, 4),
+            # When the agents had sent every new state: the drain's floor.
+            'last_sent_s': region_bus._round(sent),
             'drain_s': drain,
             'drain_periods': (None if drain is None
                               else round(drain / run.period_s, 2))}
