@@ -63,18 +63,15 @@ def real_messages(hosts, vms, seed):
 
 
 def digests(beats, entries, count=8):
-    """``count`` relay digest messages of ``entries`` hosts each."""
-    out = []
-    for k in range(count):
-        listed = tuple(
-            state_digest.Entry(host='digest-%d-%d' % (k, i), generation=i + 1,
-                               age_ms=i % 1000, agent_healthy=True)
-            for i in range(entries))
-        payload = state_digest.digest_payload(
-            state_digest.Digest(relay='relay-%d' % k, entries=listed))
-        out.append(dict(beats[0], event_type=state_digest.DIGEST_EVENT,
-                        payload=payload))
-    return out
+    """``count`` relay digest messages of ``entries`` hosts each.
+
+    Their entries are filled in when sent (:meth:`Sender.send`): the
+    hosts whose states were sent, at their newest generation, as a relay
+    confirms them (a host the listener lacks would make it send wants).
+    """
+    return [dict(beats[0], event_type=state_digest.DIGEST_EVENT,
+                 payload={'entries': entries, 'relay': 'relay-%d' % k})
+            for k in range(count)]
 
 
 class Sender:
@@ -84,15 +81,30 @@ class Sender:
         self.transport = region_listener.transport(url, names['exchange'])
         self.topic = names['topic']
         self.generation = 10 ** 12
+        #: ``{host: generation}`` of the states sent.
+        self.newest = {}
 
     def send(self, message):
         """Put ``message`` on the bus (a state with a new generation)."""
         if message['event_type'] == host_state.EVENT_TYPE:
             self.generation += 1
+            self.newest[message['payload']['host']] = self.generation
             message = dict(message, payload=dict(
                 message['payload'], generation=self.generation))
+        elif message['event_type'] == state_digest.DIGEST_EVENT:
+            message = dict(message, payload=self._digest(message['payload']))
         target = oslo_messaging.Target(topic='%s.info' % self.topic)
         self.transport._send_notification(target, {}, message, version=2.0)
+
+    def _digest(self, spec):
+        hosts = list(self.newest.items())
+        listed = tuple(
+            state_digest.Entry(host=h, generation=g, age_ms=i % 1000,
+                               agent_healthy=True)
+            for i, (h, g) in enumerate(
+                hosts[i % len(hosts)] for i in range(spec['entries'])))
+        return state_digest.digest_payload(
+            state_digest.Digest(relay=spec['relay'], entries=listed))
 
 
 def run_step(listener, sender, messages, rate, seconds, together):
@@ -145,6 +157,8 @@ def main(argv=None):
     parser.add_argument('--seconds', type=float, default=20)
     parser.add_argument('--seed', type=int, default=1)
     parser.add_argument('--digest-entries', type=int, default=100)
+    parser.add_argument('--rates', type=int, nargs='+', default=RATES,
+                        help='messages per second of each step')
     parser.add_argument('--out')
     args = parser.parse_args(argv)
     started = time.time()
@@ -161,10 +175,10 @@ def main(argv=None):
         for kind, messages in (('heartbeat', beats), ('state', states),
                                ('digest', digests(beats,
                                                   args.digest_entries))):
-            for rate in RATES:
+            for rate in args.rates:
                 steps.append(dict(run_step(listener, sender, messages, rate,
                                            args.seconds, False), kind=kind))
-        for rate in RATES:
+        for rate in args.rates:
             steps.append(dict(run_step(listener, sender, states, rate,
                                        args.seconds, True), kind='state'))
     finally:
@@ -187,6 +201,7 @@ def main(argv=None):
     print(json.dumps(result, indent=1))
     if args.out:
         common.write_json(args.out, result)
+    return result
 
 
 if __name__ == '__main__':
