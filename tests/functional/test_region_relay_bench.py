@@ -1,8 +1,8 @@
 """A short run of ``benchmarks/region_relay.py`` on the real RabbitMQ.
 
 30 hosts at a 1 s period through two relay processes against direct
-mode, a 5 s window and a storm: the figures are not the point (the evaluation page
-has the real run's), the plumbing is - every change reaches both
+mode, a 5 s window and a storm: the figures are not the point (the
+evaluation page has the real run's), the plumbing is - every change reaches both
 listeners, digests and no heartbeat reach the relayed one, and the run's
 exchanges and queues are deleted.
 """
