@@ -2,9 +2,9 @@
 
 30 hosts at a 1 s period through two relay processes against direct
 mode, a 5 s window and a storm: the figures are not the point (the
-evaluation page has the real run's), the plumbing is - every change reaches both
-listeners, digests and no heartbeat reach the relayed one, and the run's
-exchanges and queues are deleted.
+evaluation page has the real run's), the plumbing is - every change
+reaches both listeners, digests and no heartbeat reach the relayed one,
+and the run's exchanges and queues are deleted.
 """
 
 import testtools
