@@ -61,7 +61,7 @@ A digest carries the states worth forwarding that arrived since the last
 one (changes, wanted hosts), in full, and lists every other host heard
 meanwhile (heartbeats, unchanged resyncs). A digest goes this often, or
 sooner when a state waits (``max_state_delay_s``). Each message costs
-every scheduler worker about a millisecond of CPU, whatever it carries;
+every scheduler worker 1 to 6 ms of CPU, whatever it carries;
 keep the interval far below the schedulers' ``host_state_ttl``.
 
 Related options:

@@ -8,7 +8,7 @@ forwarding that it heard meanwhile (changes, wanted hosts), in full and as
 the agents sent them, and the hosts it heard without one (heartbeats,
 unchanged resyncs). One delivery per relay per interval instead of one
 per state or heartbeat: a scheduler worker's oslo.messaging listener
-costs about a millisecond of CPU per delivery, so at 10 000 hosts the
+costs 1 to 6 ms of CPU per delivery, so at 10 000 hosts the
 count of deliveries is what sets its cost
 (doc/source/evaluation/region-state.rst).
 

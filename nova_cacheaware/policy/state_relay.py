@@ -44,7 +44,7 @@ the relay must know is whether it already sent one. At 10 000 hosts that
 is a few MiB.
 
 Why states wait for the digest instead of going at once: a scheduler
-worker's oslo.messaging listener costs about a millisecond of CPU per
+worker's oslo.messaging listener costs 1 to 6 ms of CPU per
 delivery whatever it carries (its poll backs off from 1 ms after every
 message), so deliveries per second, not bytes, set its cost. A relay that
 forwards many changes sends a digest every ``max_state_delay_s`` instead
