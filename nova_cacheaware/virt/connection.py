@@ -132,14 +132,20 @@ class Connection:
         return False
 
     def call(self, fn):
-        """Run ``fn(conn)``; reconnect and retry once if the link died."""
+        """Run ``fn(conn)``; retry once on a new connection if it died.
+
+        Also when another thread replaced the connection while ``fn`` ran
+        (the event subscription at start, a reconnect): the old one was
+        closed under ``fn``, the new one is alive.
+        """
         libvirt = binding.libvirt()
         for attempt in (1, 2):
             conn = self.connection()
             try:
                 return fn(conn)
             except libvirt.libvirtError as e:
-                if not self.is_connection_error(e):
+                replaced = self._conn is not conn
+                if not replaced and not self.is_connection_error(e):
                     raise
                 with self._lock:
                     if self._conn is conn:

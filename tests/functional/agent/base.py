@@ -92,12 +92,19 @@ class AgentTestCase(base.FunctionalTestCase):
         return self.hv.connection().lookupByUUIDString(uuid)
 
     def live_pins(self, uuid):
-        """``{vcpu: cpus}`` as libvirt reports the live pinning."""
+        """``{vcpu: cpus}`` as libvirt reports the live pinning.
+
+        Through the adapter's ``call``: an agent running in another thread
+        may replace the shared connection (its event subscription).
+        """
         import libvirt
-        dom = self.dom(uuid)
         flags = 0 if self.kind == 'test' else libvirt.VIR_DOMAIN_AFFECT_LIVE
-        return {v: tuple(i for i, on in enumerate(m) if on)
-                for v, m in enumerate(dom.vcpuPinInfo(flags))}
+
+        def read(conn):
+            dom = conn.lookupByUUIDString(uuid)
+            return {v: tuple(i for i, on in enumerate(m) if on)
+                    for v, m in enumerate(dom.vcpuPinInfo(flags))}
+        return self.hv.call(read)
 
     def agent(self, dset, hv=None, limit=None, dry_run=False, usable=None):
         hv = hv or self.hv

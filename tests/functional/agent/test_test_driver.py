@@ -281,6 +281,28 @@ class RealPlannerTest(base.AgentTestCase):
         self.assertEqual(0, agent.reconcile().result.repins)
 
 
+class ReplacedConnectionTest(base.AgentTestCase):
+
+    def test_a_call_whose_connection_another_thread_replaced_is_retried(self):
+        used = []
+
+        def lookup(conn):
+            used.append(conn)
+            if len(used) == 1:
+                # What the event subscription at the agent's start does
+                # from its thread while another is in a call: close the
+                # connection and open a new, live one.
+                with self.hv._lock:
+                    self.hv._drop()
+                    self.hv.connection()
+            # test:/// keeps no domain across connections: ask the URI.
+            return conn.getURI()
+
+        self.assertEqual(self.uri, self.hv.call(lookup))
+        self.assertEqual(2, len(used))
+        self.assertIsNot(used[0], used[1])
+
+
 class HypervisorDownTest(base.AgentTestCase):
 
     def test_agent_starts_and_passes_fail_softly_without_libvirtd(self):
