@@ -56,7 +56,9 @@ class AgentTestCase(base.FunctionalTestCase):
 
     def _define_mine(self, uuid, xml, workload, extra, start=True):
         # Define (and start) a domain this test owns, with its specs.
-        dom = self.hv.connection().defineXML(xml)
+        # Through call(): an agent started in another thread may replace
+        # the shared connection meanwhile.
+        self.hv.call(lambda conn: conn.defineXML(xml))
         self.addCleanup(self._remove, uuid)
         spec = dict(extra or {})
         if workload:
@@ -64,7 +66,7 @@ class AgentTestCase(base.FunctionalTestCase):
         self.specs[uuid] = spec
         self.mine.add(uuid)
         if start:
-            dom.create()
+            self.hv.call(lambda conn: conn.lookupByUUIDString(uuid).create())
 
     def _remove(self, uuid):
         import libvirt
