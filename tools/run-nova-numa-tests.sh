@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Opt-in: run Nova's own nova.tests.functional.libvirt.test_numa_servers with
-# CacheDomainFilter and CacheContentionWeigher enabled next to Nova's
+# CacheDomainFilter and CacheAwareWeigher enabled next to Nova's
 # defaults (tests/nova_numa re-exports Nova's test classes with our plugins).
 # Extra arguments go to stestr (e.g. a test-name regex).
 set -uo pipefail

@@ -10,22 +10,21 @@ from nova_cacheaware.conf import groups
 scheduler_group = cfg.OptGroup(
     'cacheaware_scheduler',
     title='nova-cacheaware scheduler plugins',
-    help='Options of CacheDomainFilter, CacheContentionWeigher, '
-         'PCPUAvailabilityWeigher and the '
+    help='Options of CacheDomainFilter, CacheAwareWeigher and the '
          'live host-state listener that feeds them.')
 
 scheduler_opts = [
     cfg.FloatOpt('cache_contention_weight_multiplier',
                  default=10.0,
                  help="""
-Multiplier of CacheContentionWeigher.
+Multiplier of CacheAwareWeigher's cache contention part.
 
-For memory-bound and auto-classified requests the weigher puts every host
+For memory-bound and auto-classified requests the part puts every host
 with a Clean place (a cache domain without a memory-bound instance, with
 room) at least half its span above every host without one, and orders
 hosts within each group by Empty domains and memory-bound instances. The
 default (10) makes that half span (5) outweigh Nova's default RAM, CPU and
-disk weighers and the PCPUAvailabilityWeigher together (at most 4 when
+disk weighers and the pCPU availability part together (at most 4 when
 they all disagree), so that a ``preferred`` instance, which holds no
 Placement slot, lands where it can be alone while one exists. Requests
 without cache-aware keys are weighed neutral on every host, so the value
@@ -36,16 +35,16 @@ host aggregate with the aggregate metadata key
 
 Possible values:
 * a positive number: prefer uncontended hosts (larger = stronger)
-* 0.0: ignore cache contention
+* 0.0: ignore cache contention (the part is not computed)
 * a negative number: pack memory-bound instances (not recommended)
 """),
     cfg.FloatOpt('pcpu_availability_weight_multiplier',
                  default=1.0,
                  help="""
-Multiplier of PCPUAvailabilityWeigher.
+Multiplier of CacheAwareWeigher's pCPU availability part.
 
 For requests with ``cacheaware:`` extra specs that are not
-``hw:cpu_policy=dedicated``, the weigher prefers hosts where the new
+``hw:cpu_policy=dedicated``, the part prefers hosts where the new
 instance's estimated available pCPUs (pCPU-Est over the host's current VMs,
 from the agent's live state) are the largest share of its vCPUs. It can be
 overridden per host aggregate with the aggregate metadata key
@@ -53,7 +52,7 @@ overridden per host aggregate with the aggregate metadata key
 
 Possible values:
 * a positive number: prefer hosts where the instance gets more pCPUs
-* 0.0: ignore pCPU availability
+* 0.0: ignore pCPU availability (the part is not computed)
 """),
     cfg.IntOpt('host_state_ttl',
                default=180,

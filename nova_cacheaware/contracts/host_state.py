@@ -19,7 +19,7 @@ Minor versions:
 * 1.1: optional ``vcpu_affinity``: the host's current VMs as the
   ``pcpu-est`` input document (``{"pcpus": [...], "vms": {uuid: {"vcpus":
   {index: [pCPU...]}, "caps": {index: cap}}}}``), published by the agent's
-  ``vcpu_sizing`` capability; ``PCPUAvailabilityWeigher`` estimates a new
+  ``vcpu_sizing`` capability; ``CacheAwareWeigher`` estimates a new
   instance's pCPUs from it. A 1.0 reader ignores it; a 1.1 reader treats
   its absence as "unknown".
 * 1.2: optional ``vcpus_used`` per domain: the vCPUs of the instances the
@@ -57,7 +57,7 @@ ignores them when unknown; absent or null means unknown): per VM
 (whether the agent's detector sees a lock-holder-preemption storm in it,
 :mod:`nova_cacheaware.policy.spin_storm`), and the host's
 ``available_pcpus`` (pCPUs guests may use); all filled by the agent's
-``vcpu_sizing`` capability. ``PCPUAvailabilityWeigher`` gives a host with a
+``vcpu_sizing`` capability. ``CacheAwareWeigher`` gives a host with a
 storming VM its lowest weight.
 """
 

@@ -128,7 +128,7 @@ def order_domains(loads, vcpus, memory_bound, seed):
 
 
 def contention_score(rows, vcpus):
-    """CacheContentionWeigher's raw weight of a host, in ``[-1, 1]``.
+    """The raw contention weight of a host in ``[-1, 1]`` (the weigher's).
 
     :param rows: the host's domains as ``(domain, memory-bound instances,
         Clean holders, vCPUs used, capacity or None)``, the live state

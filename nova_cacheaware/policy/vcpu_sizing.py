@@ -6,9 +6,9 @@ is here, without I/O:
 
 * :func:`cap_from_quota` turns libvirt ``<cputune>`` quota/period values
   into the per-vCPU caps of :mod:`~nova_cacheaware.policy.pcpu_est`;
-* :func:`new_instance_estimate` is what the scheduler's
-  ``PCPUAvailabilityWeigher`` asks: how many pCPUs would a new instance get
-  next to a host's current VMs;
+* :func:`new_instance_estimate` is what the scheduler's weigher (its pCPU
+  part) asks: how many pCPUs would a new instance get next to a host's
+  current VMs;
 * :func:`target_online` is the ``apply`` mode's hysteresis and
   :func:`plan_online` the vCPUs to online or offline to reach a count
   (never vCPU 0);

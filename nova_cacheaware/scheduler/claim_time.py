@@ -48,7 +48,7 @@ the Clean place was reserved a moment ago by a concurrent request
 on, instead of both sharing the domain. A refusal must never cost the
 server: the slot is only added while a host the request passed remains
 untried after this one (:func:`weighed` records the hosts Nova will try,
-from ``CacheContentionWeigher``); on the last host the candidate is
+from ``CacheAwareWeigher``); on the last host the candidate is
 claimed as the flavor asks, and the server may go Dirty, as
 ``preferred`` allows.
 """

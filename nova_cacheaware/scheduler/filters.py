@@ -54,8 +54,9 @@ from nova.scheduler import filters
 from nova.scheduler import utils
 
 from nova_cacheaware import conf as ca_conf
-from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import exception
+from nova_cacheaware.policy import liveness
+from nova_cacheaware.scheduler import candidates
 from nova_cacheaware.scheduler import claim_time
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import consume_hook
@@ -97,7 +98,7 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         """
         self._opts = _options()
         metrics.REQUESTS.inc()
-        shared = _Shared.of(spec_obj)
+        shared = _Shared.of(spec_obj, self._opts)
         # The instances of a multi-create share one RequestSpec object.
         claim_time.begin(id(spec_obj), shared.instance)
         if not self.RUN_ON_REBUILD and utils.request_is_rebuild(spec_obj):
@@ -133,18 +134,18 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
                          'specs: %s' % (spec_obj.flavor.flavorid,
                                         '; '.join(problems)))
             return False
-        if not (request.all_share or request.clean_required):
+        if not shared.live_checked:
             return True
 
-        opts = self._opts or _options()
-        cache = shared.cache
-        received, live = cache.fresh(host_state.host) or (None, None)
-        why = live_state.ineligible_reason(cache, host_state.host,
-                                           opts.stale_host_state)
-        if why is not None:
-            self._reject(host_state, metrics.liveness_reason(why), why)
-            return False
-        if not request.all_share:
+        fresh, view = shared.cache.admit(host_state.host)
+        if view is not None:
+            opts = self._opts or _options()
+            why = liveness.ineligible_reason(view, opts.stale_host_state)
+            if why is not None:
+                self._reject(host_state, metrics.liveness_reason(why), why)
+                return False
+        received, live = fresh or (None, None)
+        if not shared.all_share:
             return True
         return self._candidates_pass(host_state, spec_obj, shared, live,
                                      received)
@@ -154,26 +155,24 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         """All-share: keep the candidates with one domain, best first."""
         memo, cache = shared.memo, shared.cache
         request = memo.cacheaware
+        vcpus, clean = shared.vcpus, shared.clean_required
         busy = frozenset()
-        if request.clean_required and live is not None:
+        if clean and live is not None:
             busy = live.busy_providers
-        vcpus = memo.vcpus
-        clean = request.clean_required
 
         before = host_state.allocation_candidates
         kept = [c for c in before
-                if candidate_reason(c, vcpus, clean, busy) is None]
+                if candidates.reason(c, vcpus, clean, busy) is None]
         if not kept:
             host_state.allocation_candidates = kept
-            why = (candidate_reason(before[0], vcpus, request.clean_required,
-                                    busy) if before else
+            why = (candidates.reason(before[0], vcpus, clean, busy)
+                   if before else
                    'Placement returned no allocation candidate')
             self._reject(host_state, 'no_one_domain_candidate',
                          'no allocation candidate puts all %d '
                          'vCPUs in one cache domain%s (%d candidates; first '
                          'refused because %s)' % (
-                             vcpus, ' with a Clean slot'
-                             if request.clean_required else '',
+                             vcpus, ' with a Clean slot' if clean else '',
                              len(before), why))
             return False
         if domain_order.is_host_provider(
@@ -183,13 +182,12 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             if not self._host_model_passes(host_state, spec_obj, shared,
                                            live, received):
                 return False
-            if _slot_wanted(request):
+            if shared.slot_wanted:
                 self._offer_clean_slot(host_state, spec_obj, shared, kept)
             return True
         # Nova claims the first candidate: put the domain to claim first,
         # and choose it again when Nova claims (claim_time).
-        opts = self._opts or _options()
-        ledger = _ledger(opts)
+        ledger = shared.ledger
         instance = shared.instance
         elsewhere = domain_order.elsewhere_of(cache, host_state.host)
         ordered = domain_order.order_candidates(
@@ -220,28 +218,30 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         """
         if live is None:
             return True
-        memo, cache = shared.memo, shared.cache
-        request = memo.cacheaware
-        opts = self._opts or _options()
-        ledger = _ledger(opts)
-        vcpus = memo.vcpus
-        rows, own = domain_order.host_domain_rows(
-            host_state, live, received, ledger,
-            domain_order.elsewhere_of(cache, host_state.host))
+        cache, ledger, vcpus = shared.cache, shared.ledger, shared.vcpus
+        if ledger.has_claims(host_state.uuid, host_state.num_instances):
+            rows, own = domain_order.host_domain_rows(
+                host_state, live, received, ledger,
+                domain_order.elsewhere_of(cache, host_state.host))
+        else:
+            # Most hosts of a region: nothing claimed here lately.
+            rows, own = live.domain_rows(
+                host_state.cpu_allocation_ratio or 1.0), ()
         # A cpu/io request may share a required instance's domain.
         closed = (domain_order.closed_domains(live, own)
-                  if request.clean_wanted else frozenset())
+                  if shared.clean_wanted else frozenset())
         why = domain_order.room_reason(
-            rows, vcpus, request.clean_required, len(own), closed)
+            rows, vcpus, shared.clean_required, len(own), closed)
         if why is not None:
             self._reject(host_state, 'no_domain_room', why)
             return False
-        domain_order.hand_out_domain(
-            host_state, rows, vcpus, request.clean_wanted,
-            shared.instance, ledger,
-            # The instances of a multi-create share one RequestSpec object.
-            request=id(spec_obj), closed=closed,
-            clean_required=request.clean_required)
+        if not ledger.exact:
+            domain_order.hand_out_domain(
+                host_state, rows, vcpus, shared.clean_wanted,
+                shared.instance, ledger,
+                # The instances of a multi-create share one RequestSpec.
+                request=id(spec_obj), closed=closed,
+                clean_required=shared.clean_required)
         return True
 
     def _offer_clean_slot(self, host_state, spec_obj, shared, kept):
@@ -251,12 +251,11 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         so that claim_time sees each host Nova tries: the slot is added
         only while another one remains.
         """
-        opts = self._opts or _options()
         memo = shared.memo
         claim_time.offer(host_state.uuid, kept, host_state, claim_time.Terms(
             memo.vcpus, memo.cacheaware.clean_wanted,
             shared.instance, id(spec_obj), False, shared.cache,
-            _ledger(opts), clean_slot=True))
+            shared.ledger, clean_slot=True))
         host_state.allocation_candidates = claim_time.ClaimTimeCandidates(
             kept, host_state.uuid)
 
@@ -274,16 +273,32 @@ class _Shared(ty.NamedTuple):
     memo: sched_request.Request
     instance: ty.Optional[str]
     cache: ty.Any
+    ledger: claims.ClaimLedger
+    # The request's terms each host reads (derived from ``memo`` once).
+    vcpus: int
+    all_share: bool
+    clean_required: bool
+    clean_wanted: bool
+    #: All-share or Clean required: the host's liveness is checked.
+    live_checked: bool
+    slot_wanted: bool
 
     @classmethod
-    def of(cls, spec_obj):
+    def of(cls, spec_obj, opts=None):
         """Parse ``spec_obj`` (memoised on its flavor) and look up the rest.
 
         First use in this process starts the live-state listener, whatever
         the request: state must be there when a cache-aware request comes.
+        ``opts``: :func:`_options` when the caller has read them.
         """
-        return cls(sched_request.of(spec_obj), _instance_uuid(spec_obj),
-                   live_state.get_cache())
+        memo = sched_request.of(spec_obj)
+        request = memo.cacheaware
+        return cls(memo, _instance_uuid(spec_obj), live_state.get_cache(),
+                   _ledger(opts or _options()), memo.vcpus,
+                   request.all_share, request.clean_required,
+                   request.clean_wanted,
+                   request.all_share or request.clean_required,
+                   _slot_wanted(request))
 
 
 class _Options(ty.NamedTuple):
@@ -361,34 +376,6 @@ def _instance_uuid(spec_obj):
     # Unset on specs built without an instance (e.g. some move checks).
     if spec_obj.obj_attr_is_set('instance_uuid'):
         return spec_obj.instance_uuid
-    return None
-
-
-def candidate_reason(candidate, vcpus, clean_required, busy_providers):
-    """Why ``candidate`` cannot host the request, or None when it can.
-
-    ``candidate`` is one Placement allocation request
-    (``{'allocations': {rp_uuid: {'resources': {...}}}, ...}``).
-    """
-    domains = [(uuid, alloc['resources'])
-               for uuid, alloc in candidate['allocations'].items()
-               if names.RC_DOMAIN_VCPU in alloc['resources']]
-    if not domains:
-        return ('it has no %s allocation (flavor lacks the cache group, see '
-                '"nova-cacheaware flavor show-specs")' % names.RC_DOMAIN_VCPU)
-    if len(domains) > 1:
-        return 'it spreads the vCPUs over %d cache domains' % len(domains)
-    uuid, resources = domains[0]
-    if resources[names.RC_DOMAIN_VCPU] < vcpus:
-        return ('it claims %d of %d vCPUs in the cache domain'
-                % (resources[names.RC_DOMAIN_VCPU], vcpus))
-    if clean_required:
-        if resources.get(names.RC_DOMAIN_MEMBOUND, 0) < 1:
-            return ('it claims no %s slot in domain provider %s'
-                    % (names.RC_DOMAIN_MEMBOUND, uuid))
-        if uuid in busy_providers:
-            return ('the agent reports domain provider %s holding a '
-                    'memory-bound instance' % uuid)
     return None
 
 

@@ -43,7 +43,7 @@ class HostCacheState(wire.HostCacheState):
 
     @functools.cached_property
     def pcpu_scores(self):
-        """PCPUAvailabilityWeigher's scores by request shape (its memo).
+        """The pCPU availability scores by request shape (its memo).
 
         Lives and dies with this state, so a new state replaces it whole.
         """
@@ -65,19 +65,42 @@ class HostCacheState(wire.HostCacheState):
             self.__dict__['pcpu_scores'] = previous.pcpu_scores
         for name in ('empty_domains', 'memory_bound_vms', 'storming_vms',
                      'busy_providers', 'domain_providers', 'pcpu_headroom',
-                     'instance_uuids'):
+                     'instance_uuids', 'required_domains', 'pcpu_scores'):
             getattr(self, name)
         if previous is not None:
-            # The rows and contention scores the requests asked of the
-            # previous state (a host's ratio and the cloud's flavor sizes
-            # rarely change): made now, so the first request after this
-            # state's arrival finds them like every later one.
+            # The rows and scores the requests asked of the previous state
+            # (a host's ratio and the cloud's flavor sizes rarely change):
+            # made now, so the first request after this state's arrival
+            # finds them like every later one.
             for ratio in list(previous.__dict__.get('_rows_by_ratio', ())):
                 self.domain_rows(ratio)
             for ratio, vcpus in list(previous.__dict__.get(
                     '_contention_scores', ()))[-SCORE_SHAPES:]:
                 contention(self, vcpus, ratio)
+            self._score_shapes(list(previous.pcpu_scores)[-SCORE_SHAPES:])
         return self
+
+    def _score_shapes(self, shapes):
+        # pCPU availability of each (vCPUs, cap) shape not yet scored.
+        scores, headroom = self.pcpu_scores, self.pcpu_headroom
+        if headroom is None:
+            return
+        for vcpus, cap in shapes:
+            if (vcpus, cap) not in scores:
+                try:
+                    scores[vcpus, cap] = pcpu_score(headroom, vcpus, cap)
+                except exception.InvalidInput:
+                    pass
+
+
+def pcpu_score(headroom, vcpus, cap=None):
+    """The pCPU availability raw weight of a ``vcpus``-vCPU instance.
+
+    ``2 * available / vcpus - 1`` in ``[-1, 1]``, ``available`` from the
+    host's :class:`~.pcpu_headroom.Headroom`.
+    """
+    available = headroom.available_pcpus(vcpus, cap)
+    return 2.0 * min(1.0, available / vcpus) - 1.0
 
 
 #: Contention scores carried over to a host's next state, at most.
@@ -85,7 +108,7 @@ SCORE_SHAPES = 8
 
 
 def contention(state, vcpus, cpu_ratio):
-    """CacheContentionWeigher's raw score of ``state``, memoised on it.
+    """The cache contention raw score of ``state``, memoised on it.
 
     :func:`~nova_cacheaware.policy.domain_choice.contention_score` of the
     state's domain rows at ``cpu_ratio`` for a ``vcpus``-vCPU instance,

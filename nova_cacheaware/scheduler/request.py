@@ -50,12 +50,12 @@ class Request:
 
     @property
     def contention_weighed(self):
-        """True when CacheContentionWeigher prefers Empty/Clean domains."""
+        """True when the weigher's contention part prefers Clean domains."""
         return self.cacheaware.present and self.cacheaware.clean_wanted
 
     @property
     def pcpu_weighed(self):
-        """True when PCPUAvailabilityWeigher scores hosts."""
+        """True when CacheAwareWeigher's pCPU part scores hosts."""
         return (self.cacheaware.present and not self.dedicated
                 and self.vcpus >= 1)
 

@@ -240,6 +240,25 @@ class HostStateCache:
         """
         return self._fresh(host, self._clock())
 
+    def admit(self, host):
+        """``(fresh, view)``: :meth:`fresh`, and the liveness view if needed.
+
+        ``view`` is None when the fresh state's agent is heard healthy
+        (its state's flag, or a heartbeat's when that came last): the
+        liveness rule admits such a host under every policy, so the
+        caller asks nothing more. Otherwise it is :meth:`live_view`. One
+        read of the host's entries for the callers that ask per host.
+        """
+        now = self._clock()
+        fresh = self._fresh(host, now)
+        if fresh is not None:
+            beat = self._beats.get(host)
+            healthy = (beat[2] if beat is not None and beat[0] >= fresh[0]
+                       else fresh[1].agent_healthy)
+            if healthy:
+                return fresh, None
+        return fresh, self.live_view(host)
+
     def received(self, host):
         """When the host's fresh state was last known current.
 

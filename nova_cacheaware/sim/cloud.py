@@ -17,7 +17,7 @@ provider model, fresh live state, CPU allocation ratio 1.0):
   with room; for ``required`` one without a memory-bound VM);
 * **weighers**: Nova's spreading (``CPUWeigher`` and ``RAMWeigher``, both
   by free vCPUs here, normalised over the hosts as Nova does) plus
-  ``CacheContentionWeigher`` (its formula,
+  ``CacheAwareWeigher``'s contention part (its formula,
   :func:`nova_cacheaware.policy.domain_choice.contention_score`, on fresh
   state, normalised from ``[-1, 1]``, times the default multiplier
   :data:`CONTENTION_MULTIPLIER`) for requests whose ``clean_wanted`` is
@@ -144,7 +144,7 @@ class Guest:
 
 
 def contention_score(empty_domains, memory_vms, domains):
-    """CacheContentionWeigher's raw weight when every Empty domain has room.
+    """The contention part's raw weight when every Empty domain has room.
 
     :func:`nova_cacheaware.policy.domain_choice.contention_score` with
     ``empty_domains`` Clean places (kept for the tests that compare).

@@ -2,8 +2,8 @@
 
 Every test class of Nova's module is re-exported here as a subclass that
 adds ``CacheDomainFilter`` to the enabled filters (next to Nova's defaults
-and the class's own ``ADDITIONAL_FILTERS``) and ``CacheContentionWeigher``
-to the weighers, and checks that the scheduler really loaded both. Nova's
+and the class's own ``ADDITIONAL_FILTERS``) and ``CacheAwareWeigher`` to
+the weighers, and checks that the scheduler really loaded both. Nova's
 tests use no ``cacheaware:`` keys, so they must pass unchanged: that is the
 contract "requests without cacheaware keys schedule as with Nova's
 defaults", checked against Nova's own expectations.
@@ -31,9 +31,9 @@ class CacheAwarePluginsMixin:
         manager = self.scheduler.manager.host_manager
         assert ca_base.FILTER in manager.filter_cls_map, (
             'CacheDomainFilter not loaded')
-        assert 'CacheContentionWeigher' in [
+        assert 'CacheAwareWeigher' in [
             type(w).__name__ for w in manager.weighers], (
-            'CacheContentionWeigher not loaded')
+            'CacheAwareWeigher not loaded')
 
 
 def _wrapped_classes():

@@ -1,9 +1,10 @@
-"""PCPUAvailabilityWeigher through the real Nova API and scheduler."""
+"""CacheAwareWeigher's pCPU part through the real Nova API and scheduler."""
 
 import datetime
 
 from nova import objects
 from nova.scheduler import host_manager
+from nova.scheduler import weights as nova_weights
 
 from nova_cacheaware.policy import pcpu_est
 from nova_cacheaware.scheduler import host_state
@@ -55,8 +56,11 @@ class PCPUAvailabilityTest(base.CacheAwareTestBase):
         plain = self._boot({})
         self.assertEqual(nova_pick, plain['OS-EXT-SRV-ATTR:host'])
         self._delete_server(plain)
-        # Dedicated requests are Placement's business: neutral.
-        self.assertEqual(0.0, self._weigh(nova_pick, dict(
+        # Dedicated requests are Placement's business: the pCPU part does
+        # not weigh them (and, with the contention part off, nothing does).
+        self.flags(cache_contention_weight_multiplier=0.0,
+                   group='cacheaware_scheduler')
+        self.assertEqual(weights.NO_ORDER, self._weigh(nova_pick, dict(
             sizing, **{'hw:cpu_policy': 'dedicated'})))
         # Without live state the weigher is neutral: Nova's pick again.
         cache.clear()
@@ -67,6 +71,7 @@ class PCPUAvailabilityTest(base.CacheAwareTestBase):
         flavor = objects.Flavor(flavorid='f', vcpus=2, memory_mb=512,
                                 root_gb=1, ephemeral_gb=0, swap=0,
                                 extra_specs=extra)
-        return weights.PCPUAvailabilityWeigher()._weigh_object(
-            host_manager.HostState(host, host, 'cell1'),
+        return weights.CacheAwareWeigher().weigh_objects(
+            [nova_weights.WeighedHost(
+                host_manager.HostState(host, host, 'cell1'), 0.0)],
             objects.RequestSpec(flavor=flavor, num_instances=1))

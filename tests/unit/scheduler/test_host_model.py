@@ -31,6 +31,7 @@ from nova_cacheaware.scheduler import filters
 from nova_cacheaware.scheduler import host_state as hs
 from nova_cacheaware.scheduler import live_state
 from nova_cacheaware.scheduler import weights
+from tests.unit.scheduler import test_plugins
 
 objects.register_all()
 VCPU, MEMBOUND = names.RC_DOMAIN_VCPU, names.RC_DOMAIN_MEMBOUND
@@ -493,10 +494,9 @@ class HostModelFilterTest(testtools.TestCase):
         self.assertEqual(weights.contention_score(domain_model),
                          weights.contention_score(host_model))
         self.cache.update(host_model)
-        self.assertAlmostEqual(
-            0.75 + (1 / 3 - 1.0) / 4,
-            weights.CacheContentionWeigher()._weigh_object(
-                host(), spec(PREFERRED)))
+        [got] = test_plugins.part_weights(
+            self, test_plugins.CONTENTION, [host()], spec(PREFERRED))
+        self.assertAlmostEqual(0.75 + (1 / 3 - 1.0) / 4, got)
 
 
 _DOMAIN = st.tuples(st.integers(1, 6), st.integers(0, 12),
@@ -568,7 +568,7 @@ class PreferredCleanSlotTest(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.cache, self.filt = fresh_filter(self)
-        self.weigher = weights.CacheContentionWeigher()
+        self.weigher = weights.CacheAwareWeigher()
 
     def hosts(self, first_memory=(), second_memory=()):
         """h1 (2 domains) and h2 (2 domains); memory-bound VMs as given."""

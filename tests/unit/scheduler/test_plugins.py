@@ -1,4 +1,4 @@
-"""CacheDomainFilter and CacheContentionWeigher on Nova's own objects."""
+"""CacheDomainFilter and CacheAwareWeigher on Nova's own objects."""
 
 import datetime
 
@@ -15,6 +15,7 @@ from nova_cacheaware import conf as ca_conf
 from nova_cacheaware.contracts import host_state as wire
 from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.scheduler import candidates
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import filters
 from nova_cacheaware.scheduler import host_state as hs
@@ -93,7 +94,7 @@ class CandidateReasonTest(testtools.TestCase):
             (candidate(ok), True, {'d2'}, None),
         ]
         for cand, clean, busy, expected in table:
-            reason = filters.candidate_reason(cand, 2, clean, busy)
+            reason = candidates.reason(cand, 2, clean, busy)
             if expected is None:
                 self.assertIsNone(reason, cand)
             else:
@@ -229,11 +230,29 @@ class CacheDomainFilterTest(PluginTestCase):
                          filters.all_filters())
 
 
-class CacheContentionWeigherTest(PluginTestCase):
+#: CacheAwareWeigher's parts by their multiplier option.
+CONTENTION = 'cache_contention_weight_multiplier'
+AVAILABILITY = 'pcpu_availability_weight_multiplier'
 
-    def setUp(self):
-        super().setUp()
-        self.weigher = weights.CacheContentionWeigher()
+
+def part_weights(test, option, hosts, spec_obj):
+    """One part's raw weights in ``[-1, 1]`` (0 where it does not apply).
+
+    CacheAwareWeigher with that part's multiplier 2 and the other's 0:
+    its weight is then ``raw + 1``.
+    """
+    fixture = test.useFixture(config_fixture.Config(ca_conf.CONF))
+    for name in (CONTENTION, AVAILABILITY):
+        fixture.config(group='cacheaware_scheduler',
+                       **{name: 2.0 if name == option else 0.0})
+    got = weights.CacheAwareWeigher().weigh_objects(
+        [weights_base.WeighedHost(h, 0.0) for h in hosts], spec_obj)
+    if got == weights.NO_ORDER:
+        return [0.0] * len(hosts)
+    return [w - 1.0 for w in got]
+
+
+class ContentionPartTest(PluginTestCase):
 
     def test_score_table(self):
         table = [
@@ -266,8 +285,7 @@ class CacheContentionWeigherTest(PluginTestCase):
             ({'cacheaware:bad': 'x'}, [0.0, 0.0, 0.0]),
         ]
         for extra, expected in table:
-            got = [self.weigher._weigh_object(h, spec(extra))
-                   for h in (h1, h2, h3)]
+            got = part_weights(self, CONTENTION, (h1, h2, h3), spec(extra))
             self.assertEqual(expected, got, extra)
 
     def test_claims_the_state_lacks_count(self):
@@ -284,9 +302,8 @@ class CacheContentionWeigherTest(PluginTestCase):
         ledger.add('rp-1', claims.Claim(
             provider='d0', instance='new', vcpus=1, memory_bound=True,
             at=ledger.now()))
-        got = self.weigher.weigh_objects(
-            [weights_base.WeighedHost(h, 0.0) for h in (h1, h2)],
-            spec({'cacheaware:workload': 'memory'}))
+        got = part_weights(self, CONTENTION, (h1, h2),
+                           spec({'cacheaware:workload': 'memory'}))
         # No Clean place left on h1: the lower band; h2 keeps one.
         self.assertEqual([-0.75 - 1.0 / 4, 0.75], got)
         # A cpu-bound claim takes vCPUs, not the Clean place.
@@ -295,25 +312,9 @@ class CacheContentionWeigherTest(PluginTestCase):
         ledger.add('rp-1', claims.Claim(
             provider='d0', instance='new', vcpus=1, memory_bound=False,
             at=ledger.now()))
-        self.assertEqual([0.75, 0.75], self.weigher.weigh_objects(
-            [weights_base.WeighedHost(h, 0.0) for h in (h1, h2)],
+        self.assertEqual([0.75, 0.75], part_weights(
+            self, CONTENTION, (h1, h2),
             spec({'cacheaware:workload': 'memory'})))
-
-    def test_multiplier_from_conf_and_aggregate(self):
-        fixture = self.useFixture(config_fixture.Config(ca_conf.CONF))
-        fixture.config(cache_contention_weight_multiplier=3.0,
-                       group='cacheaware_scheduler')
-        state = host('h1', [])
-        self.assertEqual(3.0, self.weigher.weight_multiplier(state))
-        state.aggregates = [objects.Aggregate(
-            id=1, name='a', hosts=['h1'],
-            metadata={'cache_contention_weight_multiplier': '7.5'})]
-        self.assertEqual(7.5, self.weigher.weight_multiplier(state))
-
-    def test_all_weighers(self):
-        self.assertEqual([weights.CacheContentionWeigher,
-                          weights.PCPUAvailabilityWeigher],
-                         weights.all_weighers())
 
 
 def with_vms(name, vms, pcpus=(0, 1, 2, 3), healthy=True, storm=None):
@@ -333,11 +334,7 @@ def floating(n, cpus, caps=None):
     return vm
 
 
-class PCPUAvailabilityWeigherTest(PluginTestCase):
-
-    def setUp(self):
-        super().setUp()
-        self.weigher = weights.PCPUAvailabilityWeigher()
+class AvailabilityPartTest(PluginTestCase):
 
     def test_score_table(self):
         busy = {'a': floating(6, range(4))}          # 6 vCPUs on 4 pCPUs
@@ -390,18 +387,92 @@ class PCPUAvailabilityWeigherTest(PluginTestCase):
             ({'cacheaware:bad': 'x'}, [0.0, 0.0, 0.0]),
         ]
         for extra, expected in table:
-            got = [self.weigher._weigh_object(h, spec(extra))
-                   for h in (h1, h2, h3)]
+            got = part_weights(self, AVAILABILITY, (h1, h2, h3), spec(extra))
             for want, value in zip(expected, got):
                 self.assertAlmostEqual(want, value, msg=str(extra))
 
-    def test_multiplier_from_conf_and_aggregate(self):
-        fixture = self.useFixture(config_fixture.Config(ca_conf.CONF))
-        fixture.config(pcpu_availability_weight_multiplier=2.0,
-                       group='cacheaware_scheduler')
-        state = host('h1', [])
-        self.assertEqual(2.0, self.weigher.weight_multiplier(state))
-        state.aggregates = [objects.Aggregate(
+
+class CacheAwareWeigherTest(PluginTestCase):
+    """Both parts together, as Nova's handler would add two weighers."""
+
+    def setUp(self):
+        super().setUp()
+        self.conf = self.useFixture(config_fixture.Config(ca_conf.CONF))
+        # h1: two Empty domains and 4 idle pCPUs; h2: both domains hold a
+        # memory-bound VM and 6 vCPUs float on the 4 pCPUs; h3: no state.
+        h1 = with_vms('h1', {})
+        h1 = hs.HostCacheState(**dict(
+            vars(live('h1', [[], []])), vcpu_affinity=h1.vcpu_affinity))
+        h2 = with_vms('h2', {'a': floating(6, range(4))})
+        h2 = hs.HostCacheState(**dict(
+            vars(live('h2', [['a'], ['b']])), vcpu_affinity=h2.vcpu_affinity))
+        for state in (h1, h2):
+            self.cache.update(state)
+        self.hosts = [host('h1', []), host('h2', []), host('h3', [])]
+
+    def weigh(self, extra):
+        return weights.CacheAwareWeigher().weigh_objects(
+            [weights_base.WeighedHost(h, 0.0) for h in self.hosts],
+            spec(extra))
+
+    def test_weight_is_the_sum_of_the_parts_normalised_and_multiplied(self):
+        self.conf.config(group='cacheaware_scheduler',
+                         cache_contention_weight_multiplier=10.0,
+                         pcpu_availability_weight_multiplier=3.0)
+        # contention raw 1 / -1 / 0, availability raw 1 / 0 / 0:
+        # 10 * (raw + 1) / 2 + 3 * (raw + 1) / 2.
+        self.assertEqual([10.0 + 3.0, 0.0 + 1.5, 5.0 + 1.5],
+                         self.weigh({'cacheaware:workload': 'memory'}))
+        # A CPU-bound request: the contention part does not apply.
+        self.assertEqual([3.0, 1.5, 1.5],
+                         self.weigh({'cacheaware:workload': 'cpu'}))
+
+    def test_a_part_at_multiplier_0_is_off_and_none_left_is_no_order(self):
+        self.conf.config(group='cacheaware_scheduler',
+                         cache_contention_weight_multiplier=0.0,
+                         pcpu_availability_weight_multiplier=2.0)
+        self.assertEqual([2.0, 1.0, 1.0],
+                         self.weigh({'cacheaware:workload': 'memory'}))
+        self.conf.config(group='cacheaware_scheduler',
+                         pcpu_availability_weight_multiplier=0.0)
+        self.assertEqual(weights.NO_ORDER,
+                         self.weigh({'cacheaware:workload': 'memory'}))
+        self.assertEqual(weights.NO_ORDER, self.weigh({}))
+
+    def test_an_aggregate_key_turns_on_a_part_the_option_turns_off(self):
+        self.conf.config(group='cacheaware_scheduler',
+                         cache_contention_weight_multiplier=0.0,
+                         pcpu_availability_weight_multiplier=0.0)
+        self.hosts[1].aggregates = [objects.Aggregate(
+            id=1, name='a', hosts=['h2'],
+            metadata={'cache_contention_weight_multiplier': '4'})]
+        # Only h2 is weighed: its contention raw -1 gives 4 * 0 / 2, but
+        # a list (not NO_ORDER): the part is on.
+        self.assertEqual([0.0, 0.0, 0.0],
+                         self.weigh({'cacheaware:workload': 'memory'}))
+        self.hosts[0].aggregates = [objects.Aggregate(
+            id=2, name='b', hosts=['h1'],
+            metadata={'cache_contention_weight_multiplier': '4'})]
+        self.assertEqual([4.0, 0.0, 0.0],
+                         self.weigh({'cacheaware:workload': 'memory'}))
+
+    def test_aggregate_keys_override_each_part_per_host(self):
+        self.conf.config(group='cacheaware_scheduler',
+                         cache_contention_weight_multiplier=10.0,
+                         pcpu_availability_weight_multiplier=3.0)
+        self.hosts[0].aggregates = [objects.Aggregate(
             id=1, name='a', hosts=['h1'],
-            metadata={'pcpu_availability_weight_multiplier': '0'})]
-        self.assertEqual(0.0, self.weigher.weight_multiplier(state))
+            metadata={'cache_contention_weight_multiplier': '7.5',
+                      'pcpu_availability_weight_multiplier': '0'})]
+        self.assertEqual([7.5 + 0.0, 0.0 + 1.5, 5.0 + 1.5],
+                         self.weigh({'cacheaware:workload': 'memory'}))
+
+    def test_nova_applies_no_multiplier_of_its_own(self):
+        self.assertEqual(1.0, weights.CacheAwareWeigher().weight_multiplier(
+            self.hosts[0]))
+        self.assertEqual((0.0, 1.0), (weights.CacheAwareWeigher.minval,
+                                      weights.CacheAwareWeigher.maxval))
+
+    def test_all_weighers(self):
+        self.assertEqual([weights.CacheAwareWeigher],
+                         weights.all_weighers())

@@ -10,6 +10,7 @@ from nova_cacheaware.contracts import extra_specs as specs
 from nova_cacheaware import exception
 from nova_cacheaware.policy import pcpu_headroom
 from nova_cacheaware.scheduler import filters
+from nova_cacheaware.scheduler import host_state as hs
 from nova_cacheaware.scheduler import request
 from nova_cacheaware.scheduler import weights
 from tests.unit.scheduler import test_plugins as tp
@@ -71,10 +72,14 @@ class RequestTest(tp.PluginTestCase):
         passes.assert_not_called()
         for weigher in [w() for w in weights.all_weighers()]:
             objs = [host_manager.weights.WeighedHost(h, 0.0) for h in hosts]
-            with mock.patch.object(weigher, '_score', autospec=True) as score:
+            with mock.patch.object(weights._Contention, 'score',
+                                   autospec=True) as one, \
+                    mock.patch.object(weights._Availability, 'score',
+                                      autospec=True) as other:
                 self.assertEqual(weights.NO_ORDER,
                                  weigher.weigh_objects(objs, spec_obj))
-            score.assert_not_called()
+            one.assert_not_called()
+            other.assert_not_called()
 
     def test_memo_is_not_an_object_field(self):
         spec_obj = tp.spec(SIZING)
@@ -90,7 +95,7 @@ class PerStateWorkTest(tp.PluginTestCase):
     """The pCPU headroom: once per state arrival; bounded score memo."""
 
     def test_headroom_computed_on_arrival_once(self):
-        weigher = weights.PCPUAvailabilityWeigher()
+        weigher = weights.CacheAwareWeigher()
         hosts = [tp.host('h1', [])]
         with mock.patch.object(pcpu_headroom.Headroom, 'of',
                                wraps=pcpu_headroom.Headroom.of) as of:
@@ -120,6 +125,13 @@ class PerStateWorkTest(tp.PluginTestCase):
         # The newest shapes are kept.
         self.assertIn((2 * weights.SCORES_PER_STATE - 1, None),
                       state.pcpu_scores)
+        # The next state, other VMs: its own memo, holding the newest
+        # shapes asked of the state it replaces, scored on its VMs (none
+        # here: 4 pCPUs for the new instance alone).
         fresh = tp.with_vms('h1', {})
         self.cache.update(fresh)
-        self.assertEqual({}, fresh.pcpu_scores)
+        self.assertIsNot(state.pcpu_scores, fresh.pcpu_scores)
+        newest = range(2 * weights.SCORES_PER_STATE - hs.SCORE_SHAPES,
+                       2 * weights.SCORES_PER_STATE)
+        self.assertEqual({(v, None): 2 * min(1.0, 4 / v) - 1
+                          for v in newest}, fresh.pcpu_scores)

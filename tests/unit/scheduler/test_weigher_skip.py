@@ -1,10 +1,10 @@
 """Nova's own weight handler with our weighers on requests they ignore.
 
-The weighers return :data:`~nova_cacheaware.scheduler.weights.NO_ORDER`
+Our weigher returns :data:`~nova_cacheaware.scheduler.weights.NO_ORDER`
 for such a request, so that Nova's handler does no per-host work for
-them. This holds the installed Nova's handler (CI runs the unit tests
+it. This holds the installed Nova's handler (CI runs the unit tests
 against each Nova release we support) to what that relies on: the hosts
-come out in the order Nova's own weighers give, and our weighers are
+come out in the order Nova's own weighers give, and our weigher is
 asked for no multiplier.
 """
 
@@ -38,7 +38,8 @@ class WeigherSkipTest(testtools.TestCase):
     def test_plain_request_order_is_novas_and_no_multiplier_is_read(self):
         spec_obj = tp.spec({})
         ours = [w() for w in weights.all_weighers()]
-        with mock.patch.object(weights._RequestWeigher, 'weight_multiplier',
+        with mock.patch.object(weights.CacheAwareWeigher,
+                               'weight_multiplier',
                                autospec=True) as multiplier:
             got = self.weighed([ram.RAMWeigher()] + ours, spec_obj)
         multiplier.assert_not_called()
