@@ -4,12 +4,13 @@ NUMATopologyFilter, on the same real ``HostState`` objects in the same run.
 
 What production runs, per request: ``CacheDomainFilter`` and
 ``FullNUMAFilter`` through Nova's ``filter_all`` (so Nova's per-host
-``_filter_one`` dispatch is included), then ``CacheContentionWeigher`` and
-``PCPUAvailabilityWeigher`` through ``weigh_objects`` over the hosts that
-passed. A fresh ``RequestSpec`` per timed pass, as every scheduling request
-brings its own, so the once-per-request parse is in the timing. Nova's
+``_filter_one`` dispatch is included), then ``CacheAwareWeigher`` (both
+its parts) through Nova's weight handler over the hosts that passed. A
+fresh ``RequestSpec`` per timed pass, as every scheduling request brings
+its own, so the once-per-request parse is in the timing. Nova's
 weight handler (normalisation, per-host multiplier and its debug-log
-f-strings) is timed separately: it runs for any enabled weigher.
+f-strings) is counted in ours (it runs for any enabled weigher), and timed
+apart with Nova's own ``RAMWeigher`` for scale.
 
 Hosts are a mix of three topologies (numa_topology objects as the libvirt
 driver reports them):
@@ -318,8 +319,7 @@ class Plugins:
     def __init__(self):
         self.numa = numa_topology_filter.NUMATopologyFilter()
         self.filters = [filters.CacheDomainFilter(), filters.FullNUMAFilter()]
-        self.weighers = [weights.CacheContentionWeigher(),
-                         weights.PCPUAvailabilityWeigher()]
+        self.weighers = [w() for w in weights.all_weighers()]
         self.ram = nova_ram.RAMWeigher()
         self.handler = nova_weights.HostWeightHandler()
 
@@ -335,9 +335,9 @@ class Plugins:
 
         Returns ``({part: seconds}, hosts passed)``: each filter through
         Nova's ``filter_all``, then Nova's ``HostWeightHandler`` with our
-        two weighers (their ``weigh_objects`` and Nova's normalisation,
-        multipliers and log dictionaries for them), as nova-scheduler
-        runs them.
+        weigher (its ``weigh_objects`` and Nova's normalisation,
+        multipliers and log dictionaries for it), as nova-scheduler runs
+        them.
         """
         gc.collect()
         each = {}
@@ -370,7 +370,7 @@ def restore(hosts, flavor):
 
 
 def measure(plugins, hosts, cache, layouts, repeats, flavor, numa_key,
-            listener_us):
+            listener):
     """Per-host CPU microseconds of one request shape, ``repeats`` times.
 
     Each repetition: NUMATopologyFilter, a refresh of every host's state,
@@ -403,8 +403,10 @@ def measure(plugins, hosts, cache, layouts, repeats, flavor, numa_key,
     for kind in ('first', 'warm'):
         ratios[kind] = _spread([o / n for o, n in zip(us[kind], us['numa'])],
                                5)
-        ratios[kind + '_with_listener'] = _spread(
-            [(o + listener_us) / n for o, n in zip(us[kind], us['numa'])], 5)
+        for mode, suffix in (('relayed', ''), ('direct', '_direct')):
+            extra = listener[mode]['us']
+            ratios['%s_with%s_listener' % (kind, suffix)] = _spread(
+                [(o + extra) / n for o, n in zip(us[kind], us['numa'])], 5)
     ratios['ram_weigher'] = _spread(
         [o / n for o, n in zip(us['ram_weigher'], us['numa'])], 5)
     return {
@@ -416,7 +418,8 @@ def measure(plugins, hosts, cache, layouts, repeats, flavor, numa_key,
                 p[part] for p in passes) / count * 1e6, 3)
                 for part in passes[0]}
             for kind, passes in each.items()},
-        'listener_us_per_host_per_request': round(listener_us, 3),
+        'listener_us_per_host_per_request': {
+            mode: round(v['us'], 3) for mode, v in listener.items()},
         'ratio_to_numa_topology_filter': ratios,
     }
 
@@ -432,20 +435,26 @@ def _spread(values, digits):
 def listener_share(path, requests_per_s):
     """The listener's CPU per host and request, from a region run.
 
-    ``path``: a ``region_state.py`` result with the steady-state CPU of a
-    real oslo.messaging listener (cores per scheduler worker) at a
-    10 000-host region's arrival rate. Arrivals grow with the region's
-    hosts, so per host the figure is the same at any size: spread over
-    ``requests_per_s`` requests a second of one worker. Returns ``(us,
-    cores, source)``.
+    ``path``: a ``region_relay.py`` result: the steady-state CPU of a real
+    oslo.messaging listener in one scheduler worker (cores) at a
+    10 000-host region's arrival rate, through state relays (the
+    documented set-up for a large region) and, in the same run, direct.
+    Arrivals grow with the region's hosts, so per host the figure is the
+    same at any size: spread over ``requests_per_s`` requests a second of
+    one worker. Returns ``{mode: {'us': .., 'cores': ..}}`` for
+    ``relayed`` and ``direct``, and the source.
     """
     with open(path) as f:
         doc = json.load(f)
     goal = next(g for g in doc['goals']
-                if g['goal'] == 'steady-state CPU with oslo.messaging, cores')
-    cores = goal['figure']
-    return (cores / REGION_HOSTS / requests_per_s * 1e6, cores,
-            '%s (%s)' % (os.path.relpath(path, ROOT), goal['measured_on']))
+                if g['goal'] == 'CPU per scheduler worker, cores')
+    rabbit = doc['rabbit']
+    source = '%s (%d hosts at a %g s period, RabbitMQ)' % (
+        os.path.relpath(path, ROOT), rabbit['hosts'], rabbit['period_s'])
+    return {mode: {'us': cores / REGION_HOSTS / requests_per_s * 1e6,
+                   'cores': cores}
+            for mode, cores in (('relayed', goal['figure']),
+                                ('direct', goal['direct']))}, source
 
 
 def _arguments():
@@ -468,8 +477,8 @@ def _arguments():
                              'hosts: one provider per host (the default '
                              'model) or one per domain')
     parser.add_argument('--region-results', default=os.path.join(
-        ROOT, 'benchmarks', 'results', 'region_state_bus.json'),
-        help='region_state.py result with the listener\'s CPU')
+        ROOT, 'benchmarks', 'results', 'region_relay_v3.json'),
+        help='region_relay.py result with the listener\'s CPU')
     parser.add_argument('--requests-per-s', type=float, default=1.0,
                         help='requests a second per scheduler worker over '
                              'which the listener\'s CPU is spread')
@@ -492,8 +501,8 @@ def main():
     load_before = os.getloadavg()
     started = time.monotonic()
     cpu_started = CLOCK()
-    listener_us, cores, source = listener_share(args.region_results,
-                                                args.requests_per_s)
+    listener, source = listener_share(args.region_results,
+                                      args.requests_per_s)
     results = []
     for vms in args.vms:
         layouts = Layouts(vms, args.layouts, args.seed, args.model)
@@ -506,7 +515,7 @@ def main():
                     result = {'hosts': count, 'vms_per_host': vms}
                     result.update(measure(plugins, hosts, cache, layouts,
                                           args.repeats, flavor, numa_key,
-                                          listener_us))
+                                          listener))
                     results.append(result)
                     print(json.dumps(result), file=sys.stderr, flush=True)
     doc = {
@@ -526,8 +535,11 @@ def main():
         'cpu_s': round(CLOCK() - cpu_started, 1),
         'candidates_per_host_max': args.candidates,
         'layouts_per_topology': args.layouts,
-        'listener': {'cores_per_worker': cores, 'source': source,
-                     'requests_per_s_per_worker': args.requests_per_s},
+        'listener': {
+            'cores_per_worker': {
+                mode: v['cores'] for mode, v in listener.items()},
+            'source': source,
+            'requests_per_s_per_worker': args.requests_per_s},
         'arrival_ms': {
             k: {'median': round(statistics.median(v), 3),
                 'max': round(max(v), 3), 'layouts': len(v)}

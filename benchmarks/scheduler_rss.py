@@ -44,9 +44,7 @@ weigher_names = ['nova.scheduler.weights.all_weighers']
 if variant != 'nova':
     names += ['nova_cacheaware.scheduler.filters.CacheDomainFilter',
               'nova_cacheaware.scheduler.filters.FullNUMAFilter']
-    weigher_names += [
-        'nova_cacheaware.scheduler.weights.CacheContentionWeigher',
-        'nova_cacheaware.scheduler.weights.PCPUAvailabilityWeigher']
+    weigher_names += ['nova_cacheaware.scheduler.weights.all_weighers']
 if variant == 'plugins_with_scipy':
     import numpy  # noqa
     from scipy.sparse import csgraph  # noqa
