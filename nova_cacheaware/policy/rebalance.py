@@ -35,8 +35,10 @@ to a host whose pCPUs hold all its guests' vCPUs). The plan, in steps:
    for one that does not a domain with room beside a Clean-wanting
    server (the agent puts it there, keeping Empty domains whole), then
    hosts whose pCPUs still hold all their guests' vCPUs after the move,
-   then by name; the first :data:`DESTINATIONS_PER_SERVER` are
-   predicted exactly.
+   then by name. Hosts with no room now but a domain big enough come
+   after all of them (their agent re-places its servers when one
+   arrives, which may make the room). The first
+   :data:`DESTINATIONS_PER_SERVER` are predicted exactly.
 5. **Exact prediction.** The destination's agent places the server like
    a new instance and the source's agent gives freed room to servers
    waiting on Nova's CPUs, both with the agent's own choice
@@ -279,13 +281,19 @@ def _destinations(region, snapshot, uuid):
             continue
         fits = [holders for free, holders, _memory
                 in host_view.domains.values() if free >= server.vcpus]
+        crowded = host_view.vcpus + server.vcpus > region.hosts[name].pcpus
         if not fits:
+            # No room now, but the agent re-places the host's servers
+            # when one arrives: a domain big enough is worth a trial,
+            # after every host with room now.
+            if any(d.capacity >= server.vcpus
+                   for d in region.hosts[name].domains):
+                ranked.append((True, True, crowded, name))
             continue
         if server.wants_clean:
             second_best = min(fits) > 0  # no Clean place
         else:
             second_best = max(fits) == 0  # only Empty domains to spoil
-        crowded = host_view.vcpus + server.vcpus > region.hosts[name].pcpus
-        ranked.append((second_best, crowded, name))
+        ranked.append((second_best, False, crowded, name))
     ranked.sort()
-    return [name for _, _, name in ranked[:DESTINATIONS_PER_SERVER]]
+    return [name for *_, name in ranked[:DESTINATIONS_PER_SERVER]]
