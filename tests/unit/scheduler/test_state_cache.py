@@ -2,10 +2,13 @@
 
 import datetime
 
+import hypothesis
+from hypothesis import strategies as st
 import testtools
 
 from nova_cacheaware.contracts import host_state as wire
 from nova_cacheaware.contracts import state_wire
+from nova_cacheaware.policy import liveness
 from nova_cacheaware.scheduler import host_state as hs
 from nova_cacheaware.scheduler import state_cache
 
@@ -245,3 +248,33 @@ class HeartbeatTest(testtools.TestCase):
         self.cache.heartbeat(beat('h1', 1))
         self.clock.now += 11
         self.assertIsNone(self.cache.get('h1'))
+
+
+class AdmitTest(testtools.TestCase):
+    """``admit`` answers what ``fresh`` and the liveness rule would."""
+
+    @hypothesis.settings(max_examples=300)
+    @hypothesis.given(st.lists(st.tuples(
+        st.sampled_from(('state', 'beat', 'wait')), st.integers(0, 3),
+        st.booleans(), st.integers(1, 90)), max_size=6))
+    def test_admit_is_fresh_and_the_liveness_rule_in_one_read(self, steps):
+        clock = Clock()
+        cache = state_cache.HostStateCache(ttl=60, clock=clock)
+        for second, (kind, generation, healthy, wait) in enumerate(steps):
+            if kind == 'state':
+                cache.update(gen('h1', second, generation, healthy))
+            elif kind == 'beat':
+                cache.heartbeat(beat('h1', generation, healthy))
+            else:
+                clock.now += wait
+            # Another host heard lately: the rule refuses the silent ones.
+            cache.update(at('h2', second))
+            fresh, view = cache.admit('h1')
+            self.assertEqual(cache.fresh('h1'), fresh)
+            for policy in liveness.CHOICES:
+                expected = liveness.ineligible_reason(
+                    cache.live_view('h1'), policy)
+                if view is None:
+                    self.assertIsNone(expected, (steps, policy))
+                else:
+                    self.assertEqual(cache.live_view('h1'), view)
