@@ -19,7 +19,6 @@ import oslo_messaging
 
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import notifications
-from nova_cacheaware.policy import liveness
 from nova_cacheaware.scheduler import claim_share
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import metrics
@@ -54,20 +53,6 @@ def get_cache():
             # First use in a worker, after the fork: its own port.
             metrics.start_exporter(opts, lambda: _process['cache'])
     return _process['cache']
-
-
-def ineligible_reason(cache, host, stale_host_state=None):
-    """Why ``host`` must not get an All-share/Clean request, or None.
-
-    The liveness rule of :mod:`nova_cacheaware.policy.liveness` on the
-    cache's view of the host, under ``[cacheaware_scheduler]
-    stale_host_state`` (read here when not given: callers that ask per
-    host read it once per request).
-    """
-    if stale_host_state is None:
-        stale_host_state = CONF.cacheaware_scheduler.stale_host_state
-    return liveness.ineligible_reason(cache.live_view(host),
-                                      stale_host_state)
 
 
 def _forget_in_child():

@@ -39,6 +39,7 @@ import oslo_messaging
 from nova_cacheaware.cmd import agent as agent_cmd
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import notifications
+from nova_cacheaware.policy import liveness
 from nova_cacheaware.scheduler import claim_share
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import live_state
@@ -77,6 +78,17 @@ def rabbitmqctl(*args):
                               capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:
         return subprocess.CompletedProcess(args, 1, '', str(e))
+
+
+def ineligible(cache, host):
+    """Why the filter refuses ``host`` All-share and Clean, or None.
+
+    The liveness rule on the cache's view, at the default
+    ``stale_host_state``.
+    """
+    return liveness.ineligible_reason(
+        cache.live_view(host),
+        ca_conf.CONF.cacheaware_scheduler.stale_host_state)
 
 
 def url(vhost, credentials=None, scheme='rabbit'):
@@ -248,7 +260,7 @@ class CellsBusTest(VhostTestCase):
         agent = self.agent('cell1-cn-1', url(self.api))
         self.assertTrue(agent.publish(REPORT))
         self.assertStateOf('cell1-cn-1', cache)
-        self.assertIsNone(live_state.ineligible_reason(cache, 'cell1-cn-1'))
+        self.assertIsNone(ineligible(cache, 'cell1-cn-1'))
         # The cell bus carries nothing of ours.
         self.assertQueues({}, self.cell)
 
@@ -263,7 +275,7 @@ class CellsBusTest(VhostTestCase):
         # Every agent on its cell bus: the scheduler's bus is silent, and
         # Placement decides (failure-modes, rule 3).
         self.assertIsNone(cache.get('cell1-cn-2'))
-        self.assertIsNone(live_state.ineligible_reason(cache, 'cell1-cn-2'))
+        self.assertIsNone(ineligible(cache, 'cell1-cn-2'))
 
         # An agent of the same cell that names the API-level bus is heard.
         good = self.agent('cell1-cn-1', url(self.api))
@@ -273,10 +285,10 @@ class CellsBusTest(VhostTestCase):
         # whose state stays in its cell is refused for All-share and Clean.
         self.keep_heard(good, 'cell1-cn-1', cache, TTL / 2.0 + 0.5)
         self.assertIsNone(cache.get('cell1-cn-2'))
-        self.assertIsNone(live_state.ineligible_reason(cache, 'cell1-cn-1'))
+        self.assertIsNone(ineligible(cache, 'cell1-cn-1'))
         self.assertIn('no live state from its nova-cacheaware agent since '
                       'this scheduler started listening',
-                      live_state.ineligible_reason(cache, 'cell1-cn-2'))
+                      ineligible(cache, 'cell1-cn-2'))
         self.assertQueues({'%s.info' % self.topic: 1}, self.cell)
 
     def test_scheduler_workers_share_claims_on_the_api_level_bus(self):
