@@ -235,13 +235,12 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         if why is not None:
             self._reject(host_state, 'no_domain_room', why)
             return False
-        if not ledger.exact:
-            domain_order.hand_out_domain(
-                host_state, rows, vcpus, shared.clean_wanted,
-                shared.instance, ledger,
-                # The instances of a multi-create share one RequestSpec.
-                request=id(spec_obj), closed=closed,
-                clean_required=shared.clean_required)
+        domain_order.hand_out_domain(
+            host_state, rows, vcpus, shared.clean_wanted,
+            shared.instance, ledger,
+            # The instances of a multi-create share one RequestSpec object.
+            request=id(spec_obj), closed=closed,
+            clean_required=shared.clean_required)
         return True
 
     def _offer_clean_slot(self, host_state, spec_obj, shared, kept):
@@ -251,11 +250,9 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
         so that claim_time sees each host Nova tries: the slot is added
         only while another one remains.
         """
-        memo = shared.memo
         claim_time.offer(host_state.uuid, kept, host_state, claim_time.Terms(
-            memo.vcpus, memo.cacheaware.clean_wanted,
-            shared.instance, id(spec_obj), False, shared.cache,
-            shared.ledger, clean_slot=True))
+            shared.vcpus, shared.clean_wanted, shared.instance, id(spec_obj),
+            False, shared.cache, shared.ledger, clean_slot=True))
         host_state.allocation_candidates = claim_time.ClaimTimeCandidates(
             kept, host_state.uuid)
 

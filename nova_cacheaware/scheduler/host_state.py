@@ -82,27 +82,43 @@ class HostCacheState(wire.HostCacheState):
 
     def _score_shapes(self, shapes):
         # pCPU availability of each (vCPUs, cap) shape not yet scored.
-        scores, headroom = self.pcpu_scores, self.pcpu_headroom
-        if headroom is None:
-            return
         for vcpus, cap in shapes:
-            if (vcpus, cap) not in scores:
+            try:
+                self.pcpu_score(vcpus, cap)
+            except exception.InvalidInput:
+                pass
+
+    def pcpu_score(self, vcpus, cap=None):
+        """The pCPU availability raw weight of a ``vcpus``-vCPU instance.
+
+        ``2 * available / vcpus - 1`` in ``[-1, 1]``, ``available`` from
+        :attr:`pcpu_headroom`; None without one. Memoised in
+        :attr:`pcpu_scores` (the oldest of :data:`SCORES_PER_STATE`
+        shapes dropped).
+        """
+        scores = self.pcpu_scores
+        key = (vcpus, cap)
+        value = scores.get(key)
+        if value is None:
+            headroom = self.pcpu_headroom
+            if headroom is None:
+                return None
+            available = headroom.available_pcpus(vcpus, cap)
+            value = 2.0 * min(1.0, available / vcpus) - 1.0
+            if len(scores) >= SCORES_PER_STATE:
                 try:
-                    scores[vcpus, cap] = pcpu_score(headroom, vcpus, cap)
-                except exception.InvalidInput:
+                    # Oldest first (insertion order); another thread may
+                    # have dropped it already.
+                    del scores[next(iter(scores))]
+                except (KeyError, StopIteration, RuntimeError):
                     pass
+            scores[key] = value
+        return value
 
 
-def pcpu_score(headroom, vcpus, cap=None):
-    """The pCPU availability raw weight of a ``vcpus``-vCPU instance.
-
-    ``2 * available / vcpus - 1`` in ``[-1, 1]``, ``available`` from the
-    host's :class:`~.pcpu_headroom.Headroom`.
-    """
-    available = headroom.available_pcpus(vcpus, cap)
-    return 2.0 * min(1.0, available / vcpus) - 1.0
-
-
+#: pCPU scores (request shapes) memoised per state, at most: a few
+#: flavors make most requests.
+SCORES_PER_STATE = 32
 #: Contention scores carried over to a host's next state, at most.
 SCORE_SHAPES = 8
 

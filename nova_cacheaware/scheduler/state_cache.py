@@ -232,22 +232,15 @@ class HostStateCache:
         entry = self._fresh(host, self._clock())
         return None if entry is None else entry[1]
 
-    def fresh(self, host):
-        """``(received, state)``: :meth:`received` and :meth:`get` at once.
-
-        None when :meth:`get` gives no state (one lookup for callers that
-        need both, per host of a request).
-        """
-        return self._fresh(host, self._clock())
-
     def admit(self, host):
-        """``(fresh, view)``: :meth:`fresh`, and the liveness view if needed.
+        """``(fresh, view)`` of a host, in one read of its entries.
 
-        ``view`` is None when the fresh state's agent is heard healthy
-        (its state's flag, or a heartbeat's when that came last): the
-        liveness rule admits such a host under every policy, so the
-        caller asks nothing more. Otherwise it is :meth:`live_view`. One
-        read of the host's entries for the callers that ask per host.
+        ``fresh``: ``(received, state)`` of its fresh state (what
+        :meth:`received` and :meth:`get` say), or None. ``view`` is None
+        when the fresh state's agent is heard healthy (its state's flag,
+        or a heartbeat's when that came last): the liveness rule admits
+        such a host under every policy, so the caller asks nothing more.
+        Otherwise it is :meth:`live_view`.
         """
         now = self._clock()
         fresh = self._fresh(host, now)

@@ -81,10 +81,6 @@ CONF = ca_conf.CONF
 
 NEUTRAL = 0.0
 
-#: Request shapes (vCPUs, cap) memoised per host state: a few flavors make
-#: most requests; past this many the oldest shape is dropped.
-SCORES_PER_STATE = 32
-
 #: What a weigher returns when every host gets the same weight. Nova's
 #: handler then skips its per-host work for the weigher (``normalize``
 #: returns ``()`` for an empty list, and the handler walks the
@@ -113,31 +109,16 @@ def contention_score(state, vcpus=1, cpu_ratio=1.0):
 def availability_score(state, vcpus, cap=None):
     """Raw weight in ``[-1, 1]`` of a host for a new ``vcpus``-vCPU instance.
 
-    0 (neutral) without fresh, healthy state carrying ``vcpu_affinity``.
-    Memoised per state and (vCPUs, cap): the state's
-    :attr:`~.host_state.HostCacheState.pcpu_headroom` makes a miss cheap.
+    0 (neutral) without fresh, healthy state carrying ``vcpu_affinity``;
+    -1 where the agent sees a VM in a spin storm. Memoised per state and
+    (vCPUs, cap): :meth:`~.host_state.HostCacheState.pcpu_score`.
     """
     if state is None or not state.agent_healthy or vcpus < 1:
         return NEUTRAL
     if state.storming_vms:
         return -1.0
-    scores = state.pcpu_scores
-    key = (vcpus, cap)
-    value = scores.get(key)
-    if value is None:
-        headroom = state.pcpu_headroom
-        if headroom is None:
-            return NEUTRAL
-        value = scheduler_state.pcpu_score(headroom, vcpus, cap)
-        if len(scores) >= SCORES_PER_STATE:
-            try:
-                # Oldest first (insertion order); another thread may have
-                # dropped it already.
-                del scores[next(iter(scores))]
-            except (KeyError, StopIteration, RuntimeError):
-                pass
-        scores[key] = value
-    return value
+    value = state.pcpu_score(vcpus, cap)
+    return NEUTRAL if value is None else value
 
 
 class CacheAwareWeigher(weights.BaseHostWeigher):
@@ -202,8 +183,9 @@ class CacheAwareWeigher(weights.BaseHostWeigher):
         return out
 
     def _weigh_object(self, host_state, weight_properties):
-        return self.weigh_objects([weights.WeighedHost(host_state, 0.0)],
-                                  weight_properties)[0]
+        got = self.weigh_objects([weights.WeighedHost(host_state, 0.0)],
+                                 weight_properties)
+        return got[0] if got else 0.0
 
 
 class _Contention(ty.NamedTuple):
@@ -232,21 +214,20 @@ class _Contention(ty.NamedTuple):
         """Raw weight in ``[-1, 1]`` of ``host_state`` with ``state``."""
         if state is None or not state.agent_healthy or not state.domains:
             return NEUTRAL
-        ratio = host_state.cpu_allocation_ratio or 1.0
         ledger = self.ledger
-        if not ledger.has_claims(host_state.uuid, host_state.num_instances):
-            return scheduler_state.contention(state, self.vcpus, ratio)
-        # The claims this process knows the state lacks (its own and the
-        # other workers'), as the filter counts them: in a burst the Clean
-        # places a host has left fall with every claim, not once per
-        # agent period.
-        cache = self.cache
-        rows, own = domain_order.host_domain_rows(
-            host_state, state, cache.received(host_state.host), ledger,
-            domain_order.elsewhere_of(cache, host_state.host))
-        if not own:
-            return scheduler_state.contention(state, self.vcpus, ratio)
-        return domain_choice.contention_score(rows, self.vcpus)
+        if ledger.has_claims(host_state.uuid, host_state.num_instances):
+            # The claims this process knows the state lacks (its own and
+            # the other workers'), as the filter counts them: in a burst
+            # the Clean places a host has left fall with every claim, not
+            # once per agent period.
+            cache = self.cache
+            rows, own = domain_order.host_domain_rows(
+                host_state, state, cache.received(host_state.host), ledger,
+                domain_order.elsewhere_of(cache, host_state.host))
+            if own:
+                return domain_choice.contention_score(rows, self.vcpus)
+        return scheduler_state.contention(
+            state, self.vcpus, host_state.cpu_allocation_ratio or 1.0)
 
 
 class _Availability(ty.NamedTuple):
@@ -269,11 +250,6 @@ class _Availability(ty.NamedTuple):
 
     def score(self, state, host_state):
         """Raw weight in ``[-1, 1]`` of ``host_state`` with ``state``."""
-        if (state is not None and state.agent_healthy
-                and not state.storming_vms):
-            value = state.pcpu_scores.get(self.shape)
-            if value is not None:
-                return value
         try:
             return availability_score(state, *self.shape)
         except exception.InvalidInput as e:

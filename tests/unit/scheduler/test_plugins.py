@@ -467,6 +467,10 @@ class CacheAwareWeigherTest(PluginTestCase):
         self.assertEqual([7.5 + 0.0, 0.0 + 1.5, 5.0 + 1.5],
                          self.weigh({'cacheaware:workload': 'memory'}))
 
+    def test_one_host_of_a_request_no_part_applies_to_weighs_0(self):
+        self.assertEqual(0.0, weights.CacheAwareWeigher()._weigh_object(
+            self.hosts[0], spec({})))
+
     def test_nova_applies_no_multiplier_of_its_own(self):
         self.assertEqual(1.0, weights.CacheAwareWeigher().weight_multiplier(
             self.hosts[0]))

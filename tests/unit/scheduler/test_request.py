@@ -117,13 +117,13 @@ class PerStateWorkTest(tp.PluginTestCase):
     def test_score_memo_is_bounded_and_replaced_with_the_state(self):
         state = tp.with_vms('h1', {'a': tp.floating(6, range(4))})
         self.cache.update(state)
-        for vcpus in range(1, 2 * weights.SCORES_PER_STATE):
+        for vcpus in range(1, 2 * hs.SCORES_PER_STATE):
             self.assertAlmostEqual(
                 2 * min(1.0, 4 / (6 + vcpus)) - 1,
                 weights.availability_score(state, vcpus))
-        self.assertEqual(weights.SCORES_PER_STATE, len(state.pcpu_scores))
+        self.assertEqual(hs.SCORES_PER_STATE, len(state.pcpu_scores))
         # The newest shapes are kept.
-        self.assertIn((2 * weights.SCORES_PER_STATE - 1, None),
+        self.assertIn((2 * hs.SCORES_PER_STATE - 1, None),
                       state.pcpu_scores)
         # The next state, other VMs: its own memo, holding the newest
         # shapes asked of the state it replaces, scored on its VMs (none
@@ -131,7 +131,7 @@ class PerStateWorkTest(tp.PluginTestCase):
         fresh = tp.with_vms('h1', {})
         self.cache.update(fresh)
         self.assertIsNot(state.pcpu_scores, fresh.pcpu_scores)
-        newest = range(2 * weights.SCORES_PER_STATE - hs.SCORE_SHAPES,
-                       2 * weights.SCORES_PER_STATE)
+        newest = range(2 * hs.SCORES_PER_STATE - hs.SCORE_SHAPES,
+                       2 * hs.SCORES_PER_STATE)
         self.assertEqual({(v, None): 2 * min(1.0, 4 / v) - 1
                           for v in newest}, fresh.pcpu_scores)

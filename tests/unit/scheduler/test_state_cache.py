@@ -251,7 +251,7 @@ class HeartbeatTest(testtools.TestCase):
 
 
 class AdmitTest(testtools.TestCase):
-    """``admit`` answers what ``fresh`` and the liveness rule would."""
+    """``admit`` says what ``get``, ``received`` and the rule would."""
 
     @hypothesis.settings(max_examples=300)
     @hypothesis.given(st.lists(st.tuples(
@@ -270,7 +270,10 @@ class AdmitTest(testtools.TestCase):
             # Another host heard lately: the rule refuses the silent ones.
             cache.update(at('h2', second))
             fresh, view = cache.admit('h1')
-            self.assertEqual(cache.fresh('h1'), fresh)
+            state = cache.get('h1')
+            self.assertEqual(
+                None if state is None else (cache.received('h1'), state),
+                fresh)
             for policy in liveness.CHOICES:
                 expected = liveness.ineligible_reason(
                     cache.live_view('h1'), policy)
