@@ -1,9 +1,10 @@
 """Balloon policies outside the uniform model: skew, scans, moving sets.
 
-Every run uses the LRU page-cache model (``nova_cacheaware.sim.lru``: each
-read of a file is a real LRU hit or miss) and, unless the family says
-``exact``, the guest helper's error (``nova_cacheaware.sim.estimator``,
-calibrated in doc/source/evaluation/balloon.rst).  Families: an access
+Every run uses the LRU page-cache model
+(``nova_cacheaware_evaluation.sim.lru``: each read of a file is a real
+LRU hit or miss) and, unless the family says ``exact``, the guest
+helper's error (``nova_cacheaware_evaluation.sim.estimator``, calibrated
+in doc/source/evaluation/balloon.rst).  Families: an access
 pattern (``uniform``, ``zipf`` with exponents 0.6 / 0.9 / 1.2, ``hotcold``,
 ``scan_mix``, ``scan``, ``moving``, ``mixed`` = a different one per VM)
 times an estimator (``helper``, ``exact``, ``blind`` = VM 0's reads are
@@ -31,8 +32,8 @@ import time
 import types
 
 from benchmarks import balloon_sim_scenarios as base
-from nova_cacheaware.sim import balloon as sim
-from nova_cacheaware.sim import balloon_policies
+from nova_cacheaware_evaluation.sim import balloon as sim
+from nova_cacheaware_evaluation.sim import balloon_policies
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
 #: ``--baseline REV``: balloon_default.py as of REV, run as 'default@REV'.

@@ -23,7 +23,7 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 
 from benchmarks import common  # noqa: E402
-from nova_cacheaware.sim import balloon as sim  # noqa: E402
+from nova_cacheaware_evaluation.sim import balloon as sim  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(HERE, '..', 'doc', 'source', 'evaluation')

@@ -24,7 +24,7 @@ import sys
 import time
 
 from benchmarks import common
-from nova_cacheaware.sim import balloon as sim
+from nova_cacheaware_evaluation.sim import balloon as sim
 
 COMPARED = ('static', 'hit_ratio_a', 'default', 'oracle')
 

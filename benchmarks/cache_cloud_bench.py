@@ -39,12 +39,12 @@ import sys
 import time
 
 from benchmarks import common
-from nova_cacheaware.sim import cache
-from nova_cacheaware.sim import cache_scenario
-from nova_cacheaware.sim import calibration
-from nova_cacheaware.sim import classifier_trace
-from nova_cacheaware.sim import contention
-from nova_cacheaware.sim import optimum
+from nova_cacheaware_evaluation.sim import cache
+from nova_cacheaware_evaluation.sim import cache_scenario
+from nova_cacheaware_evaluation.sim import calibration
+from nova_cacheaware_evaluation.sim import classifier_trace
+from nova_cacheaware_evaluation.sim import contention
+from nova_cacheaware_evaluation.sim import optimum
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)

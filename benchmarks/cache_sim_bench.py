@@ -18,8 +18,8 @@ import os
 import sys
 import time
 
-from nova_cacheaware.sim import cache
-from nova_cacheaware.sim import cache_scenario
+from nova_cacheaware_evaluation.sim import cache
+from nova_cacheaware_evaluation.sim import cache_scenario
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOC = os.path.join(HERE, '..', 'doc', 'source', 'evaluation')

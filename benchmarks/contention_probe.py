@@ -33,7 +33,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from benchmarks import common  # noqa: E402
-from nova_cacheaware.policy import contention_probe as cp  # noqa: E402
+from nova_cacheaware_evaluation.probe import analysis as cp  # noqa: E402
 
 DEFAULT_JSON = os.path.join(REPO, 'benchmarks', 'results',
                             'contention_probe.json')

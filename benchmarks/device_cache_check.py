@@ -33,10 +33,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
 from nova_cacheaware.agent import counters  # noqa: E402
-from nova_cacheaware.cmd.commands import probe as probe_cmd  # noqa: E402
-from nova_cacheaware.probe import runner  # noqa: E402
 from nova_cacheaware.topology import domains as topo_domains  # noqa: E402
 from nova_cacheaware.topology import sysfs  # noqa: E402
+from nova_cacheaware_evaluation.cmd import probe as probe_cmd  # noqa: E402
+from nova_cacheaware_evaluation.probe import runner  # noqa: E402
 
 CPU_ROOT = '/sys/devices/system/cpu'
 

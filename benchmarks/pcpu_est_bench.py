@@ -29,8 +29,8 @@ import time
 
 from benchmarks import common
 from nova_cacheaware.policy import pcpu_est
-from nova_cacheaware.policy import pcpu_est_greedy
 from nova_cacheaware.policy import pcpu_est_network
+from nova_cacheaware_evaluation.baselines import pcpu_est_greedy
 
 
 # --------------------------------------------------------------------------

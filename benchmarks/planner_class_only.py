@@ -51,7 +51,7 @@ sys.path.insert(0, REPO)
 from benchmarks import common  # noqa: E402
 from benchmarks import planner_quality  # noqa: E402
 from benchmarks import planner_yardstick  # noqa: E402
-from nova_cacheaware.sim import yardstick  # noqa: E402
+from nova_cacheaware_evaluation.sim import yardstick  # noqa: E402
 
 VARIANTS = ('calibrated', 'doubled stall (stress)')
 GOAL_MEAN, GOAL_WORST = 0.99, 0.97

@@ -14,8 +14,8 @@ the contract's objective or ``throughput``.
 
 import math
 
-from nova_cacheaware.sim import cache
-from nova_cacheaware.sim import contention
+from nova_cacheaware_evaluation.sim import cache
+from nova_cacheaware_evaluation.sim import contention
 
 MAX_OPTIMUM_LEAVES = 256
 

@@ -55,10 +55,10 @@ sys.path.insert(0, REPO)
 
 from benchmarks import common  # noqa: E402
 from benchmarks import planner_quality  # noqa: E402
-from nova_cacheaware.sim import cache  # noqa: E402
-from nova_cacheaware.sim import contention  # noqa: E402
-from nova_cacheaware.sim import occupancy  # noqa: E402
-from nova_cacheaware.sim import yardstick  # noqa: E402
+from nova_cacheaware_evaluation.sim import cache  # noqa: E402
+from nova_cacheaware_evaluation.sim import contention  # noqa: E402
+from nova_cacheaware_evaluation.sim import occupancy  # noqa: E402
+from nova_cacheaware_evaluation.sim import yardstick  # noqa: E402
 
 BINS = (0.9, 0.95, 0.98, 0.99, 1.0)
 #: The quiet-machine probe (see the module docstring for why).

@@ -67,7 +67,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 stamp="$VENV/.requirements.sha"
 NOVA_PINS=requirements/nova-$NOVA_RELEASE.txt
-want=$(cat requirements.txt test-requirements.txt "$NOVA_PINS" setup.cfg \
+want=$(cat requirements.txt test-requirements.txt "$NOVA_PINS" setup.cfg evaluation/setup.cfg \
     ${CONSTRAINTS[@]:+"${CONSTRAINTS[1]}"} | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     # pip's own output (warnings about index locations included) goes to
@@ -89,8 +89,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     pip_step "installing Python requirements into $VENV (minutes the first time)" \
         ${CONSTRAINTS[@]:+"${CONSTRAINTS[@]}"} \
         -r requirements.txt -r test-requirements.txt -r "$NOVA_PINS"
-    pip_step "installing nova-cacheaware into $VENV" \
-        ${CONSTRAINTS[@]:+"${CONSTRAINTS[@]}"} -e .
+    # The evaluation distribution (simulators, probe, baselines) beside
+    # the product: the tests and benchmarks use both.
+    pip_step "installing nova-cacheaware and its evaluation into $VENV" \
+        ${CONSTRAINTS[@]:+"${CONSTRAINTS[@]}"} -e . -e ./evaluation
     echo "$want" > "$stamp"
 fi
 echo "setup: ready ($VENV, ${SECONDS} s)"

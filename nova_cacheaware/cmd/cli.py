@@ -1,6 +1,8 @@
 """``nova-cacheaware``: offline tools, JSON in and out.
 
-Subcommands live in :mod:`nova_cacheaware.cmd.commands`, one module each.
+Subcommands live in :mod:`nova_cacheaware.cmd.commands`, one module each,
+and in other distributions' modules named by the
+``nova_cacheaware.cli.commands`` entry points.
 """
 
 import argparse
@@ -29,7 +31,9 @@ def build_parser():
         description='Cache-, NUMA- and pCPU-aware tools for OpenStack Nova.')
     parser.add_argument('--version', action='version',
                         version=version.version_string())
-    commands.add_commands(parser, commands, 'command', 'COMMAND', 'func')
+    modules = list(commands.command_modules(commands))
+    modules += commands.plugin_modules()
+    commands.add_commands(parser, modules, 'command', 'COMMAND', 'func')
     return parser
 
 

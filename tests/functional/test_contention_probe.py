@@ -13,9 +13,9 @@ import sys
 
 import testtools
 
-from nova_cacheaware.policy import contention_probe as cp
 from nova_cacheaware.topology import domains
 from nova_cacheaware.topology import sysfs
+from nova_cacheaware_evaluation.probe import analysis as cp
 
 CLI = [sys.executable, '-m', 'nova_cacheaware.cmd.cli']
 SHORT = ['--factors', '0.125,2', '--repetitions', '2', '--samples', '3',
@@ -137,7 +137,7 @@ class NoNumpyOutsideTheProbeTest(testtools.TestCase):
                 'import nova_cacheaware.cmd.agent\n'
                 'import nova_cacheaware.scheduler.filters\n'
                 'import nova_cacheaware.scheduler.weights\n'
-                'import nova_cacheaware.probe.runner\n'
+                'import nova_cacheaware_evaluation.probe.runner\n'
                 'print("numpy" in sys.modules)\n')
         proc = subprocess.run([sys.executable, '-c', code],
                               capture_output=True, text=True, timeout=120)

@@ -14,7 +14,7 @@ import testtools
 from nova_cacheaware import exception
 from nova_cacheaware.policy import pcpu_est
 from nova_cacheaware.policy import pcpu_est_flow
-from nova_cacheaware.policy import pcpu_est_greedy
+from nova_cacheaware_evaluation.baselines import pcpu_est_greedy
 from tests.unit.policy import pcpu_lp
 
 F = Fraction

@@ -56,3 +56,24 @@ class ShapeTest(testtools.TestCase):
                     and isinstance(node.value, str)
                     and node.value.startswith('cacheaware:'))
         self.assertEqual([], found)
+
+    def test_the_product_never_imports_its_evaluation(self):
+        found = []
+        for folder, _dirs, files in os.walk(PACKAGE):
+            for name in files:
+                if not name.endswith('.py'):
+                    continue
+                path = os.path.join(folder, name)
+                with open(path, encoding='utf-8') as f:
+                    tree = ast.parse(f.read())
+                for node in ast.walk(tree):
+                    names = []
+                    if isinstance(node, ast.Import):
+                        names = [a.name for a in node.names]
+                    elif isinstance(node, ast.ImportFrom) and node.module:
+                        names = [node.module]
+                    found.extend(
+                        '%s:%d' % (os.path.relpath(path, ROOT), node.lineno)
+                        for n in names
+                        if n.split('.')[0] == 'nova_cacheaware_evaluation')
+        self.assertEqual([], found)

@@ -1,0 +1,1 @@
+"""The studies' baselines our algorithms are compared against."""

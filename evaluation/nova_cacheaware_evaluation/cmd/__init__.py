@@ -1,0 +1,1 @@
+"""The ``nova-cacheaware`` subcommands this distribution adds."""
