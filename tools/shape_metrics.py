@@ -5,6 +5,9 @@ Reads every ``.py`` file of ``nova_cacheaware/`` with :mod:`ast` (nothing is
 imported or run) and prints:
 
 * ``package_lines``: lines of all its modules;
+* ``cross_package_imports``: imports from a module of one sub-package (or
+  top-level module) to a module of another, one per module pair;
+  ``package_edges``: the sub-package pairs they join;
 * ``libvirt_modules``: modules with an ``import libvirt`` or
   ``import libvirt_qemu`` anywhere (also inside a function);
 * ``largest_modules`` and ``largest_functions``: the longest, in lines
@@ -149,16 +152,20 @@ def measure(root, top=5):
             funcs.append((fn.end_lineno - fn.lineno + 1,
                           '%s:%s' % (name, fn.name)))
     package_graph = {}
+    crossing = 0
     for src, deps in module_graph.items():
         for dep in deps:
             a, b = _group(src), _group(dep)
             if a != b:
                 package_graph.setdefault(a, set()).add(b)
+                crossing += 1
     largest = sorted(((n, m) for m, n in lines.items()), reverse=True)
     funcs.sort(reverse=True)
     return {
         'package_lines': sum(lines.values()),
         'modules': len(mods),
+        'cross_package_imports': crossing,
+        'package_edges': sum(len(d) for d in package_graph.values()),
         'libvirt_modules': sorted(libvirt_users),
         'largest_modules': [[m, n] for n, m in largest[:top]],
         'modules_over_400': sum(1 for n in lines.values() if n > 400),
@@ -182,12 +189,17 @@ def main(argv=None):
         return 0
     print('package lines     %d in %d modules'
           % (figures['package_lines'], figures['modules']))
+    print('imports between sub-packages %d (module pairs), %d '
+          '(sub-package pairs)' % (figures['cross_package_imports'],
+                                   figures['package_edges']))
     print('libvirt importers %d: %s' % (len(figures['libvirt_modules']),
                                         ', '.join(figures['libvirt_modules'])))
-    print('modules > 400     %d' % figures['modules_over_400'])
+    print('largest modules (modules > 400 lines: %d)'
+          % figures['modules_over_400'])
     for m, n in figures['largest_modules']:
         print('  %5d  %s' % (n, m))
-    print('functions > 60    %d' % figures['functions_over_60'])
+    print('largest functions (functions > 60 lines: %d)'
+          % figures['functions_over_60'])
     for f, n in figures['largest_functions']:
         print('  %5d  %s' % (n, f))
     print('package cycles    %d' % len(figures['package_cycles']))

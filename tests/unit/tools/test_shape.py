@@ -1,4 +1,8 @@
-"""The package keeps the shape of issue 18 (``tools/shape_metrics.py``)."""
+"""What the package must not get back (``tools/shape_metrics.py``).
+
+Sizes are reported by that tool, not tested: a long module or function is
+a reason to look, and responsibility, not length, decides a split.
+"""
 
 import ast
 import importlib.util
@@ -27,16 +31,6 @@ class ShapeTest(testtools.TestCase):
                          figures['libvirt_modules'])
         self.assertEqual([], figures['package_cycles'])
         self.assertEqual([], figures['module_cycles'])
-
-    def test_no_module_over_400_lines(self):
-        figures = _metrics()
-        self.assertEqual(0, figures['modules_over_400'],
-                         figures['largest_modules'])
-
-    def test_no_function_over_60_lines(self):
-        figures = _metrics()
-        self.assertEqual(0, figures['functions_over_60'],
-                         figures['largest_functions'])
 
     def test_no_raw_extra_spec_keys_outside_the_contracts(self):
         found = []
