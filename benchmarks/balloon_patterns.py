@@ -83,11 +83,26 @@ def scenario(family, number):
     return doc
 
 
+#: Where the default balancer lived, newest first.
+BASELINE_PATHS = ('nova_cacheaware/balloon/default_balancer.py',
+                  'nova_cacheaware/policy/balloon_default.py')
+
+
 def load_baseline(rev):
-    """balloon_default.py as of git revision ``rev``, as a module."""
-    src = subprocess.run(
-        ['git', 'show', '%s:nova_cacheaware/policy/balloon_default.py' % rev],
-        cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    """Our default balancer as of git revision ``rev``, as a module."""
+    for where in BASELINE_PATHS:
+        got = subprocess.run(['git', 'show', '%s:%s' % (rev, where)],
+                             cwd=ROOT, capture_output=True, text=True)
+        if got.returncode == 0:
+            src = got.stdout
+            break
+    else:
+        raise ValueError('no default balancer at revision %s' % rev)
+    # A revision from before the capability packages imports study 002's
+    # balancer from where it lived then.
+    src = src.replace('from nova_cacheaware.policy import balloon\n',
+                      'from nova_cacheaware.balloon import study_balancer '
+                      'as balloon\n')
     module = types.ModuleType('balloon_default_at_%s' % rev)
     exec(compile(src, 'balloon_default.py@%s' % rev, 'exec'),
          module.__dict__)

@@ -38,8 +38,8 @@ import time
 from unittest import mock
 
 from benchmarks import common
+from nova_cacheaware.balloon import study_balancer as balloon
 from nova_cacheaware.cmd import cli
-from nova_cacheaware.policy import balloon
 from tests.fixtures import balloon_quadratic
 
 PARAMS = {'threshold': 0.99, 'alpha': 0.1, 'beta': 0.1, 'mode': 'A',

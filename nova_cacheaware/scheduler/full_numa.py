@@ -13,7 +13,7 @@ from oslo_log import log as logging
 
 from nova.scheduler import filters
 
-from nova_cacheaware.policy import numa_flavor
+from nova_cacheaware.numa_balance import flavor as numa_flavor
 from nova_cacheaware.scheduler import request
 
 LOG = logging.getLogger(__name__)

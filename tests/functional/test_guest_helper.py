@@ -9,7 +9,7 @@ import sys
 import fixtures
 import testtools
 
-from nova_cacheaware.policy import guest_report
+from nova_cacheaware.balloon import guest_report
 
 HELPER = os.path.join(os.path.dirname(__file__), '..', '..', 'deploy',
                       'guest-tools', 'cacheaware-guest-stats')

@@ -16,7 +16,7 @@ import sys
 
 import cloud as devcloud
 
-from nova_cacheaware.policy import numa_flavor
+from nova_cacheaware.numa_balance import flavor as numa_flavor
 from nova_cacheaware.topology import cpulist
 from nova_cacheaware.topology import report
 from nova_cacheaware.topology import sysfs

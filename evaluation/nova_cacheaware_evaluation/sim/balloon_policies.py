@@ -9,9 +9,9 @@ working sets (and, in the LRU model, each phase's true hit-ratio curve).
 import dataclasses
 import math
 
+from nova_cacheaware.balloon import default_balancer as balloon_default
+from nova_cacheaware.balloon import study_balancer as study
 from nova_cacheaware import exception
-from nova_cacheaware.policy import balloon as study
-from nova_cacheaware.policy import balloon_default
 from nova_cacheaware_evaluation.sim import balloon_oracle
 
 POLICIES = ('static', 'committed_as', 'mom', 'hit_ratio_a', 'hit_ratio_b',
@@ -172,7 +172,7 @@ class Study(Policy):
 
 
 class Default(Policy):
-    """Our default policy (:mod:`nova_cacheaware.policy.balloon_default`).
+    """Our default policy (:mod:`nova_cacheaware.balloon.default_balancer`).
 
     ``module`` may be another version of that module (the benchmarks
     compare with the one before a change).

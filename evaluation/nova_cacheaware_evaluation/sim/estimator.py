@@ -1,7 +1,7 @@
 """What the guest helper would report, not the true hit ratio.
 
 The real helper (``cacheaware-guest-stats``, validated by
-:mod:`nova_cacheaware.policy.guest_report`) estimates the hit ratio as
+:mod:`nova_cacheaware.balloon.guest_report`) estimates the hit ratio as
 ``1 - fetched / read`` with ``read`` the processes' ``rchar`` and
 ``fetched`` their ``read_bytes`` over a sample of ``sample_s`` seconds at
 the end of each reporting interval.  Its known errors, and how they enter

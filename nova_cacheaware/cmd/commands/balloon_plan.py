@@ -5,9 +5,9 @@ contract is fixed; ``--policy default`` replays our default policy from an
 agent snapshot (doc/source/user/balloon-plan.rst).
 """
 
+from nova_cacheaware.balloon import default_balancer
+from nova_cacheaware.balloon import study_balancer
 from nova_cacheaware.cmd import common
-from nova_cacheaware.policy import balloon
-from nova_cacheaware.policy import balloon_default
 
 NAME = 'balloon-plan'
 HELP = ("Run one round of study 002's hit-ratio memory balancer "
@@ -28,11 +28,11 @@ def run(args):
     """Validate the input, plan one round and print the JSON result."""
     doc = common.load_json_input(args.input)
     if args.policy == 'default':
-        params, vms, free_mib = balloon_default.request_from_dict(doc)
-        plan = balloon_default.default_plan(params, vms, free_mib)
-        common.dump_json(balloon_default.plan_to_dict(plan))
+        params, vms, free_mib = default_balancer.request_from_dict(doc)
+        plan = default_balancer.default_plan(params, vms, free_mib)
+        common.dump_json(default_balancer.plan_to_dict(plan))
         return 0
-    params, vms, free_mib = balloon.request_from_dict(doc)
-    plan = balloon.study_plan(params, vms, free_mib)
-    common.dump_json(balloon.plan_to_dict(plan))
+    params, vms, free_mib = study_balancer.request_from_dict(doc)
+    plan = study_balancer.study_plan(params, vms, free_mib)
+    common.dump_json(study_balancer.plan_to_dict(plan))
     return 0

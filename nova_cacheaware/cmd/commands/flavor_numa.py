@@ -3,7 +3,7 @@
 Reads a host topology (this host's sysfs, ``--sysfs-root``, a libvirt URI,
 or a ``nova-cacheaware topology --format json`` file), derives the
 ``hw:numa_*`` + ``cacheaware:numa=full`` extra specs with
-:mod:`nova_cacheaware.policy.numa_flavor`, prints them, and with
+:mod:`nova_cacheaware.numa_balance.flavor`, prints them, and with
 ``--write FLAVOR`` writes them through Nova's API.
 """
 
@@ -11,7 +11,7 @@ import sys
 
 from nova_cacheaware.cmd import common
 from nova_cacheaware import exception
-from nova_cacheaware.policy import numa_flavor
+from nova_cacheaware.numa_balance import flavor as numa_flavor
 from nova_cacheaware.topology import cpulist
 from nova_cacheaware.topology import libvirt_caps
 from nova_cacheaware.topology import report

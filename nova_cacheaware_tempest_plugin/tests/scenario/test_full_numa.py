@@ -12,7 +12,7 @@ not show a host's NUMA cells); without it the tests skip.
 from tempest import config
 from tempest.lib import decorators
 
-from nova_cacheaware.policy import numa_flavor
+from nova_cacheaware.numa_balance import flavor as numa_flavor
 from nova_cacheaware_tempest_plugin.tests.scenario import base
 
 CONF = config.CONF

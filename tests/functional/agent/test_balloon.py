@@ -14,13 +14,13 @@ import uuid as uuid_mod
 
 import fixtures
 
-from nova_cacheaware.agent import balloon
-from nova_cacheaware.agent import balloon_view
 from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import guest_agent
+from nova_cacheaware.balloon import agent as balloon
+from nova_cacheaware.balloon import policy as balloon_round
+from nova_cacheaware.balloon import view as balloon_view
 from nova_cacheaware.cmd import agent as agent_cmd
 from nova_cacheaware import exception
-from nova_cacheaware.policy import balloon_round
 from tests.fixtures import nova_domains
 from tests.functional.agent import base
 
@@ -290,7 +290,7 @@ class BalloonTestDriverTest(base.AgentTestCase):
         self.mem.claims = {zero: 0, huge: 20480}
         self.mem.used = {zero: 0.0, huge: 20480.0}
         log = self.useFixture(fixtures.FakeLogger(
-            name='nova_cacheaware.agent.balloon'))
+            name='nova_cacheaware.balloon.agent'))
         cap = self.capability(pool_mib=1024, step=256)
         agent = self.agent(FOUR)
         agent.capabilities = (cap,)

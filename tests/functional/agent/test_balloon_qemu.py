@@ -8,10 +8,10 @@ initramfs never do (hits).
 
 import time
 
-from nova_cacheaware.agent import balloon
-from nova_cacheaware.agent import balloon_view
 from nova_cacheaware.agent import guest_agent
-from nova_cacheaware.policy import balloon_round
+from nova_cacheaware.balloon import agent as balloon
+from nova_cacheaware.balloon import policy as balloon_round
+from nova_cacheaware.balloon import view as balloon_view
 from tests.functional.agent import base
 
 HIT = {'cacheaware:memory_policy': 'hit_ratio'}

@@ -10,9 +10,9 @@ import re
 import time
 
 from nova_cacheaware.agent import guest_agent
-from nova_cacheaware.agent import numa_balance
-from nova_cacheaware.agent import numa_shapes
-from nova_cacheaware.policy import numa_balance as policy
+from nova_cacheaware.numa_balance import agent as numa_balance
+from nova_cacheaware.numa_balance import policy
+from nova_cacheaware.numa_balance import shapes as numa_shapes
 from tests.functional.agent import base
 from tests.functional.agent import test_qemu
 

@@ -2,7 +2,7 @@
 
 from nova.tests.fixtures import libvirt as fakelibvirt
 
-from nova_cacheaware.policy import numa_flavor
+from nova_cacheaware.numa_balance import flavor as numa_flavor
 from tests.functional.nova import base
 
 HN = numa_flavor.HostNode

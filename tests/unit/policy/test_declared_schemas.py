@@ -15,11 +15,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
+from nova_cacheaware.balloon import default_balancer as balloon_default
 from nova_cacheaware.contracts import cpu_sets
 from nova_cacheaware.contracts import vcpu_affinity
 from nova_cacheaware import exception
 from nova_cacheaware.policy import allshare_replan
-from nova_cacheaware.policy import balloon_default
 from nova_cacheaware.policy import cachedomain_model
 from nova_cacheaware.policy import domain_assignment
 from nova_cacheaware.policy import domain_choice_doc

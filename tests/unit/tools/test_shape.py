@@ -7,6 +7,7 @@ a reason to look, and responsibility, not length, decides a split.
 import ast
 import importlib.util
 import os
+import sys
 
 import testtools
 
@@ -70,4 +71,48 @@ class ShapeTest(testtools.TestCase):
                         '%s:%d' % (os.path.relpath(path, ROOT), node.lineno)
                         for n in names
                         if n.split('.')[0] == 'nova_cacheaware_evaluation')
+        self.assertEqual([], found)
+
+    def test_the_pure_modules_do_no_io(self):
+        # The algorithms of every capability and the contracts: no I/O, no
+        # CONF, no clock, no logging - replayable offline, the same result.
+        pure = {'policy', 'contracts'}
+        pure_modules = {
+            'balloon.study_balancer', 'balloon.default_balancer',
+            'balloon.policy', 'balloon.guest_report',
+            'numa_balance.policy', 'numa_balance.flavor'}
+        allowed_package = {'exception', 'topology.cpulist'}
+        io = {'os', 'subprocess', 'socket', 'threading', 'time', 'logging',
+              'select', 'signal', 'urllib', 'http', 'shutil', 'tempfile'}
+        found = []
+        for folder, _dirs, files in os.walk(PACKAGE):
+            for name in files:
+                path = os.path.join(folder, name)
+                rel = os.path.relpath(path, PACKAGE)[:-3].replace(os.sep, '.')
+                if not name.endswith('.py') or not (
+                        rel.split('.')[0] in pure or rel in pure_modules):
+                    continue
+                with open(path, encoding='utf-8') as f:
+                    tree = ast.parse(f.read())
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Import):
+                        names = [a.name for a in node.names]
+                    elif isinstance(node, ast.ImportFrom) and node.module:
+                        names = ['%s.%s' % (node.module, a.name)
+                                 for a in node.names]
+                    else:
+                        continue
+                    for n in names:
+                        top, _, inner = n.partition('.')
+                        if top == 'nova_cacheaware':
+                            ok = inner.split('.')[0] in pure or any(
+                                inner == m or inner.startswith(m + '.')
+                                for m in pure_modules | allowed_package)
+                        else:
+                            ok = (top in ('os_traits', 'os_resource_classes',
+                                          'numpy', 'scipy')
+                                  or (top in sys.stdlib_module_names
+                                      and top not in io))
+                        if not ok:
+                            found.append('%s imports %s' % (rel, n))
         self.assertEqual([], found)

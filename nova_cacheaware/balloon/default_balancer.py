@@ -44,9 +44,9 @@ import collections
 import dataclasses
 import math
 
+from nova_cacheaware.balloon import study_balancer
 from nova_cacheaware.contracts import schema
 from nova_cacheaware import exception
-from nova_cacheaware.policy import balloon
 
 INF = math.inf
 
@@ -291,7 +291,7 @@ def _invalid(message):
 
 
 def _params_from_dict(doc):
-    balloon.object_field(doc, 'params')
+    study_balancer.object_field(doc, 'params')
     # Checked in the document's order: its first bad key is named.
     with schema.reraise(_invalid):
         return DefaultParams(**schema.fields(
@@ -300,13 +300,13 @@ def _params_from_dict(doc):
 
 
 def _vm_from_dict(doc, where):
-    base = balloon.vm_from_dict(dict(doc, streak=0), where)
+    base = study_balancer.vm_from_dict(dict(doc, streak=0), where)
     with schema.reraise(_invalid):
         values = schema.fields(doc, VM_SCHEMA, 'VM %r' % base.id)
     if (values['used_mib'] + values['cache_mib'] + values['free_mib']
             > base.memory_mib):
-        balloon.bad_input('VM %r' % base.id,
-                          'used + cache + free exceed memory_mib')
+        study_balancer.bad_input('VM %r' % base.id,
+                                 'used + cache + free exceed memory_mib')
     return VmView(id=base.id, memory_mib=base.memory_mib,
                   hit_ratio=base.hit_ratio, min_mib=base.min_mib,
                   max_mib=base.max_mib, **values)
@@ -320,18 +320,19 @@ def request_from_dict(doc):
     state fields of :class:`VmView` and optional :class:`DefaultParams`.
     Returns ``(params, vms, free_mib)``.
     """
-    balloon.object_field(doc, 'input')
+    study_balancer.object_field(doc, 'input')
     params = _params_from_dict(doc.get('params', {}))
-    free_mib = balloon.int_field(doc, 'free_mib', 'input', default=0)
+    free_mib = study_balancer.int_field(doc, 'free_mib', 'input', default=0)
     raw_vms = doc.get('vms')
     if not isinstance(raw_vms, list):
-        balloon.bad_input('input', '"vms" must be a list')
-    vms = [_vm_from_dict(balloon.object_field(v, 'vms[%d]' % i),
+        study_balancer.bad_input('input', '"vms" must be a list')
+    vms = [_vm_from_dict(study_balancer.object_field(v, 'vms[%d]' % i),
                          'vms[%d]' % i) for i, v in enumerate(raw_vms)]
     dup = sorted(i for i, n in collections.Counter(
         v.id for v in vms).items() if n > 1)
     if dup:
-        balloon.bad_input('input', 'duplicate VM id(s): %s' % ', '.join(dup))
+        study_balancer.bad_input('input',
+                                 'duplicate VM id(s): %s' % ', '.join(dup))
     return params, vms, free_mib
 
 

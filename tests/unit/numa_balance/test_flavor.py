@@ -5,7 +5,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
-from nova_cacheaware.policy import numa_flavor
+from nova_cacheaware.numa_balance import flavor as numa_flavor
 from nova_cacheaware.topology import sysfs
 from tests.fixtures import machines
 from tests.fixtures import sysfs_tree

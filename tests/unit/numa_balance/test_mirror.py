@@ -2,7 +2,7 @@
 
 import testtools
 
-from nova_cacheaware.policy import numa_flavor
+from nova_cacheaware.numa_balance import flavor as numa_flavor
 
 HN = numa_flavor.HostNode
 TWO_BY_FOUR = [HN(0, (0, 1, 2, 3), 4096), HN(1, (4, 5, 6, 7), 4096)]

@@ -5,7 +5,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
-from nova_cacheaware.policy import guest_report as gr
+from nova_cacheaware.balloon import guest_report as gr
 
 
 def report(**over):

@@ -12,7 +12,7 @@ from xml.etree import ElementTree
 
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import guest_agent as ga_mod
-from nova_cacheaware.policy import guest_report
+from nova_cacheaware.balloon import guest_report
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 import testtools
 
-from nova_cacheaware.agent import numa_shapes as nb
 from nova_cacheaware import exception
+from nova_cacheaware.numa_balance import shapes as nb
 
 LIVE = """<domain type='qemu'><name>x</name>
 <memory unit='KiB'>655360</memory><currentMemory unit='KiB'>327680

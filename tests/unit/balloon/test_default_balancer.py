@@ -5,7 +5,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
-from nova_cacheaware.policy import balloon_default as bd
+from nova_cacheaware.balloon import default_balancer as bd
 
 P = bd.DefaultParams()
 

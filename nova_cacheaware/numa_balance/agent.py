@@ -7,7 +7,7 @@ NUMA nodes mirror the host's), each pass:
    the live domain XML, the guest's free memory from the balloon
    statistics, the online vCPUs through the QEMU guest agent, and CPU use
    per guest node from the pass's per-vCPU CPU time;
-2. **decides** with :func:`nova_cacheaware.policy.numa_balance.balance`;
+2. **decides** with :func:`nova_cacheaware.numa_balance.policy.balance`;
 3. **acts** in an order that never lets two running vCPUs share a CPU:
    first every vCPU to go offline is offlined in its guest, then vCPUs are
    pinned (metadata recorded first, as the repin actuator does), then new
@@ -35,10 +35,10 @@ from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import guest_agent as ga_mod
 from nova_cacheaware.agent import hypervisor as hv
-from nova_cacheaware.agent import numa_shapes
 from nova_cacheaware.contracts import extra_specs as api_specs
 from nova_cacheaware import exception
-from nova_cacheaware.policy import numa_balance as policy
+from nova_cacheaware.numa_balance import policy
+from nova_cacheaware.numa_balance import shapes as numa_shapes
 from nova_cacheaware.topology import cpulist
 
 LOG = logging.getLogger(__name__)

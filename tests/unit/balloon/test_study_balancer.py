@@ -7,8 +7,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
+from nova_cacheaware.balloon import study_balancer as balloon
 from nova_cacheaware import exception
-from nova_cacheaware.policy import balloon
 
 F = fractions.Fraction
 

@@ -1,13 +1,13 @@
 """The ``balloon`` capability: hit-ratio memory ballooning on this host.
 
 Thin: it reads domains and guest reports, and applies what the pure
-:func:`nova_cacheaware.policy.balloon_round.decide_round` decides.  Only
+:func:`nova_cacheaware.balloon.policy.decide_round` decides.  Only
 instances whose flavor has ``cacheaware:memory_policy=hit_ratio`` are
 touched.  Every ``[balloon] interval_s`` (its own clock), for each of them:
 
 1. collect the report of the guest helper started in the previous round
    (``guest-exec`` through the QEMU guest agent) and validate it against the
-   previous accepted report (:mod:`nova_cacheaware.policy.guest_report`);
+   previous accepted report (:mod:`nova_cacheaware.balloon.guest_report`);
    a rejected report is logged and the VM keeps its memory;
 2. start the helper again (``helper_path sample_s``), without waiting;
 3. decide the round and apply it with ``setMemoryFlags(LIVE)``.
@@ -29,14 +29,14 @@ import dataclasses
 import logging
 import time
 
-from nova_cacheaware.agent import balloon_view
 from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import guest_agent as ga_mod
 from nova_cacheaware.agent import hypervisor as hv_mod
+from nova_cacheaware.balloon import guest_report
+from nova_cacheaware.balloon import policy
+from nova_cacheaware.balloon import view
 from nova_cacheaware.contracts import extra_specs as api_specs
 from nova_cacheaware import exception
-from nova_cacheaware.policy import balloon_round
-from nova_cacheaware.policy import guest_report
 
 LOG = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class BalloonCapability(capability.Capability):
             if vm_input is not None:
                 inputs.append(vm_input)
         budget = self._budget(now)
-        result = balloon_round.decide_round(self.params, inputs, budget)
+        result = policy.decide_round(self.params, inputs, budget)
         report = {'round': self.rounds, 'held_mib': result.held_mib,
                   'moved_mib': 0, 'dry_run': self.dry_run, 'vms': {}}
         moved = moves = 0
@@ -177,12 +177,12 @@ class BalloonCapability(capability.Capability):
         memory = self._trusted_memory(uuid, vm, mem, floor)
         if vm.due is not None and now is not None and now < vm.due:
             # Not its time yet (adaptive interval): it keeps its memory.
-            vm.last = {'status': balloon_round.PENDING}
-            return balloon_round.VmInput(
+            vm.last = {'status': policy.PENDING}
+            return policy.VmInput(
                 id=uuid, memory_mib=memory, flavor_mib=mem.flavor_mib,
                 floor_mib=min(floor, mem.flavor_mib),
-                used_mib=balloon_round.bounded_used(mem.used_mib, memory),
-                status=balloon_round.PENDING, state=vm.state)
+                used_mib=policy.bounded_used(mem.used_mib, memory),
+                status=policy.PENDING, state=vm.state)
         status, stats = self._collect(uuid, vm, mem)
         if vm.token is None:
             # Nothing in flight: measure over the coming interval.
@@ -193,20 +193,20 @@ class BalloonCapability(capability.Capability):
                 LOG.info('balloon: %s', e)
                 vm.token = None
                 vm.silent = True
-                status = balloon_round.SILENT
+                status = policy.SILENT
             except (ga_mod.GuestAgentError, hv_mod.DomainGone) as e:
                 LOG.warning('balloon: cannot start the helper: %s', e)
                 vm.token = None
         vm.last = {'status': status}
-        return balloon_round.VmInput(
+        return policy.VmInput(
             id=uuid, memory_mib=memory, flavor_mib=mem.flavor_mib,
             floor_mib=min(floor, mem.flavor_mib),
-            used_mib=balloon_round.bounded_used(mem.used_mib, memory),
+            used_mib=policy.bounded_used(mem.used_mib, memory),
             stats=stats, status=status, state=vm.state)
 
     def _trusted_memory(self, uuid, vm, mem, floor):
         """The VM's size for the round (see ``bounded_memory``)."""
-        memory = balloon_round.bounded_memory(
+        memory = policy.bounded_memory(
             mem.flavor_mib, floor, mem.current_mib, vm.target_mib)
         doubted = (vm.target_mib is None and memory != mem.current_mib)
         if doubted and vm.doubted_mib != mem.current_mib:
@@ -220,24 +220,24 @@ class BalloonCapability(capability.Capability):
         """``(status, GuestStats or None)`` of the helper run in flight."""
         if vm.token is None:
             # Nothing in flight: the first round, or the last start failed.
-            return (balloon_round.SILENT if vm.silent
-                    else balloon_round.PENDING), None
+            return (policy.SILENT if vm.silent
+                    else policy.PENDING), None
         try:
             out = self.helper.collect(uuid, vm.token)
         except ga_mod.GuestAgentUnavailable as e:
             LOG.info('balloon: %s', e)
             vm.token = None
             vm.silent = True
-            return balloon_round.SILENT, None
+            return policy.SILENT, None
         except (ga_mod.GuestAgentError, hv_mod.DomainGone) as e:
             LOG.warning('balloon: %s', e)
             vm.token = None
-            return balloon_round.INVALID, None
+            return policy.INVALID, None
         if out is None:
-            return balloon_round.PENDING, None
+            return policy.PENDING, None
         vm.token = None
         try:
-            doc = balloon_view.parse_line(out)
+            doc = view.parse_line(out)
             # The flavor RAM, not the balloon's claim: no guest has more.
             stats = guest_report.validate_report(
                 doc, mem.flavor_mib, vm.previous)
@@ -245,9 +245,9 @@ class BalloonCapability(capability.Capability):
             LOG.warning('balloon: %s: %s; it keeps its memory', uuid, e)
             # A reboot also resets the counters: start afresh next round.
             vm.previous = None
-            return balloon_round.INVALID, None
+            return policy.INVALID, None
         vm.previous = stats
-        return balloon_round.OK, stats
+        return policy.OK, stats
 
     def _budget(self, now):
         while self._moves and self._moves[0][0] <= now - self.rate_period_s:
@@ -325,7 +325,7 @@ def factory(conf, hypervisor):
             reason='[balloon] min_report_interval_s (%s) must not exceed '
                    'max_report_interval_s (%s)' % (b.min_report_interval_s,
                                                    b.max_report_interval_s))
-    params = balloon_round.RoundParams(
+    params = policy.RoundParams(
         policy=b.policy, pool_mib=b.pool_mib, margin_mib=b.margin_mib,
         max_step_mib=b.max_step_mib, threshold=b.threshold, alpha=b.alpha,
         beta=b.beta, interval_s=b.interval_s,
@@ -334,8 +334,8 @@ def factory(conf, hypervisor):
         max_report_s=b.max_report_interval_s)
     guest = ga_mod.GuestAgent(hypervisor, timeout_s=b.guest_agent_timeout_s)
     return BalloonCapability(
-        params, balloon_view.LibvirtMemory(hypervisor),
-        balloon_view.GuestHelper(guest, b.helper_path, b.sample_s),
+        params, view.LibvirtMemory(hypervisor),
+        view.GuestHelper(guest, b.helper_path, b.sample_s),
         floor_mib=b.floor_mib, interval_s=b.interval_s,
         max_change_mib_per_period=b.max_change_mib_per_period,
         rate_period_s=b.rate_period_s,

@@ -12,7 +12,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
-from nova_cacheaware.policy import balloon
+from nova_cacheaware.balloon import study_balancer as balloon
 from tests.fixtures import balloon_quadratic as reference
 
 F = fractions.Fraction

@@ -1,6 +1,6 @@
 """One round of the agent's memory balancer: policy plus safety guard.
 
-Pure: the agent's ``balloon`` capability (nova_cacheaware/agent/balloon.py)
+Pure: the agent's ``balloon`` capability (nova_cacheaware/balloon/agent.py)
 reads the domains and the guests' reports, calls :func:`decide_round` and
 applies what it returns.  Everything that makes ballooning safe for a VM is
 decided here, where it can be tested exhaustively:
@@ -45,9 +45,9 @@ import dataclasses
 import math
 import typing as ty
 
+from nova_cacheaware.balloon import default_balancer
+from nova_cacheaware.balloon import study_balancer
 from nova_cacheaware import exception
-from nova_cacheaware.policy import balloon as study
-from nova_cacheaware.policy import balloon_default
 
 POLICIES = ('default', 'study_a', 'study_b')
 
@@ -172,10 +172,10 @@ def next_report_s(params, hit_ratio, streak):
     if not 0 < params.min_report_s <= params.max_report_s:
         raise exception.InvalidInput(
             reason='need 0 < min_report_s <= max_report_s')
-    gamma = study.BalloonParams(
+    gamma = study_balancer.BalloonParams(
         threshold=params.threshold, alpha=params.alpha, beta=params.beta,
         mode='A', interval_s=params.report_interval_s)
-    raw = study.next_interval(hit_ratio, streak, gamma)
+    raw = study_balancer.next_interval(hit_ratio, streak, gamma)
     return min(params.max_report_s, max(params.min_report_s, raw))
 
 
@@ -202,11 +202,11 @@ def _policy_targets(params, vms, lows, free_mib):
     if not vms:
         return {}, {}
     if params.policy == 'default':
-        dparams = balloon_default.DefaultParams(threshold=params.threshold)
+        dparams = default_balancer.DefaultParams(threshold=params.threshold)
         views = []
         for vm in vms:
             s = vm.stats
-            views.append(balloon_default.VmView(
+            views.append(default_balancer.VmView(
                 id=vm.id, memory_mib=vm.memory_mib,
                 hit_ratio=_hit_ratio(s), cache_mib=s.cache_mib,
                 free_mib=s.free_mib, used_mib=s.used_mib,
@@ -216,22 +216,23 @@ def _policy_targets(params, vms, lows, free_mib):
                 hold_mib=int(vm.state.get('hold_mib', 0)),
                 hold_left=int(vm.state.get('hold_left', 0)),
                 favoured=bool(vm.state.get('favoured', False))))
-        plan = balloon_default.default_plan(dparams, views, free_mib)
+        plan = default_balancer.default_plan(dparams, views, free_mib)
         return ({k: d.memory_mib for k, d in plan.vms.items()},
                 {k: {'probe': d.probe, 'hold_mib': d.hold_mib,
                      'hold_left': d.hold_left, 'favoured': d.favoured}
                  for k, d in plan.vms.items()})
     if params.policy in ('study_a', 'study_b'):
-        sparams = study.BalloonParams(
+        sparams = study_balancer.BalloonParams(
             threshold=params.threshold, alpha=params.alpha,
             beta=params.beta, mode=params.policy[-1].upper(),
             interval_s=params.interval_s)
-        plan = study.study_plan(sparams, [
-            study.VmMemory(id=vm.id, memory_mib=vm.memory_mib,
-                           hit_ratio=_hit_ratio(vm.stats),
-                           streak=int(vm.state.get('streak', 0)),
-                           min_mib=min(lows[vm.id], vm.memory_mib),
-                           max_mib=max(vm.flavor_mib, vm.memory_mib))
+        plan = study_balancer.study_plan(sparams, [
+            study_balancer.VmMemory(
+                id=vm.id, memory_mib=vm.memory_mib,
+                hit_ratio=_hit_ratio(vm.stats),
+                streak=int(vm.state.get('streak', 0)),
+                min_mib=min(lows[vm.id], vm.memory_mib),
+                max_mib=max(vm.flavor_mib, vm.memory_mib))
             for vm in vms], free_mib)
         return ({k: d.memory_mib for k, d in plan.vms.items()},
                 {k: {'streak': d.streak} for k, d in plan.vms.items()})
@@ -296,7 +297,7 @@ def reclaim_idle(params, vms, targets, lows):
     Returns the MiB asked for.
     """
     room = params.pool_mib - sum(vm.flavor_mib - vm.memory_mib for vm in vms)
-    pad = balloon_default.DefaultParams().pad_mib
+    pad = default_balancer.DefaultParams().pad_mib
     offers = []
     for vm in vms:
         if (vm.status != OK or vm.stats is None

@@ -2,9 +2,9 @@
 
 import testtools
 
-from nova_cacheaware.agent import balloon_view
 from nova_cacheaware.agent import guest_agent
-from nova_cacheaware.policy import guest_report
+from nova_cacheaware.balloon import guest_report
+from nova_cacheaware.balloon import view as balloon_view
 
 NOVA = ('<metadata><nova:instance xmlns:nova="http://openstack.org/xmlns/'
         'libvirt/nova/1.1"><nova:flavor name="f"><nova:memory>%d'

@@ -5,9 +5,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
+from nova_cacheaware.balloon import guest_report as gr
+from nova_cacheaware.balloon import policy as br
 from nova_cacheaware import exception
-from nova_cacheaware.policy import balloon_round as br
-from nova_cacheaware.policy import guest_report as gr
 
 
 def stats(hit_ratio, cache=100.0, free=0.0, used=50.0, memory=512.0):

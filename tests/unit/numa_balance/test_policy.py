@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 import testtools
 
 from nova_cacheaware import exception
-from nova_cacheaware.policy import numa_balance as nb
+from nova_cacheaware.numa_balance import policy as nb
 
 # Two host nodes of four CPUs (the study's 2-node Xeon, scaled down).
 HOST = {0: (0, 1, 2, 3), 1: (4, 5, 6, 7)}
