@@ -55,6 +55,19 @@ class ClassOnlyTest(testtools.TestCase):
                              round(got[variant]['geomean'], 4))
         self.assertEqual(1.0206, round(got['calibrated']['geomean'], 4))
 
+    def test_the_worst_host_is_lost_to_memory_bandwidth(self):
+        # Seed 10 host 17: the contract's plan is 0.913 of the class-only
+        # optimum under the calibrated yardstick, and 0.986 once its
+        # bandwidth caps are lifted.
+        rng = random.Random(10)
+        for _ in range(18):
+            domains, vms = planner_quality.random_host(rng)
+        self.assertEqual([2, 3], [len(d) for d in domains])
+        got = pco.one_host(10, 17, domains, vms, (32, 128), self.yard)
+        self.assertEqual(0.9128, round(got['calibrated']['geomean'], 4))
+        self.assertEqual(0.9862,
+                         round(got['no bandwidth cap']['geomean'], 4))
+
     def test_summary_counts_below_the_goal(self):
         got = pco.summary([1.0, 0.98, 0.969, 0.94])
         self.assertEqual({'mean': round((1.0 + 0.98 + 0.969 + 0.94) / 4, 4),
