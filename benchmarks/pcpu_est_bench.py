@@ -28,8 +28,8 @@ import tempfile
 import time
 
 from benchmarks import common
-from nova_cacheaware.policy import pcpu_est
-from nova_cacheaware.policy import pcpu_est_network
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
+from nova_cacheaware.pcpu_est import network as pcpu_est_network
 from nova_cacheaware_evaluation.baselines import pcpu_est_greedy
 
 

@@ -32,8 +32,8 @@ import uuid as uuid_mod
 from nova_cacheaware.agent import notify
 from nova_cacheaware.contracts import state_wire
 from nova_cacheaware import notifications
-from nova_cacheaware.policy import pcpu_est
-from nova_cacheaware.policy import pcpu_headroom
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
+from nova_cacheaware.pcpu_est import headroom as pcpu_headroom
 from nova_cacheaware.policy import state_cadence
 from nova_cacheaware.scheduler import state_cache
 

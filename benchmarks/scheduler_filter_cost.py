@@ -84,7 +84,7 @@ from nova_cacheaware.api import flavor_specs
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware.contracts import host_state as wire
 from nova_cacheaware.contracts import placement as names
-from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import filters
 from nova_cacheaware.scheduler import host_state as hs

@@ -8,7 +8,7 @@ every filter and weigher class Nova's loaders find
 (``nova.scheduler.filters.all_filters``, ``nova.scheduler.weights.all``),
 instantiated. ``plugins`` also loads and instantiates our four plugins
 through the same loaders; ``plugins_with_scipy`` in addition imports what
-``policy/pcpu_est.py`` imported at module level before it became lazy
+``pcpu_est/estimate.py`` imported at module level before it became lazy
 (numpy and ``scipy.sparse.csgraph``): the state before this change. Idle
 means no request: our listener starts on the first one. No database or
 message bus is opened (the service's connections cost the same with or

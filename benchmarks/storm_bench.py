@@ -10,15 +10,15 @@ threads, and its waiters spin while the barrier's last thread waits for a
 CPU (lock-holder preemption).
 
 Every ``--period`` seconds the agent's own detector
-(:class:`nova_cacheaware.agent.spin_storm.StormWatch`, i.e.
-:mod:`nova_cacheaware.policy.spin_storm` with the default thresholds)
+(:class:`nova_cacheaware.vcpu_sizing.storm_states.StormWatch`, i.e.
+:mod:`nova_cacheaware.vcpu_sizing.spin_storm` with the default thresholds)
 reads the real run delay of the VM's threads from
 ``/proc/<pid>/task/<tid>/schedstat`` (polled every 20 ms, so threads of a
 job that ended are counted too). With ``react`` the next jobs run
-:func:`~nova_cacheaware.policy.spin_storm.online_target` threads: pCPU-Est's
-recommendation (of what runs now: the competitor as another VM, the cap
-as per-vCPU caps) while the storm lasts, all after - what ``apply`` does
-with vCPUs. Without, always ``--threads``.
+:func:`~nova_cacheaware.vcpu_sizing.spin_storm.online_target` threads:
+pCPU-Est's recommendation (of what runs now: the competitor as another
+VM, the cap as per-vCPU caps) while the storm lasts, all after - what
+``apply`` does with vCPUs. Without, always ``--threads``.
 
 Reported per scenario and mode: work units per second in each phase, the
 storm's detection time (periods after it began) and the end (periods after
@@ -42,9 +42,9 @@ import threading
 import time
 
 from benchmarks import pcpu_est_bench as pcb
-from nova_cacheaware.agent import spin_storm
-from nova_cacheaware.policy import pcpu_est
-from nova_cacheaware.policy import spin_storm as storm_policy
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
+from nova_cacheaware.vcpu_sizing import spin_storm as storm_policy
+from nova_cacheaware.vcpu_sizing import storm_states as spin_storm
 
 POLL_S = 0.02
 

@@ -39,8 +39,8 @@ from nova_cacheaware.contracts import state_wire
 from nova_cacheaware.contracts import timestamps
 from nova_cacheaware import exception
 from nova_cacheaware import notifications
-from nova_cacheaware.policy import pcpu_est
-from nova_cacheaware.policy import pcpu_headroom
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
+from nova_cacheaware.pcpu_est import headroom as pcpu_headroom
 from nova_cacheaware.policy import state_cadence
 
 #: The messagingv2 envelope version.

@@ -62,8 +62,8 @@ class _Vm:
 class BalloonCapability(capability.Capability):
     """Hit-ratio ballooning over the opted-in instances of the host.
 
-    ``memory`` (:class:`~.balloon_view.LibvirtMemory`) and ``helper``
-    (:class:`~.balloon_view.GuestHelper`)
+    ``memory`` (:class:`~.view.LibvirtMemory`) and ``helper``
+    (:class:`~.view.GuestHelper`)
     are the adapters; ``clock`` a monotonic clock in seconds.  The
     constructor does no I/O.
     """
@@ -165,7 +165,7 @@ class BalloonCapability(capability.Capability):
             self.memory.forget(uuid)
 
     def _observe(self, uuid, request, memories, now=None):
-        """A :class:`~.balloon_round.VmInput` for ``uuid`` (None: gone)."""
+        """A :class:`~.policy.VmInput` for ``uuid`` (None: gone)."""
         try:
             mem = self.memory.read(uuid)
         except hv_mod.DomainGone:

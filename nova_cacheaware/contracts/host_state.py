@@ -55,7 +55,7 @@ Optional fields that no minor above announces (a reader of any 1.x
 ignores them when unknown; absent or null means unknown): per VM
 ``pcpu_estimate`` (its pCPU-Est available pCPUs) and ``spin_storm``
 (whether the agent's detector sees a lock-holder-preemption storm in it,
-:mod:`nova_cacheaware.policy.spin_storm`), and the host's
+:mod:`nova_cacheaware.vcpu_sizing.spin_storm`), and the host's
 ``available_pcpus`` (pCPUs guests may use); all filled by the agent's
 ``vcpu_sizing`` capability. ``CacheAwareWeigher`` gives a host with a
 storming VM its lowest weight.

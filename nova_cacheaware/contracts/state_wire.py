@@ -16,7 +16,7 @@ heartbeat (and Kubernetes its Lease from NodeStatus):
   into it, no per-VM records (the scheduler reads only the number of VMs
   in a spin storm), and instead of every vCPU's CPU list the pCPU-Est
   share levels the weigher needs (:class:`PcpuLevels`, exact:
-  :mod:`nova_cacheaware.policy.pcpu_headroom`). Optional fields are left
+  :mod:`nova_cacheaware.pcpu_est.headroom`). Optional fields are left
   out when unknown.
 
 :func:`parse_state` reads either major; :func:`render_state` writes the

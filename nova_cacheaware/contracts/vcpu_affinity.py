@@ -4,7 +4,8 @@ The input of ``nova-cacheaware pcpu-est`` and the ``vcpu_affinity`` field
 of the live-state payload (1.1+): ``{"pcpus": [...], "vms": {name:
 {"vcpus": {index: [pCPU...]}, "caps": {index: cap}}}}``; and the estimate's
 output, ``{"vms": {name: {"available_pcpus", "recommended_vcpus",
-"vcpus"}}}``. The estimate itself is :mod:`nova_cacheaware.policy.pcpu_est`.
+"vcpus"}}}``. The estimate itself is
+:mod:`nova_cacheaware.pcpu_est.estimate`.
 """
 
 import dataclasses

@@ -14,8 +14,8 @@ import functools
 from nova_cacheaware.contracts import host_state as wire
 from nova_cacheaware.contracts import state_wire
 from nova_cacheaware import exception
+from nova_cacheaware.pcpu_est import headroom as pcpu_headroom
 from nova_cacheaware.policy import domain_choice
-from nova_cacheaware.policy import pcpu_headroom
 
 
 @dataclasses.dataclass(frozen=True)

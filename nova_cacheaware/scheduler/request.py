@@ -22,7 +22,7 @@ import typing as ty
 from nova_cacheaware.api import spec_rules
 from nova_cacheaware.contracts import extra_specs as specs
 from nova_cacheaware import exception
-from nova_cacheaware.policy import vcpu_sizing
+from nova_cacheaware.vcpu_sizing import policy as vcpu_sizing
 
 _MEMO = '_cacheaware_request'
 

@@ -52,7 +52,7 @@ applies to (or only parts at 0 on every host) gets :data:`NO_ORDER` (no
 per-host work in Nova's handler).
 
 Cost: the host's part of the estimate (pCPU-Est of its current VMs,
-:mod:`~nova_cacheaware.policy.pcpu_headroom`) is computed once when its
+:mod:`~nova_cacheaware.pcpu_est.headroom`) is computed once when its
 state arrives; a request adds its instance with one binary search, and
 both parts' scores are memoised per state and request shape (bounded,
 replaced with the state). The request is read once per request

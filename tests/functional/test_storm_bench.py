@@ -1,7 +1,7 @@
 """The spin-storm detector on a real spin-barrier program (study 001).
 
 A short run of ``benchmarks/storm_bench.py``'s competitor scenario: the
-agent's :class:`~nova_cacheaware.agent.spin_storm.StormWatch` reads the
+agent's :class:`~nova_cacheaware.vcpu_sizing.storm_states.StormWatch` reads the
 program's real run delay from ``/proc/<pid>/task/<tid>/schedstat``, and the
 reaction runs pCPU-Est's thread count while it sees a storm. Needs gcc and
 a writable cgroup CPU controller (root); skipped otherwise. The figures

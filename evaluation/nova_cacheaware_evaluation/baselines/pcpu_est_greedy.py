@@ -1,7 +1,8 @@
 """Study 004's greedy grouping heuristic, kept as the named baseline.
 
 This is **not** the estimate nova-cacheaware uses (that is
-:func:`nova_cacheaware.policy.pcpu_est.estimate`, exact); it reproduces the
+:func:`nova_cacheaware.pcpu_est.estimate.estimate`, exact); it
+reproduces the
 heuristic of the study (Takayama and Kourai, "pCPU-Est") so that benchmarks
 can compare speed and accuracy with it. The slides leave some choices open;
 the ones made here are marked "(choice)".
@@ -24,7 +25,7 @@ the ones made here are marked "(choice)".
 import heapq
 import math
 
-from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
 
 
 def greedy_shares(affinities, caps=None, pcpus=None):

@@ -1,7 +1,7 @@
 """``nova-cacheaware pcpu-est``: exact available-pCPU estimate per VM."""
 
 from nova_cacheaware.cmd import common
-from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
 
 NAME = 'pcpu-est'
 HELP = ('Estimate the pCPUs each VM really gets (max-min fair share under '

@@ -1,7 +1,7 @@
 """``nova-cacheaware spin-storm``: replay the spin-storm detector.
 
 The agent's ``vcpu_sizing`` capability steps
-:func:`nova_cacheaware.policy.spin_storm.step` once per pass and instance;
+:func:`nova_cacheaware.vcpu_sizing.spin_storm.step` once per pass and instance;
 its ``--dump-state`` keeps the inputs of the last step under
 ``agent.capabilities.vcpu_sizing.spin_storm``. This command replays them,
 or any sequence of signals::
@@ -17,7 +17,7 @@ delay and pause exits), per instance for a dump.
 
 from nova_cacheaware.cmd import common
 from nova_cacheaware import exception
-from nova_cacheaware.policy import spin_storm
+from nova_cacheaware.vcpu_sizing import spin_storm
 
 NAME = 'spin-storm'
 HELP = 'Replay the agent\'s spin-storm detector (study 001).'

@@ -12,10 +12,10 @@ import fixtures
 from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import guest_agent
 from nova_cacheaware.agent import reporting
-from nova_cacheaware.agent import vcpu_sizing
-from nova_cacheaware.agent import vcpu_sizing_view
 from nova_cacheaware.cmd import agent as agent_cmd
-from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
+from nova_cacheaware.vcpu_sizing import agent as vcpu_sizing
+from nova_cacheaware.vcpu_sizing import view as vcpu_sizing_view
 from tests.fixtures import nova_domains
 from tests.functional.agent import base
 

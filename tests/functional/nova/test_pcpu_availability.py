@@ -6,7 +6,7 @@ from nova import objects
 from nova.scheduler import host_manager
 from nova.scheduler import weights as nova_weights
 
-from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
 from nova_cacheaware.scheduler import host_state
 from nova_cacheaware.scheduler import live_state
 from nova_cacheaware.scheduler import weights

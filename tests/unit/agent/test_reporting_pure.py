@@ -7,7 +7,7 @@ import testtools
 
 from nova_cacheaware.agent import notify
 from nova_cacheaware.contracts import host_state
-from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
 
 NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.timezone.utc)
 

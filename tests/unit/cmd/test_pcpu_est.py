@@ -9,7 +9,7 @@ import fixtures
 import testtools
 
 from nova_cacheaware.cmd import cli
-from tests.unit.policy import test_pcpu_est
+from tests.unit.pcpu_est import test_estimate as test_pcpu_est
 
 STUDY = {'vms': {
     'vm1': {'vcpus': {'0': [0, 1, 2, 3], '1': [0, 1, 2, 3]}},

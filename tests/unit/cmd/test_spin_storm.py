@@ -2,9 +2,9 @@
 
 import json
 
-from nova_cacheaware.agent import vcpu_sizing as vs
-from tests.unit.agent import test_vcpu_sizing as sizing_tests
+from nova_cacheaware.vcpu_sizing import agent as vs
 from tests.unit.cmd import base
+from tests.unit.vcpu_sizing import test_agent as sizing_tests
 
 HOT = {'run_delay': [0.6, 0.7]}
 COLD = {'run_delay': [0.0, 0.05]}

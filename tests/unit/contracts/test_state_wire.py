@@ -13,12 +13,12 @@ from nova_cacheaware.agent import notify
 from nova_cacheaware.contracts import host_state as hs
 from nova_cacheaware.contracts import state_wire as sw
 from nova_cacheaware import exception
-from nova_cacheaware.policy import pcpu_est
-from nova_cacheaware.policy import pcpu_headroom
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
+from nova_cacheaware.pcpu_est import headroom as pcpu_headroom
 from nova_cacheaware.scheduler import domain_order
 from nova_cacheaware.scheduler import host_state as sched_hs
 from nova_cacheaware.scheduler import weights
-from tests.unit.policy import test_pcpu_headroom as headroom_tests
+from tests.unit.pcpu_est import test_headroom as headroom_tests
 
 T0 = datetime.datetime(2026, 11, 22, 12, 0, 0, 123456,
                        tzinfo=datetime.timezone.utc)

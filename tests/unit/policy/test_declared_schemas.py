@@ -23,7 +23,7 @@ from nova_cacheaware.policy import allshare_replan
 from nova_cacheaware.policy import cachedomain_model
 from nova_cacheaware.policy import domain_assignment
 from nova_cacheaware.policy import domain_choice_doc
-from nova_cacheaware.policy import spin_storm
+from nova_cacheaware.vcpu_sizing import spin_storm
 
 ODD = [None, True, False, 0, 1, 2, 3, -1, 0.5, 1.5, 2.0, 8191, 8192, 4096,
        4097, 1 << 20, (1 << 20) + 1, 10 ** 30, '', 'a', 'b', '0', '1', '01',

@@ -5,7 +5,7 @@ import datetime
 import testtools
 
 from nova_cacheaware.contracts import host_state as wire
-from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
 from nova_cacheaware.scheduler import host_state as hs
 from nova_cacheaware.scheduler import state_cache
 

@@ -8,7 +8,7 @@ from nova.scheduler import weights as nova_weights
 
 from nova_cacheaware.contracts import extra_specs as specs
 from nova_cacheaware import exception
-from nova_cacheaware.policy import pcpu_headroom
+from nova_cacheaware.pcpu_est import headroom as pcpu_headroom
 from nova_cacheaware.scheduler import filters
 from nova_cacheaware.scheduler import host_state as hs
 from nova_cacheaware.scheduler import request

@@ -1,7 +1,7 @@
 """An independent reference for pCPU-Est: max-min fairness by sequential LP.
 
 Tests only (scipy/HiGHS, floating point, tolerance ~1e-9): it shares no code
-with :mod:`nova_cacheaware.policy.pcpu_est`.
+with :mod:`nova_cacheaware.pcpu_est.estimate`.
 """
 
 import numpy as np

@@ -1,11 +1,11 @@
 """The agent side of the spin-storm detector (study 001): per-VM states.
 
-:class:`StormWatch` turns what :class:`~.vcpu_spin.SpinMeter` measured of
+:class:`StormWatch` turns what :class:`~.spin.SpinMeter` measured of
 one instance in one pass (run delay per vCPU, pause-loop exits per vCPU
 where the ``kvm:kvm_exit`` tracepoint is counted) into a
-:class:`~nova_cacheaware.policy.spin_storm.StormSignal` of its *online*
+:class:`~nova_cacheaware.vcpu_sizing.spin_storm.StormSignal` of its *online*
 vCPUs, keeps each instance's hysteresis state between passes and hands
-both to :func:`~nova_cacheaware.policy.spin_storm.step`. The
+both to :func:`~nova_cacheaware.vcpu_sizing.spin_storm.step`. The
 ``vcpu_sizing`` capability calls it every pass and acts on the decision
 (:mod:`~.vcpu_sizing`); the decision itself is pure and replayable
 (``nova-cacheaware spin-storm --input``).
@@ -13,7 +13,7 @@ both to :func:`~nova_cacheaware.policy.spin_storm.step`. The
 
 import logging
 
-from nova_cacheaware.policy import spin_storm as policy
+from nova_cacheaware.vcpu_sizing import spin_storm as policy
 
 LOG = logging.getLogger(__name__)
 

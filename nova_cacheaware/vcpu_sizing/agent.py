@@ -7,28 +7,28 @@ Every pass it
    live ``vcpu_quota``/``global_quota`` scheduler parameters where libvirt
    has them), Nova's instances and every other domain the agent may see;
 2. computes the exact max-min fair estimate
-   (:mod:`nova_cacheaware.policy.pcpu_est`) of every instance: each
+   (:mod:`nova_cacheaware.pcpu_est.estimate`) of every instance: each
    configured vCPU counts as a claimant, also one a guest has offlined, so
    ``apply`` never feeds back into its own estimate;
 3. measures spinning: the share of time each vCPU waited runnable
    (``vcpu.N.delay``), the KVM exit counters libvirt reports in its ``vm``
    statistics group (absent under TCG), and all and pause-loop exits per
    vCPU thread through the ``kvm:kvm_exit`` tracepoint
-   (:class:`~.vcpu_spin.KvmExitCounter`, off with a single log line where
+   (:class:`~.spin.KvmExitCounter`, off with a single log line where
    the host has no tracefs or no kvm module);
 4. for ``cacheaware:vcpu_sizing=recommend`` and ``apply``: records the
    estimate in the domain's metadata (namespace
-   :data:`~.vcpu_sizing_view.METADATA_NS`) and writes the guest file
+   :data:`~.view.METADATA_NS`) and writes the guest file
    (``[vcpu_sizing] guest_file``) through the QEMU guest agent;
 5. detects spin storms (study 001, :mod:`~.spin_storm`): per instance,
    from its online vCPUs' run delay and pause-loop exits, with hysteresis;
    reported always, written into the guest file for ``recommend``;
 6. for ``apply``: with ``apply_when = storm`` (the default) offlines vCPUs
    down to the recommended number while a storm lasts and onlines them all
-   after it (:func:`~nova_cacheaware.policy.spin_storm.online_target`);
+   after it (:func:`~nova_cacheaware.vcpu_sizing.spin_storm.online_target`);
    with ``apply_when = always`` onlines exactly the recommended number at
-   every pass, with hysteresis (:func:`~nova_cacheaware.policy.
-   vcpu_sizing.target_online`). Never vCPU 0. The vCPUs it
+   every pass, with hysteresis (:func:`~.policy.target_online`). Never
+   vCPU 0. The vCPUs it
    offlined are recorded in the metadata, so they are onlined again when
    the instance opts out, when the agent stops (:meth:`release`), after an
    agent restart, and - when the guest agent stopped answering - at the
@@ -38,9 +38,9 @@ Instances with ``cacheaware:numa=full`` are only estimated: the
 ``numa_balance`` capability owns their vCPUs' online state.
 
 This module is the orchestration and the factory; the reads and writes on
-domains are :mod:`~.vcpu_sizing_view` (over the hypervisor port), the
-spinning measurement :mod:`~.vcpu_spin`, the decisions
-:mod:`nova_cacheaware.policy.vcpu_sizing` and :mod:`~.policy.pcpu_est`.
+domains are :mod:`~.view` (over the hypervisor port), the
+spinning measurement :mod:`~.spin`, the decisions
+:mod:`nova_cacheaware.vcpu_sizing.policy` and :mod:`~.policy.pcpu_est`.
 """
 
 import logging
@@ -50,16 +50,16 @@ import time
 from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import guest_agent as ga_mod
 from nova_cacheaware.agent import hypervisor as hv
-from nova_cacheaware.agent import spin_storm
-from nova_cacheaware.agent import vcpu_sizing_view as view_mod
-from nova_cacheaware.agent import vcpu_spin
 from nova_cacheaware.conf import vcpu_sizing as conf_mod
 from nova_cacheaware.contracts import extra_specs as specs_mod
 from nova_cacheaware import exception
-from nova_cacheaware.policy import pcpu_est
-from nova_cacheaware.policy import spin_storm as storm_policy
-from nova_cacheaware.policy import vcpu_sizing as policy
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
 from nova_cacheaware.topology import cpulist
+from nova_cacheaware.vcpu_sizing import policy
+from nova_cacheaware.vcpu_sizing import spin as vcpu_spin
+from nova_cacheaware.vcpu_sizing import spin_storm as storm_policy
+from nova_cacheaware.vcpu_sizing import storm_states
+from nova_cacheaware.vcpu_sizing import view as view_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ class VcpuSizing(capability.Capability):
         self.view = view or view_mod.LibvirtView(hypervisor)
         self.spin = vcpu_spin.SpinMeter(self.view, exit_counter, hypervisor)
         self.apply_when = apply_when
-        self.storms = spin_storm.StormWatch(storm_thresholds)
+        self.storms = storm_states.StormWatch(storm_thresholds)
         self._vms = {}            # uuid -> _VmState
 
     # -- one pass -------------------------------------------------------------
@@ -142,7 +142,7 @@ class VcpuSizing(capability.Capability):
             entry.update(spin.get(uuid, {}))
             storm = self.storms.observe(uuid, entry,
                                         self._state(uuid).offlined)
-            entry['storm'] = spin_storm.report(storm)
+            entry['storm'] = storm_states.report(storm)
             try:
                 self._guest(uuid, mode, estimate, entry, now, storm.storm)
             except hv.DomainGone:

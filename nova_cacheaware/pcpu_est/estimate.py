@@ -49,8 +49,8 @@ from fractions import Fraction
 import math
 
 from nova_cacheaware.contracts import vcpu_affinity
-from nova_cacheaware.policy import pcpu_est_flow
-from nova_cacheaware.policy import pcpu_est_network
+from nova_cacheaware.pcpu_est import flow
+from nova_cacheaware.pcpu_est import network
 
 #: ``recommended_vcpus = ceil(available - RECOMMEND_SLACK)`` so that an
 #: estimate within rounding of an integer does not round up.
@@ -112,7 +112,7 @@ def fair_shares(affinities, caps=None, pcpus=None):
 def _solve(affinities, caps, pcpus):
     """vCPU key -> class id (None: share 0), and class id -> share."""
     usable = None if pcpus is None else frozenset(pcpus)
-    classes, atoms, members = pcpu_est_network.build_network(
+    classes, atoms, members = network.build_network(
         affinities, caps, usable)
     return members, _fill(classes, atoms)
 
@@ -207,8 +207,8 @@ def _next_level(active, capped, live_atoms, classes, atom_sizes):
     room -= sum(classes[k].n * classes[k].cap for k in capped)
     t = min(t, Fraction(room, 1) / sum(classes[k].n for k in active))
     while True:
-        net = pcpu_est_flow.network(active | capped, live_atoms, classes,
-                                    atom_sizes, t)
+        net = flow.network(active | capped, live_atoms, classes,
+                           atom_sizes, t)
         if net.saturates_demand():
             return t, net.classes_cut_from_sink()
         # Newton step: the violated set X gives the next, lower level.

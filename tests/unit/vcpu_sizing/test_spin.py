@@ -6,7 +6,7 @@ import fixtures
 import testtools
 
 from nova_cacheaware.agent import counters
-from nova_cacheaware.agent import vcpu_spin
+from nova_cacheaware.vcpu_sizing import spin as vcpu_spin
 
 
 class KvmExitCounterTest(testtools.TestCase):

@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 import testtools
 
 from nova_cacheaware import exception
-from nova_cacheaware.policy import pcpu_est
-from nova_cacheaware.policy import vcpu_sizing as vs
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
+from nova_cacheaware.vcpu_sizing import policy as vs
 
 
 class CapTest(testtools.TestCase):

@@ -12,9 +12,9 @@ from xml.etree import ElementTree
 
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware import exception
-from nova_cacheaware.policy import pcpu_est
-from nova_cacheaware.policy import vcpu_sizing as policy
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
 from nova_cacheaware.topology import cpulist
+from nova_cacheaware.vcpu_sizing import policy
 
 LOG = logging.getLogger(__name__)
 

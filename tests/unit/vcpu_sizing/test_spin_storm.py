@@ -5,7 +5,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
-from nova_cacheaware.policy import spin_storm as ss
+from nova_cacheaware.vcpu_sizing import spin_storm as ss
 
 T = ss.StormThresholds()
 HOT = ss.StormSignal(run_delay=(0.6, 0.5))       # storm vote

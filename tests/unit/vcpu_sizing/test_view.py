@@ -2,9 +2,9 @@
 
 import testtools
 
-from nova_cacheaware.agent import vcpu_sizing_view as view_mod
 from nova_cacheaware import exception
-from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
+from nova_cacheaware.vcpu_sizing import view as view_mod
 
 
 class CapsTest(testtools.TestCase):

@@ -1,4 +1,4 @@
-"""Tests for the exact pCPU-Est (nova_cacheaware.policy.pcpu_est)."""
+"""Tests for the exact pCPU-Est (nova_cacheaware.pcpu_est.estimate)."""
 
 from fractions import Fraction
 import json
@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 import testtools
 
 from nova_cacheaware import exception
-from nova_cacheaware.policy import pcpu_est
-from nova_cacheaware.policy import pcpu_est_flow
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
+from nova_cacheaware.pcpu_est import flow as pcpu_est_flow
 from nova_cacheaware_evaluation.baselines import pcpu_est_greedy
-from tests.unit.policy import pcpu_lp
+from tests.unit.pcpu_est import pcpu_lp
 
 F = Fraction
 

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 import testtools
 
 from nova_cacheaware import exception
-from nova_cacheaware.policy import pcpu_est
-from nova_cacheaware.policy import pcpu_headroom
-from nova_cacheaware.policy import vcpu_sizing
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
+from nova_cacheaware.pcpu_est import headroom as pcpu_headroom
+from nova_cacheaware.vcpu_sizing import policy as vcpu_sizing
 
 CAPS = [None, 0.0, 0.1, 0.25, 0.3, 1 / 3, 0.5, 0.7, 0.9, 1.0]
 

@@ -3,7 +3,7 @@
 SciPy's Dinic (in C) for large networks when SciPy is installed, a pure
 Python Dinic otherwise; both on integer capacities (demands scaled by a
 common denominator), so the estimate stays exact. Used by
-:func:`nova_cacheaware.policy.pcpu_est._next_level`.
+:func:`nova_cacheaware.pcpu_est.estimate._next_level`.
 """
 
 from fractions import Fraction

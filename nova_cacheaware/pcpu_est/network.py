@@ -1,6 +1,6 @@
 """pCPU-Est's class/atom network, built from the vCPUs' affinities.
 
-Step 1 of :mod:`nova_cacheaware.policy.pcpu_est`: vCPUs with the same
+Step 1 of :mod:`nova_cacheaware.pcpu_est.estimate`: vCPUs with the same
 (affinity, cap) form a *class*, pCPUs used by the same classes an *atom*;
 vCPUs pinned to one pCPU are folded per atom.
 """

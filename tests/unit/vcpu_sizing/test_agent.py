@@ -12,10 +12,10 @@ from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import guest_agent as ga_mod
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.agent import service
-from nova_cacheaware.agent import vcpu_sizing as vs
-from nova_cacheaware.agent import vcpu_sizing_view as view_mod
 from nova_cacheaware import exception
-from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
+from nova_cacheaware.vcpu_sizing import agent as vs
+from nova_cacheaware.vcpu_sizing import view as view_mod
 
 
 def instance(uuid, live):

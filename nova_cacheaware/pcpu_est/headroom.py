@@ -1,6 +1,6 @@
 """A new floating instance's exact pCPU-Est share, in O(log levels).
 
-:func:`~nova_cacheaware.policy.vcpu_sizing.new_instance_estimate` solves the
+:func:`~nova_cacheaware.vcpu_sizing.policy.new_instance_estimate` solves the
 whole max-min fair division again with the new instance added. The
 scheduler asks that question for every host on every request, with the
 same host VMs each time; this module splits it into a once-per-host-state
@@ -26,7 +26,7 @@ that comes first. So the new instance's share per vCPU is::
 levels of ``x``: with those levels sorted and prefix sums kept, ``s*`` is
 one binary search and one division. Everything is exact (integers scaled
 by the common denominator of the levels), so the result equals the full
-computation bit for bit; ``tests/unit/policy/test_pcpu_headroom.py``
+computation bit for bit; ``tests/unit/pcpu_est/test_headroom.py``
 checks that property on random hosts.
 """
 
@@ -36,15 +36,15 @@ import functools
 import math
 
 from nova_cacheaware import exception
-from nova_cacheaware.policy import pcpu_est
-from nova_cacheaware.policy import pcpu_est_network
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
+from nova_cacheaware.pcpu_est import network
 
 
 class Headroom:
     """A host's current VMs reduced to what a new instance's share needs.
 
     Immutable after construction; :meth:`of` builds it from the host's
-    :class:`~nova_cacheaware.policy.pcpu_est.EstimateRequest`.
+    :class:`~nova_cacheaware.pcpu_est.estimate.EstimateRequest`.
     """
 
     __slots__ = ('pcpus', '_scale', '_room', '_levels', '_at_level',
@@ -164,7 +164,7 @@ def _cap_ratio(cap):
     # Few distinct caps exist (one per flavor quota): convert each once.
     if cap is None:
         return 1, 1
-    exact = pcpu_est_network.exact_cap(cap)
+    exact = network.exact_cap(cap)
     if not 0 <= exact <= 1:
         # A vCPU is one thread: pCPU-Est refuses such caps too.
         raise exception.InvalidInput(reason='cap %r is outside 0..1' % (cap,))

@@ -15,7 +15,7 @@ import os
 
 from nova_cacheaware.agent import counters
 from nova_cacheaware.agent import hypervisor as hv
-from nova_cacheaware.policy import vcpu_sizing as policy
+from nova_cacheaware.vcpu_sizing import policy
 
 LOG = logging.getLogger(__name__)
 

@@ -1,11 +1,11 @@
 """Spin-aware vCPU sizing: the pure decisions behind ``vcpu_sizing``.
 
-The agent capability (:mod:`nova_cacheaware.agent.vcpu_sizing`) reads
+The agent capability (:mod:`nova_cacheaware.vcpu_sizing.agent`) reads
 affinities and caps from libvirt and talks to guests; everything it decides
 is here, without I/O:
 
 * :func:`cap_from_quota` turns libvirt ``<cputune>`` quota/period values
-  into the per-vCPU caps of :mod:`~nova_cacheaware.policy.pcpu_est`;
+  into the per-vCPU caps of :mod:`~nova_cacheaware.pcpu_est.estimate`;
 * :func:`new_instance_estimate` is what the scheduler's weigher (its pCPU
   part) asks: how many pCPUs would a new instance get next to a host's
   current VMs;
@@ -20,7 +20,7 @@ is here, without I/O:
 import dataclasses
 
 from nova_cacheaware import exception
-from nova_cacheaware.policy import pcpu_est
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
 
 #: libvirt's default CFS period (µs) when a quota is given without one.
 DEFAULT_PERIOD_US = 100000
@@ -65,11 +65,11 @@ def new_instance_estimate(affinity_request, vcpus, cap=None):
     """Available pCPUs of a new floating instance next to the current VMs.
 
     ``affinity_request`` is the host's
-    :class:`~nova_cacheaware.policy.pcpu_est.EstimateRequest` (its VMs and
+    :class:`~nova_cacheaware.pcpu_est.estimate.EstimateRequest` (its VMs and
     the pCPUs guests may use); the new instance gets ``vcpus`` vCPUs over
     all those pCPUs (over every pCPU some VM uses when the request names
     none), each capped at ``cap``. Returns the new instance's
-    :class:`~nova_cacheaware.policy.pcpu_est.VMEstimate`, or None when the
+    :class:`~nova_cacheaware.pcpu_est.estimate.VMEstimate`, or None when the
     host has no known pCPU.
     """
     if vcpus < 1:
