@@ -105,6 +105,7 @@ def assign_domains(capacity, instances, base=None):
 def _place_new(tally, fresh, out):
     """Place the ``fresh`` instances (slot holders first) into ``out``."""
     yielding = set()
+    placed = []
     while fresh:
         vm = fresh.pop(0)
         order = domain_choice.order_domains(
@@ -117,9 +118,13 @@ def _place_new(tally, fresh, out):
         first = order[0] if order else None
         if first is not None and not tally.may_join(vm, first):
             first = None
-        # Not Clean there: a place a slot-less instance took comes first.
+        # Not Clean there: a place a slot-less instance took comes first,
+        # then one a slot holder placed in this pass can leave for another
+        # Clean place.
         yielded = (_displace(tally, vm) if first is None
                    or tally.memory[first] else None)
+        if yielded is None and (first is None or tally.memory[first]):
+            first = _reseat(tally, vm, placed, out) or first
         if yielded is not None:
             first, leaving = yielded
             tally.remove(leaving, first)
@@ -130,6 +135,39 @@ def _place_new(tally, fresh, out):
         out[vm.uuid] = first
         if first is not None:
             tally.add(vm, first)
+            placed.append(vm)
+
+
+def _reseat(tally, vm, placed, out):
+    """A Clean place for slot holder ``vm`` made by moving one placed now.
+
+    Slot holders are placed one at a time, each in the domain the rule
+    ranks first, so an early small one may take the only Empty domain a
+    later big one fits while a smaller Empty domain would have held it
+    (domains of 1 and 3 vCPUs, slot holders of 1 then 2 vCPUs). Each holds
+    a Clean place Placement counted: a slot holder placed earlier in this
+    pass (``placed``: not yet running there) that is alone in a domain
+    where ``vm`` fits without it moves to an Empty domain it fits, the
+    lowest id first, if one exists. Returns the domain freed for ``vm``
+    (the mover is already counted in its new one), or None.
+    """
+    if not (vm.memory_bound and vm.holds_slot):
+        return None
+    for domain in sorted(tally.capacity):
+        bound = [m for m in tally.members[domain] if m.memory_bound]
+        if (len(bound) != 1 or tally.memory[domain] != 1
+                or not bound[0].holds_slot or bound[0] not in placed
+                or not tally.may_join(vm, domain, leaving=bound[0])):
+            continue
+        mover = bound[0]
+        for target in sorted(tally.capacity):
+            if (target != domain and tally.memory[target] == 0
+                    and tally.may_join(mover, target)):
+                tally.remove(mover, domain)
+                tally.add(mover, target)
+                out[mover.uuid] = target
+                return domain
+    return None
 
 
 class _Tally:

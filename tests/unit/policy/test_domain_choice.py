@@ -388,6 +388,24 @@ class ClaimOrderTest(testtools.TestCase):
         self.assertEqual('L3-1', da.assign_domains(capacity, held,
                                                    base)['r'])
 
+    def test_a_small_slot_holder_moves_over_for_a_big_one(self):
+        # Found by the property below: slot holders of 1 then 2 vCPUs on
+        # domains of 1 and 3. The rule put the first in the big domain;
+        # the second fits only there. Both hold a Clean place Placement
+        # counted: the first, placed in this pass, moves to the small
+        # Empty domain and each is Clean; the slot-less one joins the
+        # room left.
+        capacity = {'L3-0': 1, 'L3-1': 3}
+        held = [_held('a', 1, True, order=0),
+                _held('b', 1, True, slot=True, order=1),
+                _held('c', 2, True, slot=True, order=2)]
+        self.assertEqual({'a': 'L3-1', 'b': 'L3-0', 'c': 'L3-1'},
+                         da.assign_domains(capacity, held))
+        # A slot holder already running there (its home) is not moved.
+        held[1] = _held('b', 1, True, slot=True, order=1, previous='L3-1')
+        self.assertEqual({'a': 'L3-0', 'b': 'L3-1', 'c': 'L3-1'},
+                         da.assign_domains(capacity, held))
+
     def test_a_slot_holder_takes_back_a_place_a_slot_less_one_took(self):
         # No Empty domain left: 'p' (no slot) took L3-0 in an earlier
         # pass, 's' holds L3-1's slot, 'q' (no slot) L3-2. A new slot
