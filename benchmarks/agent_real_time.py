@@ -77,8 +77,8 @@ def run_worker(spec):
     import libvirt
     from oslo_log import log as oslo_logging
 
+    from nova_cacheaware.cachedomain import repinning
     from nova_cacheaware.cmd import agent as agent_cmd
-    from nova_cacheaware.policy import repinning
 
     libvirt.registerErrorHandler(lambda ctx, err: None, None)
     conf = agent_cmd.make_conf(['--config-file', spec['conf']])

@@ -5,7 +5,7 @@ Every agent row is one ``nova-cacheaware-agent`` built by
 a worker process of its own (so its RSS and ``sys.modules`` are an agent's,
 not the benchmark's), with:
 
-* the real planner (:class:`nova_cacheaware.policy.repinning.Planner`);
+* the real planner (:class:`nova_cacheaware.cachedomain.repinning.Planner`);
 * ``[agent] counters = true`` (:class:`~nova_cacheaware.agent.counters.
   PerfCounterSource`; on a host without a PMU it switches itself off on its
   first probe, as in production, and the agent classifies by declared
@@ -255,8 +255,8 @@ def run_worker(spec):
     import libvirt
     from oslo_log import log as oslo_logging
 
+    from nova_cacheaware.cachedomain import repinning
     from nova_cacheaware.cmd import agent as agent_cmd
-    from nova_cacheaware.policy import repinning
 
     libvirt.registerErrorHandler(lambda ctx, err: None, None)
     conf = agent_cmd.make_conf(['--config-file', spec['conf']])

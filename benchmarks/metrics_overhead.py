@@ -33,9 +33,9 @@ import os_resource_classes as orc
 
 from nova_cacheaware.agent import actuator
 from nova_cacheaware.agent import metrics as agent_metrics
+from nova_cacheaware.cachedomain import model
+from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware import conf as ca_conf
-from nova_cacheaware.policy import cachedomain_model as model
-from nova_cacheaware.policy import repinning
 from nova_cacheaware.scheduler import filters
 from nova_cacheaware.scheduler import host_state as hs
 from nova_cacheaware.scheduler import live_state

@@ -43,10 +43,10 @@ from nova_cacheaware.agent import guest_agent
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
+from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.numa_balance import agent as numa_balance
 from nova_cacheaware.numa_balance import policy
 from nova_cacheaware.numa_balance import shapes as numa_shapes
-from nova_cacheaware.policy import repinning
 from nova_cacheaware.topology import domains
 from tests.fixtures import linux_guest
 

@@ -39,18 +39,18 @@ sys.path.insert(0, REPO)
 
 from benchmarks import common  # noqa: E402
 from benchmarks import planner_ilp  # noqa: E402
-from nova_cacheaware.policy import allshare_heuristic  # noqa: E402
-from nova_cacheaware.policy import allshare_replan  # noqa: E402
-from nova_cacheaware.policy import allshare_search  # noqa: E402
-from nova_cacheaware.policy import cachedomain  # noqa: E402
-from nova_cacheaware.policy import cachedomain_model  # noqa: E402
+from nova_cacheaware.cachedomain import heuristic  # noqa: E402
+from nova_cacheaware.cachedomain import model  # noqa: E402
+from nova_cacheaware.cachedomain import planner as cachedomain  # noqa: E402
+from nova_cacheaware.cachedomain import replan as allshare_replan  # noqa: E402
+from nova_cacheaware.cachedomain import search as allshare_search  # noqa: E402
 
 
 def large_host(seed, memory_fraction, n_domains=32, per_domain=8,
                n_vms=200):
     """A busy 256-CPU host: half the VMs sit in one domain, half float."""
     rng = random.Random(seed)
-    domains = [cachedomain_model.Domain(
+    domains = [model.Domain(
         id='L3-%d' % d,
         cpus=tuple(range(d * per_domain, (d + 1) * per_domain)))
         for d in range(n_domains)]
@@ -64,11 +64,11 @@ def large_host(seed, memory_fraction, n_domains=32, per_domain=8,
             # Unmovable ones (dedicated) are always pinned somewhere.
             cpus = domains[rng.randrange(n_domains)].cpus
             current = {i: cpus for i in range(vcpus)}
-        vms.append(cachedomain_model.VM(
+        vms.append(model.VM(
             id='vm-%03d' % n, vcpus=vcpus,
             workload='memory' if memory else rng.choice(['cpu', 'io']),
             current=current, movable=movable))
-    return cachedomain_model.PlanInput(domains=tuple(domains), vms=tuple(vms))
+    return model.PlanInput(domains=tuple(domains), vms=tuple(vms))
 
 
 def time_it(fn, repeat):
@@ -103,10 +103,10 @@ def _speed_row(repeat, seed, fraction, n_domains, n_vms):
                             n_vms=n_vms)
     inst, movable = cachedomain.build_instance(plan_input)
     full = time_it(lambda: cachedomain.plan(plan_input), repeat)
-    greedy = time_it(lambda: allshare_heuristic.greedy(inst), repeat)
+    greedy = time_it(lambda: heuristic.greedy(inst), repeat)
     result = cachedomain.plan(plan_input)
     greedy_key = allshare_search.objective(
-        inst, allshare_heuristic.greedy(inst))
+        inst, heuristic.greedy(inst))
     return {'domains': n_domains, 'vms': n_vms,
             'memory_fraction': fraction, 'seed': seed,
             'memory_vms': len(inst.sizes), 'plan': full,
@@ -156,8 +156,8 @@ def replan_rows(repeat, seeds):
                 memory = [vm for vm in now.vms
                           if vm.memory_bound and vm.movable]
                 gone = memory[rng.randrange(len(memory))].id
-                arrival = cachedomain_model.VM(id='new', workload='memory',
-                                               vcpus=rng.choice([1, 2, 4]))
+                arrival = model.VM(id='new', workload='memory',
+                                   vcpus=rng.choice([1, 2, 4]))
                 for kind, after in (
                         ('arrival', dataclasses.replace(
                             now, vms=now.vms + (arrival,))),
@@ -242,7 +242,7 @@ def quality(label, count, domains_range, vms_range, seed):
     for _ in range(count):
         inst = random_instance(rng, rng.randint(*domains_range),
                                rng.randint(*vms_range))
-        heur = allshare_heuristic.heuristic(inst)
+        heur = heuristic.heuristic(inst)
         h_key = allshare_search.objective(inst, heur)
         start = time.process_time()
         best = allshare_search.exact(inst, incumbent=heur)

@@ -26,9 +26,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from benchmarks import common  # noqa: E402
-from nova_cacheaware.policy import allshare_replan  # noqa: E402
-from nova_cacheaware.policy import cachedomain  # noqa: E402
-from nova_cacheaware.policy import cachedomain_model  # noqa: E402
+from nova_cacheaware.cachedomain import model  # noqa: E402
+from nova_cacheaware.cachedomain import planner as cachedomain  # noqa: E402
+from nova_cacheaware.cachedomain import replan as allshare_replan  # noqa: E402
 
 
 def random_host(rng):
@@ -36,7 +36,7 @@ def random_host(rng):
     domains, cpu = [], 0
     for _ in range(rng.randint(3, 6)):
         size = rng.randint(2, 4)
-        domains.append(cachedomain_model.Domain(
+        domains.append(model.Domain(
             id='d%d' % len(domains), cpus=tuple(range(cpu, cpu + size))))
         cpu += size
     vms = []
@@ -46,9 +46,9 @@ def random_host(rng):
         if rng.random() < 0.5:
             cpus = rng.choice(domains).cpus
             current = {i: cpus for i in range(vcpus)}
-        vms.append(cachedomain_model.VM(id='vm%02d' % n, vcpus=vcpus,
-                                        workload='memory', current=current))
-    return cachedomain_model.PlanInput(domains=tuple(domains), vms=tuple(vms))
+        vms.append(model.VM(id='vm%02d' % n, vcpus=vcpus,
+                            workload='memory', current=current))
+    return model.PlanInput(domains=tuple(domains), vms=tuple(vms))
 
 
 def one_change(seed):
@@ -60,7 +60,7 @@ def one_change(seed):
         dataclasses.replace(vm, current=dict(previous.vms[vm.id].pinning))
         for vm in plan_input.vms))
     if rng.random() < 0.5:
-        after = dataclasses.replace(now, vms=now.vms + (cachedomain_model.VM(
+        after = dataclasses.replace(now, vms=now.vms + (model.VM(
             id='new', workload='memory', vcpus=rng.choice([1, 2, 4])),))
     else:
         gone = rng.choice(now.vms).id

@@ -97,5 +97,5 @@ def dirt_ilp(inst, time_limit=30.0, relax=False):
 
 
 def _placed(inst):
-    from nova_cacheaware.policy import allshare_search
+    from nova_cacheaware.cachedomain import search as allshare_search
     return allshare_search.placed_set(inst)

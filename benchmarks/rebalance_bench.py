@@ -27,7 +27,7 @@ import time
 
 from benchmarks import common
 from nova_cacheaware.contracts import rebalance_snapshot as rs
-from nova_cacheaware.policy import rebalance
+from nova_cacheaware.rebalance import policy as rebalance
 
 DOMAINS = 16
 DOMAIN_VCPUS = 16

@@ -6,11 +6,11 @@ Usage, from the repository root::
         [--examples 1500] [--json-out benchmarks/results/FILE.json]
 
 Random small regions (2-4 hosts of 1-3 domains, up to 4 servers each:
-``tests/unit/policy/rebalance_strategies.py``, drawn derandomized, so a
+``tests/unit/rebalance/strategies.py``, drawn derandomized, so a
 run is repeatable), budgets 1 and 2: the greedy plan of
-:func:`nova_cacheaware.policy.rebalance.plan_moves` against the best score
+:func:`nova_cacheaware.rebalance.policy.plan_moves` against the best score
 any sequence of legal moves reaches
-(``tests/unit/policy/rebalance_optimum.py``). Counted: regions where the
+(``tests/unit/rebalance/optimum.py``). Counted: regions where the
 scores are equal, where the Clean counts are equal, and, where the
 optimum gains Clean servers, the mean and worst share of that gain the
 greedy plan gets.
@@ -23,9 +23,9 @@ import hypothesis
 from hypothesis import strategies as st
 
 from benchmarks import common
-from nova_cacheaware.policy import rebalance
-from tests.unit.policy import rebalance_optimum
-from tests.unit.policy import rebalance_strategies
+from nova_cacheaware.rebalance import policy as rebalance
+from tests.unit.rebalance import optimum as rebalance_optimum
+from tests.unit.rebalance import strategies as rebalance_strategies
 
 
 def run(examples):

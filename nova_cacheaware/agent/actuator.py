@@ -82,7 +82,7 @@ class RateLimiter:
 
 
 class Actuator:
-    """Applies :class:`~nova_cacheaware.policy.repinning.Decision` changes."""
+    """Applies :class:`~.cachedomain.repinning.Decision` changes."""
 
     def __init__(self, hypervisor, rate_limiter=None, dry_run=False,
                  pin_records=None):

@@ -13,10 +13,10 @@ import time
 
 import prometheus_client as prom
 
+from nova_cacheaware.cachedomain import model
 from nova_cacheaware.contracts import cache_state
 from nova_cacheaware import exception
 from nova_cacheaware import metrics_http
-from nova_cacheaware.policy import cachedomain_model as model
 
 LOG = logging.getLogger(__name__)
 

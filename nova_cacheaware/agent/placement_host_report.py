@@ -4,7 +4,7 @@
 (:mod:`nova_cacheaware.placement.host_provider`), migrating per-domain
 providers on its first sync, and reads which instances hold All-share room
 of the host. The agent then chooses their domains itself
-(:func:`nova_cacheaware.policy.domain_assignment.assign_domains`) and tells
+(:func:`nova_cacheaware.cachedomain.assignment.assign_domains`) and tells
 the reporter what is left (:meth:`HostPlacementReporter.set_host_load`): the
 largest room of one domain becomes ``max_unit`` of
 ``CUSTOM_CACHE_DOMAIN_VCPU``, the memory-bound VMs no allocation counts

@@ -13,12 +13,12 @@ import logging
 
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import reporting
+from nova_cacheaware.cachedomain import assignment as domain_assignment
+from nova_cacheaware.cachedomain import choice_doc as domain_choice_doc
+from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.contracts import extra_specs as specs_contract
 from nova_cacheaware.contracts import placement as names
 from nova_cacheaware import exception
-from nova_cacheaware.policy import domain_assignment
-from nova_cacheaware.policy import domain_choice_doc
-from nova_cacheaware.policy import repinning
 
 # Part of the Agent: its lines keep the logger they always had.
 LOG = logging.getLogger('nova_cacheaware.agent.service')
@@ -56,7 +56,7 @@ class PlacementSide:
         """Resolve :data:`~.reporting.ANY_DOMAIN` (per-host model).
 
         Instances holding room of the host get a domain from
-        :func:`~nova_cacheaware.policy.domain_assignment.assign_domains`, with
+        :func:`~nova_cacheaware.cachedomain.assignment.assign_domains`, with
         the scheduler's rule and seed: the one they had, else the best
         for them now. Those that fit nowhere are left out (they stay on
         Nova's CPUs, reported not All-share).

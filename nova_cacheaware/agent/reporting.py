@@ -110,7 +110,7 @@ def host_state(plan, decisions, health='ok'):
     """The agent's report that becomes a ``cacheaware.host.state`` payload.
 
     Domains with their state and memory-bound VMs (from ``plan``, the
-    planner's :class:`~nova_cacheaware.policy.cachedomain_model.Plan`),
+    planner's :class:`~nova_cacheaware.cachedomain.model.Plan`),
     the class of each VM, and the agent's health. Not versioned itself:
     the payload's version is :data:`nova_cacheaware.contracts.host_state.
     VERSION`, set when :func:`~nova_cacheaware.agent.notify.

@@ -1,7 +1,7 @@
 """The agent's classifier of ``auto`` VMs: feeds the pure sampler.
 
 The sampling windows, the votes and their rules are
-:mod:`nova_cacheaware.policy.repinning_trials` (pure, replayable);
+:mod:`nova_cacheaware.cachedomain.trials` (pure, replayable);
 :class:`ShareSampler` adds what the agent's loop needs: the clock,
 sampling each snapshot once (``--dump-state`` asks again) and the log
 lines. Without counters (no PMU, or ``[agent] counters = False``) the
@@ -12,7 +12,7 @@ agent builds none: it works on declared workloads.
 import logging
 import time
 
-from nova_cacheaware.policy import repinning_trials as trials
+from nova_cacheaware.cachedomain import trials
 
 LOG = logging.getLogger(__name__)
 

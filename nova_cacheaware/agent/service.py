@@ -22,9 +22,9 @@ from nova_cacheaware.agent import placement_side
 from nova_cacheaware.agent import reporting
 from nova_cacheaware.agent import specs as specs_mod
 from nova_cacheaware.agent import threads
-from nova_cacheaware.policy import cachedomain_model
-from nova_cacheaware.policy import repinning
-from nova_cacheaware.policy import repinning_trials
+from nova_cacheaware.cachedomain import model as cachedomain_model
+from nova_cacheaware.cachedomain import repinning
+from nova_cacheaware.cachedomain import trials as repinning_trials
 from nova_cacheaware.topology import cpulist
 
 LOG = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ class Agent(placement_side.PlacementSide):
     def decide(self, snapshot):
         """Plan input, plan and per-instance decisions (all typed).
 
-        The decisions are :mod:`~nova_cacheaware.policy.repinning`'s; the
+        The decisions are :mod:`~nova_cacheaware.cachedomain.repinning`'s; the
         classifier's sampling window, if one runs, gives its VM the
         window's pins for this pass instead of the plan's.
         """

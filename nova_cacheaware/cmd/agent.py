@@ -29,9 +29,9 @@ from nova_cacheaware.agent import placement_report
 from nova_cacheaware.agent import sampling
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
+from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.conf import opts as conf_opts
 from nova_cacheaware import exception
-from nova_cacheaware.policy import repinning
 from nova_cacheaware.policy import state_cadence
 from nova_cacheaware.topology import cpulist
 from nova_cacheaware.topology import domains

@@ -25,7 +25,7 @@ Minor versions:
 * 1.2: optional ``vcpus_used`` per domain: the vCPUs of the instances the
   agent keeps in that domain (absent or null: unknown). The scheduler's
   in-host domain choice uses it for best fit
-  (:mod:`nova_cacheaware.policy.domain_choice`).
+  (:mod:`nova_cacheaware.cachedomain.choice`).
 * 1.3: optional top-level ``host_provider``: the uuid of the host's one
   cache child provider (``<compute node RP name>:cacheaware``) when the
   agent runs the host provider model (``[placement] provider_model =

@@ -16,7 +16,7 @@ Requests do not change: the granular cache group of a flavor is satisfied
 by this one provider, so Placement returns one candidate per host instead
 of one per domain, and every request of the region reads two providers per
 opted-in tree instead of one per domain plus one. The domain itself is
-chosen on the host (:func:`nova_cacheaware.policy.domain_choice.\
+chosen on the host (:func:`nova_cacheaware.cachedomain.choice.\
 assign_domains`).
 
 :func:`sync_host_provider` is a reconcile step like

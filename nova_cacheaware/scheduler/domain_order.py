@@ -1,11 +1,11 @@
 """The domain inside a host: candidate order (domain model), prediction
 (host model).
 
-Thin adapter around :func:`nova_cacheaware.policy.domain_choice.
+Thin adapter around :func:`nova_cacheaware.cachedomain.choice.
 order_domains`: it turns the freshest knowledge the scheduler process has
 - the agent's live state of the host and this process's own claims since
 (:mod:`nova_cacheaware.scheduler.claims`) - into
-:class:`~nova_cacheaware.policy.domain_choice.DomainLoad` values.
+:class:`~nova_cacheaware.cachedomain.choice.DomainLoad` values.
 
 * **Domain model** (one provider per cache domain, the allocation names the
   domain): :func:`order_candidates` reorders the host's candidates and
@@ -27,9 +27,9 @@ import functools
 
 from oslo_log import log as logging
 
+from nova_cacheaware.cachedomain import choice as domain_choice
 from nova_cacheaware.contracts import placement as names
 from nova_cacheaware.placement import host_provider
-from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.scheduler import claims as claims_mod
 
 LOG = logging.getLogger(__name__)
@@ -326,7 +326,7 @@ def predict_domain(loads, vcpus, memory_bound, seed):
     """The domain the agent will choose for the instance ``seed``.
 
     The agent orders the host's domains with the same policy
-    (:func:`~nova_cacheaware.policy.domain_assignment.assign_domains`) and the
+    (:func:`~nova_cacheaware.cachedomain.assignment.assign_domains`) and the
     same seed, the instance uuid: with the same knowledge it picks the
     same domain.
     """

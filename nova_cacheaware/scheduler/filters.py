@@ -19,7 +19,7 @@ filter checks what Placement cannot:
   request (its pinning would not be applied).
 
 The candidates left are then **ordered** (Nova claims the first one): the
-domain policy of :mod:`nova_cacheaware.policy.domain_choice`, fed with the
+domain policy of :mod:`nova_cacheaware.cachedomain.choice`, fed with the
 host's live state and this process's own recent claims
 (:mod:`~nova_cacheaware.scheduler.claims`), so a multi-create or a burst
 spreads over the host's domains instead of colliding on one; the first

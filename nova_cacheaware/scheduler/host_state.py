@@ -11,11 +11,11 @@ called by :class:`~nova_cacheaware.scheduler.state_cache.HostStateCache`).
 import dataclasses
 import functools
 
+from nova_cacheaware.cachedomain import choice as domain_choice
 from nova_cacheaware.contracts import host_state as wire
 from nova_cacheaware.contracts import state_wire
 from nova_cacheaware import exception
 from nova_cacheaware.pcpu_est import headroom as pcpu_headroom
-from nova_cacheaware.policy import domain_choice
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,7 +126,7 @@ SCORE_SHAPES = 8
 def contention(state, vcpus, cpu_ratio):
     """The cache contention raw score of ``state``, memoised on it.
 
-    :func:`~nova_cacheaware.policy.domain_choice.contention_score` of the
+    :func:`~nova_cacheaware.cachedomain.choice.contention_score` of the
     state's domain rows at ``cpu_ratio`` for a ``vcpus``-vCPU instance,
     computed once per state, ratio and vCPUs.
     """

@@ -66,9 +66,9 @@ from oslo_log import log as logging
 from nova.scheduler import utils
 from nova.scheduler import weights
 
+from nova_cacheaware.cachedomain import choice as domain_choice
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import exception
-from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.scheduler import claim_time
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import domain_order
@@ -96,7 +96,7 @@ NO_ORDER = ()
 def contention_score(state, vcpus=1, cpu_ratio=1.0):
     """Raw weight in ``[-1, 1]`` of a host's :class:`HostCacheState`.
 
-    :func:`~nova_cacheaware.policy.domain_choice.contention_score` of the
+    :func:`~nova_cacheaware.cachedomain.choice.contention_score` of the
     state's domains for a ``vcpus``-vCPU instance at ``cpu_ratio``;
     neutral without fresh, healthy state listing domains. Memoised per
     state, ratio and vCPUs.

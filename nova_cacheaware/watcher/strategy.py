@@ -8,7 +8,7 @@ point. An audit:
    enable_extended_attributes``), reads each usable host's view from its
    agent and Nova's server groups (:mod:`.sources`), and builds the
    rebalance snapshot (:func:`.snapshot.build`, pure);
-2. ``do_execute``: runs :func:`nova_cacheaware.policy.rebalance.plan_moves`
+2. ``do_execute``: runs :func:`nova_cacheaware.rebalance.policy.plan_moves`
    with the audit's migration budget and turns each move, in order, into
    a Watcher ``migrate`` action (``migration_type: live``, the move's
    destination host), which the ``cache_rebalance`` planner
@@ -34,7 +34,7 @@ from watcher.common import nova_helper
 from watcher.decision_engine.strategy.strategies import base
 
 from nova_cacheaware.contracts import rebalance_snapshot
-from nova_cacheaware.policy import rebalance
+from nova_cacheaware.rebalance import policy as rebalance
 from nova_cacheaware.watcher import goal
 from nova_cacheaware.watcher import planner
 from nova_cacheaware.watcher import snapshot

@@ -27,7 +27,7 @@ from watcher.decision_engine.model import model_root
 from watcher import objects as watcher_objects
 
 from nova_cacheaware.contracts import rebalance_snapshot as rs
-from nova_cacheaware.policy import rebalance
+from nova_cacheaware.rebalance import policy as rebalance
 from nova_cacheaware.watcher import snapshot
 from nova_cacheaware.watcher import sources
 from nova_cacheaware.watcher import strategy as ca_strategy

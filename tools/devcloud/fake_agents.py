@@ -7,7 +7,7 @@ it chooses each instance's domain and keeps ``max_unit``/``reserved`` of
 named on the command line, the agent's own code:
 
 * :class:`~nova_cacheaware.agent.service.Agent` with the real planner
-  (:class:`~nova_cacheaware.policy.repinning.Planner`), actuator and
+  (:class:`~nova_cacheaware.cachedomain.repinning.Planner`), actuator and
   :meth:`Agent.run` loop (a pass at start, on libvirt lifecycle events,
   every ``--period``);
 * the real Placement reporter (``HostPlacementReporter``, or
@@ -81,10 +81,10 @@ from nova_cacheaware.agent import reporting  # noqa: E402
 from nova_cacheaware.agent import rpc as agent_rpc  # noqa: E402
 from nova_cacheaware.agent import service  # noqa: E402
 from nova_cacheaware.agent import specs  # noqa: E402
+from nova_cacheaware.cachedomain import repinning  # noqa: E402
 from nova_cacheaware.conf import reporting as reporting_conf  # noqa: E402
 from nova_cacheaware import exception  # noqa: E402
 from nova_cacheaware.placement import client as pclient  # noqa: E402
-from nova_cacheaware.policy import repinning  # noqa: E402
 
 LOG = logging.getLogger('fake_agents')
 

@@ -14,7 +14,7 @@ Host policies (how the vCPUs of a fixed set of VMs are placed):
     dedicated CPU policy on a host without SMT, which knows NUMA cells but
     not caches).
 ``agent``
-    The agent's planner (:func:`nova_cacheaware.policy.cachedomain.plan`)
+    The agent's planner (:func:`nova_cacheaware.cachedomain.planner.plan`)
     told every VM's true class: memory-bound VMs placed by the planner,
     everything else floats. (The cluster policy ``cacheaware`` - claim a
     domain when free, else schedule like Nova - is retired: no flavor an
@@ -33,9 +33,9 @@ Host policies (how the vCPUs of a fixed set of VMs are placed):
 
 import itertools
 
+from nova_cacheaware.cachedomain import model as cachedomain_model
+from nova_cacheaware.cachedomain import planner as cachedomain
 from nova_cacheaware import exception
-from nova_cacheaware.policy import cachedomain
-from nova_cacheaware.policy import cachedomain_model
 from nova_cacheaware_evaluation.sim import cache_scenario
 from nova_cacheaware_evaluation.sim import cloud_run
 from nova_cacheaware_evaluation.sim import contention

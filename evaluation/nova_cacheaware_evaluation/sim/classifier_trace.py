@@ -2,7 +2,7 @@
 
 The agent's :class:`~nova_cacheaware.agent.sampling.ShareSampler` decides
 whether an ``auto`` VM is memory-bound by sampling its CPI in both sharing
-modes and calling :func:`nova_cacheaware.policy.memclass.classify` (the
+modes and calling :func:`nova_cacheaware.cachedomain.memclass.classify` (the
 real, pure classifier; nothing is re-implemented here). This module drives
 that classifier with generated CPI samples and the sampler's schedule, so
 that the cache simulator pays what the classifier really costs:
@@ -31,7 +31,7 @@ delays below are lower bounds on a busy host.
 import dataclasses
 import math
 
-from nova_cacheaware.policy import memclass
+from nova_cacheaware.cachedomain import memclass
 
 MEMORY = memclass.MEMORY
 #: Samples the agent keeps per VM and mode (agent.sampling.MAX_SAMPLES).

@@ -18,14 +18,14 @@ provider model, fresh live state, CPU allocation ratio 1.0):
 * **weighers**: Nova's spreading (``CPUWeigher`` and ``RAMWeigher``, both
   by free vCPUs here, normalised over the hosts as Nova does) plus
   ``CacheAwareWeigher``'s contention part (its formula,
-  :func:`nova_cacheaware.policy.domain_choice.contention_score`, on fresh
+  :func:`nova_cacheaware.cachedomain.choice.contention_score`, on fresh
   state, normalised from ``[-1, 1]``, times the default multiplier
   :data:`CONTENTION_MULTIPLIER`) for requests whose ``clean_wanted`` is
   true;
 * **the domain**: the agent's choice,
-  :func:`nova_cacheaware.policy.domain_assignment.assign_domains`;
+  :func:`nova_cacheaware.cachedomain.assignment.assign_domains`;
 * **the agent** (every event and sample): the planner,
-  :func:`nova_cacheaware.policy.cachedomain.plan`, with held VMs
+  :func:`nova_cacheaware.cachedomain.planner.plan`, with held VMs
   unmovable in their domain and the others ``memory`` when the classifier
   (:mod:`.classifier_trace`) says so by then.
 
@@ -41,11 +41,11 @@ import functools
 import typing as ty
 
 from nova_cacheaware.api import flavor_specs
+from nova_cacheaware.cachedomain import assignment as domain_assignment
+from nova_cacheaware.cachedomain import choice as domain_choice
+from nova_cacheaware.cachedomain import model as cachedomain_model
+from nova_cacheaware.cachedomain import planner as cachedomain
 from nova_cacheaware.contracts import extra_specs as api_specs
-from nova_cacheaware.policy import cachedomain
-from nova_cacheaware.policy import cachedomain_model
-from nova_cacheaware.policy import domain_assignment
-from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.scheduler import domain_order
 from nova_cacheaware_evaluation.sim import classifier_trace
 from nova_cacheaware_evaluation.sim import contention
@@ -146,7 +146,7 @@ class Guest:
 def contention_score(empty_domains, memory_vms, domains):
     """The contention part's raw weight when every Empty domain has room.
 
-    :func:`nova_cacheaware.policy.domain_choice.contention_score` with
+    :func:`nova_cacheaware.cachedomain.choice.contention_score` with
     ``empty_domains`` Clean places (kept for the tests that compare).
     """
     # The other domains hold the memory-bound VMs (all counted on the

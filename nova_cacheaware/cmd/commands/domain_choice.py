@@ -2,14 +2,14 @@
 
 In the per-host provider model the agent chooses the cache domain of every
 instance holding room of the host
-(:func:`nova_cacheaware.policy.domain_assignment.assign_domains`). Its
+(:func:`nova_cacheaware.cachedomain.assignment.assign_domains`). Its
 ``--dump-state`` writes the inputs as ``agent.domain_choice``; this command
 replays them and prints the choice.
 """
 
+from nova_cacheaware.cachedomain import assignment as domain_assignment
+from nova_cacheaware.cachedomain import choice_doc as domain_choice_doc
 from nova_cacheaware.cmd import common
-from nova_cacheaware.policy import domain_assignment
-from nova_cacheaware.policy import domain_choice_doc
 
 NAME = 'domain-choice'
 HELP = ('Replay the agent\'s choice of cache domains (per-host provider '

@@ -1,8 +1,8 @@
 """``nova-cacheaware plan``: replay the All-share planner on a JSON input."""
 
+from nova_cacheaware.cachedomain import model as cachedomain_model
+from nova_cacheaware.cachedomain import replan as allshare_replan
 from nova_cacheaware.cmd import common
-from nova_cacheaware.policy import allshare_replan
-from nova_cacheaware.policy import cachedomain_model
 
 NAME = 'plan'
 HELP = 'Plan All-share pinning of memory-bound VMs over cache domains.'

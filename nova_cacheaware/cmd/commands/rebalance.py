@@ -2,7 +2,7 @@
 
 Reads a region snapshot (:mod:`nova_cacheaware.contracts.rebalance_snapshot`,
 documented in ``doc/source/user/rebalance.rst``) and prints the live
-migrations :func:`nova_cacheaware.policy.rebalance.plan_moves` proposes.
+migrations :func:`nova_cacheaware.rebalance.policy.plan_moves` proposes.
 """
 
 import dataclasses
@@ -10,7 +10,7 @@ import dataclasses
 from nova_cacheaware.cmd import common
 from nova_cacheaware.contracts import rebalance_snapshot
 from nova_cacheaware import exception
-from nova_cacheaware.policy import rebalance
+from nova_cacheaware.rebalance import policy as rebalance
 
 NAME = 'rebalance'
 HELP = ('Plan the live migrations that restore the most Clean and '

@@ -9,7 +9,7 @@ from nova_cacheaware.agent import actuator
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
-from nova_cacheaware.policy import repinning
+from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.topology import domains
 from tests.fixtures import linux_guest
 from tests.fixtures import nova_domains

@@ -19,7 +19,7 @@ from nova_cacheaware.agent import hypervisor  # noqa: E402
 from nova_cacheaware.agent import service  # noqa: E402
 from nova_cacheaware.agent import specs  # noqa: E402
 from nova_cacheaware.agent import threads  # noqa: E402
-from nova_cacheaware.policy import repinning  # noqa: E402
+from nova_cacheaware.cachedomain import repinning  # noqa: E402
 from tests.fixtures import nova_domains  # noqa: E402
 from tests.functional.agent import base  # noqa: E402
 

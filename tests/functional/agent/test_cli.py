@@ -8,11 +8,11 @@ import sys
 
 import fixtures
 
+from nova_cacheaware.cachedomain import model as cachedomain_model
+from nova_cacheaware.cachedomain import planner as cachedomain
+from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.cmd import agent as agent_cmd
 from nova_cacheaware.cmd import cli
-from nova_cacheaware.policy import cachedomain
-from nova_cacheaware.policy import cachedomain_model
-from nova_cacheaware.policy import repinning
 from tests.functional.agent import base
 
 CONF = """[agent]

@@ -16,10 +16,10 @@ from nova_cacheaware.agent import notify
 from nova_cacheaware.agent import placement_host_report
 from nova_cacheaware.agent import placement_report
 from nova_cacheaware.agent import reporting
+from nova_cacheaware.cachedomain import assignment as domain_assignment
+from nova_cacheaware.cachedomain import choice_doc as domain_choice_doc
+from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.contracts import placement as names
-from nova_cacheaware.policy import domain_assignment
-from nova_cacheaware.policy import domain_choice_doc
-from nova_cacheaware.policy import repinning
 from nova_cacheaware.scheduler import domain_order
 from tests.functional.agent import base
 from tests.functional.agent import test_reporting

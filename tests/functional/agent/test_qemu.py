@@ -12,7 +12,7 @@ import subprocess
 import sys
 import uuid as uuid_mod
 
-from nova_cacheaware.policy import repinning
+from nova_cacheaware.cachedomain import repinning
 from tests.functional.agent import base
 from tests.unit.agent import test_migration_hook
 

@@ -12,8 +12,8 @@ import os
 from nova_cacheaware.agent import counters
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import sampling
-from nova_cacheaware.policy import memclass
-from nova_cacheaware.policy import repinning
+from nova_cacheaware.cachedomain import memclass
+from nova_cacheaware.cachedomain import repinning
 from tests.functional.agent import base
 
 FOUR = base.domain_set((0, 1), (2, 3), (4, 5), (6, 7))

@@ -9,8 +9,8 @@ import fixtures
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import reporting
-from nova_cacheaware.policy import cachedomain_model
-from nova_cacheaware.policy import repinning
+from nova_cacheaware.cachedomain import model as cachedomain_model
+from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.virt import domain as port_domain
 from tests.fixtures import nova_domains
 from tests.functional.agent import base

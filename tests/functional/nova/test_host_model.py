@@ -18,10 +18,10 @@ import datetime
 from nova.tests.fixtures import libvirt as fakelibvirt
 
 from nova_cacheaware.agent import domain_xml
+from nova_cacheaware.cachedomain import assignment as domain_assignment
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware.contracts import host_state as wire
 from nova_cacheaware.contracts import placement as names
-from nova_cacheaware.policy import domain_assignment
 from nova_cacheaware.scheduler import claim_share
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import host_state

@@ -5,7 +5,7 @@ import testtools
 
 from nova_cacheaware.agent import actuator
 from nova_cacheaware.agent import hypervisor as hv
-from nova_cacheaware.policy import repinning
+from nova_cacheaware.cachedomain import repinning
 
 ALL = (0, 1, 2, 3)
 

@@ -8,9 +8,9 @@ from nova_cacheaware.agent import actuator
 from nova_cacheaware.agent import describe
 from nova_cacheaware.agent import rpc
 from nova_cacheaware.agent import service
+from nova_cacheaware.cachedomain import model
+from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.contracts import host_view
-from nova_cacheaware.policy import cachedomain_model as model
-from nova_cacheaware.policy import repinning
 from nova_cacheaware.topology import domains
 
 MEM = '00000000-0000-4000-8000-00000000000a'

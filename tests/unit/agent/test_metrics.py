@@ -11,8 +11,8 @@ import testtools
 from nova_cacheaware.agent import actuator
 from nova_cacheaware.agent import metrics
 from nova_cacheaware.agent import notify
-from nova_cacheaware.policy import cachedomain_model as model
-from nova_cacheaware.policy import repinning
+from nova_cacheaware.cachedomain import model
+from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.policy import state_cadence
 from tests.unit.agent import test_notify_cadence as cadence
 

@@ -15,8 +15,8 @@ from nova_cacheaware.agent import actuator
 from nova_cacheaware.agent import hook_install
 from nova_cacheaware.agent import libvirt_hook
 from nova_cacheaware.agent import pin_record
+from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.conf import agent as agent_conf
-from nova_cacheaware.policy import repinning
 from tests.unit.agent import test_actuator as ta
 
 UUID = '5c0f0f4e-6a0b-4a3e-9b7f-2f1d2b3c4d5e'

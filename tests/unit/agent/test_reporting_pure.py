@@ -1,5 +1,5 @@
-"""Pure parts of the agent's reporting (sampling: tests/unit/policy/
-test_repinning_trials.py)."""
+"""Pure parts of the agent's reporting (sampling:
+tests/unit/cachedomain/test_trials.py)."""
 
 import datetime
 

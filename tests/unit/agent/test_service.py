@@ -6,7 +6,7 @@ import testtools
 from nova_cacheaware.agent import actuator
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.agent import service
-from nova_cacheaware.policy import repinning
+from nova_cacheaware.cachedomain import repinning
 
 
 class LifecycleReasonTest(testtools.TestCase):

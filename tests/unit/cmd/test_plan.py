@@ -5,8 +5,8 @@ import os
 
 import fixtures
 
+from tests.unit.cachedomain import topologies as topo
 from tests.unit.cmd import base
-from tests.unit.policy import topologies as topo
 
 STUDY000_PARTIAL = {
     'domains': topo.Q6600,

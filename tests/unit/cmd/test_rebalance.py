@@ -4,7 +4,7 @@ import json
 
 from nova_cacheaware.contracts import rebalance_snapshot as rs
 from tests.unit.cmd import base
-from tests.unit.policy import rebalance_fixtures as f
+from tests.unit.rebalance import fixtures as f
 
 SCORE = {'clean': 2, 'all_share': 4, 'room': 0, 'relieved': 0}
 

@@ -4,7 +4,7 @@ import testtools
 
 from nova_cacheaware.contracts import rebalance_snapshot as rs
 from nova_cacheaware import exception
-from tests.unit.policy import rebalance_fixtures as f
+from tests.unit.rebalance import fixtures as f
 
 
 def doc(**hosts_and_more):

@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 import testtools
 
 from nova_cacheaware.balloon import default_balancer as balloon_default
+from nova_cacheaware.cachedomain import assignment as domain_assignment
+from nova_cacheaware.cachedomain import choice_doc as domain_choice_doc
+from nova_cacheaware.cachedomain import model as cachedomain_model
+from nova_cacheaware.cachedomain import replan as allshare_replan
 from nova_cacheaware.contracts import cpu_sets
 from nova_cacheaware.contracts import vcpu_affinity
 from nova_cacheaware import exception
-from nova_cacheaware.policy import allshare_replan
-from nova_cacheaware.policy import cachedomain_model
-from nova_cacheaware.policy import domain_assignment
-from nova_cacheaware.policy import domain_choice_doc
 from nova_cacheaware.vcpu_sizing import spin_storm
 
 ODD = [None, True, False, 0, 1, 2, 3, -1, 0.5, 1.5, 2.0, 8191, 8192, 4096,

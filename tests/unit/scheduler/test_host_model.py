@@ -20,11 +20,11 @@ from nova import objects
 from nova.scheduler import host_manager
 from nova.scheduler import weights as weights_mod
 
+from nova_cacheaware.cachedomain import assignment as domain_assignment
+from nova_cacheaware.cachedomain import choice as domain_choice
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware.contracts import host_state as wire
 from nova_cacheaware.contracts import placement as names
-from nova_cacheaware.policy import domain_assignment
-from nova_cacheaware.policy import domain_choice
 from nova_cacheaware.scheduler import claims
 from nova_cacheaware.scheduler import domain_order
 from nova_cacheaware.scheduler import filters

@@ -1,0 +1,325 @@
+"""The rebalance decision's values, and the region it plays moves on.
+
+:class:`Region` holds where every server of a
+:class:`~nova_cacheaware.contracts.rebalance_snapshot.Snapshot` is, as the
+agents will place it: on every host, the agent's own choice
+(:func:`nova_cacheaware.cachedomain.assignment.assign_domains`) decides
+the domain of each instance - a pinned one keeps its domain while it may
+still join it (not two raced claims in room for one), one left on
+Nova's CPUs (and one that arrives by live migration) is placed like a new
+instance. :meth:`Region.trial` predicts a live migration with that same
+choice, so the plan expects what the agents will really do. Pure.
+"""
+
+import collections
+import dataclasses
+import typing as ty
+
+from nova_cacheaware.cachedomain import assignment as domain_assignment
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Score:
+    """What a region's placement achieves, compared in this order.
+
+    ``clean``: memory-bound servers alone (Clean) in their domain;
+    ``all_share``: servers of cache-aware flavors pinned into one domain;
+    ``room``: refused ``required`` requests that would fit now (each in
+    its own domain without a memory-bound server); ``relieved``: storming
+    servers moved to a host whose pCPUs hold all its guests' vCPUs.
+    """
+
+    clean: int = 0
+    all_share: int = 0
+    room: int = 0
+    relieved: int = 0
+
+    def first_gain(self, before):
+        """The name of the first part higher than in ``before``, or None."""
+        for field in dataclasses.fields(self):
+            if getattr(self, field.name) != getattr(before, field.name):
+                return (field.name if getattr(self, field.name)
+                        > getattr(before, field.name) else None)
+        return None
+
+    def __add__(self, other):
+        return Score(self.clean + other.clean,
+                     self.all_share + other.all_share,
+                     self.room + other.room, self.relieved + other.relieved)
+
+    def __sub__(self, other):
+        return Score(self.clean - other.clean,
+                     self.all_share - other.all_share,
+                     self.room - other.room, self.relieved - other.relieved)
+
+
+@dataclasses.dataclass(frozen=True)
+class Move:
+    """One live migration: ``server`` from ``source`` to ``destination``.
+
+    ``domain`` (and its ``numa_node``) is where the destination's agent
+    will pin it; ``score`` the region's score once this move is done;
+    ``reason`` the first part of the score it raised (``clean``,
+    ``all_share``, ``room`` or ``relieved``).
+    """
+
+    server: str
+    source: str
+    destination: str
+    domain: str
+    numa_node: ty.Optional[int]
+    vcpus: int
+    score: Score
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The ordered moves of one audit and the score before and after."""
+
+    moves: ty.Tuple[Move, ...]
+    before: Score
+    after: Score
+
+
+@dataclasses.dataclass(frozen=True)
+class HostView:
+    """One host's share of the score, for a placement of its servers.
+
+    ``status``: ``{uuid: (Clean, All-share, pCPUs fine)}``, what must
+    never turn from True to False for any server; ``rooms``: the free
+    vCPUs of each domain without a memory-bound (Clean-wanting) server;
+    ``domains``: ``{domain id: (free vCPUs, Clean-wanting servers,
+    memory-bound servers)}``; ``vcpus``: of all its servers; ``waiting``:
+    the vCPUs of each server of a cache-aware flavor on Nova's CPUs,
+    ascending; ``storms_away``: storming servers away from the host they
+    stormed on.
+    """
+
+    score: Score
+    status: ty.Mapping[str, ty.Tuple[bool, bool, bool]]
+    rooms: ty.Tuple[int, ...]
+    domains: ty.Mapping[str, ty.Tuple[int, int, int]]
+    vcpus: int
+    waiting: ty.Tuple[int, ...] = ()
+    storms_away: int = 0
+
+
+def fits_pending(pending, rooms):
+    """How many ``pending`` requests fit, each in its own room.
+
+    ``pending`` ascending; ``rooms`` a ``{free vCPUs: domains}`` counter.
+    Smallest request first into the smallest room that holds it: optimal
+    when a room holds a request iff it is at least as large.
+    """
+    if not pending:
+        return 0
+    sizes = sorted(v for v, n in rooms.items() if n > 0 and v >= pending[0])
+    left = [rooms[v] for v in sizes]
+    fitted = j = 0
+    for request in pending:
+        while j < len(sizes) and (sizes[j] < request or not left[j]):
+            j += 1
+        if j == len(sizes):
+            break
+        left[j] -= 1
+        fitted += 1
+    return fitted
+
+
+def settle(host, servers, previous, fresh=()):
+    """``{uuid: domain or None}``: the agent's choice on ``host``.
+
+    ``servers``: the servers on it; ``previous``: the domain each had
+    (it keeps it while it may join it); those in ``fresh`` (arriving) are
+    placed anew. Servers of flavors without ``cacheaware:`` keys hold no
+    host room: they stay where they are and count against room and Clean.
+    """
+    held, base, out = [], {}, {}
+    for server in servers:
+        domain = None if server.uuid in fresh else previous.get(server.uuid)
+        out[server.uuid] = domain
+        if domain is not None and not (server.cache_aware
+                                       and server.wants_clean):
+            # It keeps its domain: only its load matters to the choice
+            # (Clean-wanting ones stay instances: the choice may displace
+            # one, and counts the required ones).
+            vcpus, memory = base.get(domain, (0, 0))
+            base[domain] = (vcpus + server.vcpus, memory + int(
+                not server.cache_aware and server.memory_bound))
+            continue
+        if not server.cache_aware:
+            continue
+        held.append(domain_assignment.HostHeld(
+            uuid=server.uuid, vcpus=server.vcpus,
+            memory_bound=server.wants_clean, previous=domain,
+            clean_required=server.clean_required,
+            holds_slot=server.clean_required))
+    # Always the agent's choice, even when every instance had a domain:
+    # it moves one out of a home it may no longer join (two raced claims
+    # in a domain one of them fits, memory-bound beside required).
+    capacity = {d.id: d.capacity for d in host.domains}
+    out.update(domain_assignment.assign_domains(capacity, held, base))
+    return out
+
+
+def view(host, servers, placed, origin):
+    """The :class:`HostView` of ``servers`` on ``host`` placed so."""
+    used = {d.id: 0 for d in host.domains}
+    holders = dict(used)
+    memory = dict(used)
+    vcpus = 0
+    for server in servers:
+        vcpus += server.vcpus
+        domain = placed[server.uuid]
+        if domain is not None:
+            used[domain] += server.vcpus
+            holders[domain] += server.wants_clean
+            memory[domain] += server.memory_bound
+    crowded = vcpus > host.pcpus
+    status = {}
+    clean = all_share = relieved = away = 0
+    waiting = []
+    for server in servers:
+        domain = placed[server.uuid]
+        is_clean = (domain is not None and server.memory_bound
+                    and memory[domain] == 1)
+        pinned = domain is not None and server.cache_aware
+        fine = not crowded and (not server.storm
+                                or origin[server.uuid] != host.name)
+        clean += is_clean
+        all_share += pinned
+        relieved += server.storm and fine
+        if server.cache_aware and domain is None:
+            waiting.append(server.vcpus)
+        away += server.storm and origin[server.uuid] != host.name
+        status[server.uuid] = (is_clean, pinned, fine)
+    free = {d.id: d.capacity - used[d.id] for d in host.domains}
+    rooms = tuple(sorted(free[d] for d in free
+                         if holders[d] == 0 and free[d] > 0))
+    return HostView(Score(clean, all_share, 0, relieved), status, rooms,
+                    {d: (free[d], holders[d], memory[d]) for d in free},
+                    vcpus, tuple(sorted(waiting)), away)
+
+
+def worse(before, after):
+    """True when any server's status turns from True to False."""
+    return any(was and not now
+               for uuid, old in before.items() if uuid in after
+               for was, now in zip(old, after[uuid]))
+
+
+@dataclasses.dataclass(frozen=True)
+class Trial:
+    """One live migration played on a :class:`Region`, not yet done.
+
+    ``keeps_rules``: the server gets a domain there and no server's
+    status turns from True to False; ``helps``: it keeps the rules and
+    raises the score; ``domain``: where the destination's agent pins the server
+    (None: nowhere, it would run on Nova's CPUs).
+    """
+
+    server: str
+    source: str
+    destination: str
+    domain: ty.Optional[str]
+    score: Score
+    keeps_rules: bool
+    helps: bool
+    placed: ty.Tuple[ty.Mapping[str, ty.Optional[str]], ...]
+    views: ty.Tuple[HostView, HostView]
+
+
+class Region:
+    """Where every server of a snapshot is while a plan is played.
+
+    Built from a snapshot, each host first settled by its agent's own
+    choice (what it does with no migration at all), so that no move is
+    credited with what the agent does anyway. Only :meth:`commit`
+    changes it.
+    """
+
+    def __init__(self, snapshot):
+        self.hosts = {h.name: h for h in snapshot.hosts}
+        self.servers = {s.uuid: s for h in snapshot.hosts for s in h.servers}
+        self.origin = {s.uuid: h.name
+                       for h in snapshot.hosts for s in h.servers}
+        self.host_of = dict(self.origin)
+        self.members = {h.name: {s.uuid: s for s in h.servers}
+                        for h in snapshot.hosts}
+        self.pending = tuple(sorted(snapshot.pending))
+        self.placed = {}
+        self.views = {}
+        self.rooms = collections.Counter()
+        self.total = Score()
+        #: Bumped on every change of a host: keys of callers' memos.
+        self.version = {name: 0 for name in self.hosts}
+        for host in snapshot.hosts:
+            previous = {s.uuid: s.domain for s in host.servers}
+            placed = settle(host, host.servers, previous)
+            self._set(host.name, placed,
+                      view(host, host.servers, placed, self.origin))
+        self.score = self._with_room(self.total, self.rooms)
+
+    def _with_room(self, total, rooms):
+        return dataclasses.replace(total,
+                                   room=fits_pending(self.pending, rooms))
+
+    def _set(self, name, placed, host_view):
+        old = self.views.get(name)
+        if old is not None:
+            self.total -= old.score
+            self.rooms.subtract(old.rooms)
+        self.placed.update(placed)
+        self.views[name] = host_view
+        self.total += host_view.score
+        self.rooms.update(host_view.rooms)
+        self.version[name] += 1
+
+    def leave(self, uuid):
+        """``(placed, view)`` of its host once ``uuid`` has left it."""
+        name = self.host_of[uuid]
+        staying = [s for u, s in self.members[name].items() if u != uuid]
+        placed = settle(self.hosts[name], staying, self.placed)
+        return placed, view(self.hosts[name], staying, placed, self.origin)
+
+    def arrive(self, uuid, destination):
+        """``(placed, view)`` of ``destination`` once ``uuid`` arrived."""
+        host = self.hosts[destination]
+        servers = list(self.members[destination].values())
+        servers.append(self.servers[uuid])
+        placed = settle(host, servers, self.placed, fresh=(uuid,))
+        return placed, view(host, servers, placed, self.origin)
+
+    def trial(self, uuid, destination, left=None, arrived=None):
+        """The :class:`Trial` of moving ``uuid`` to ``destination``.
+
+        ``left`` and ``arrived``: :meth:`leave`'s and :meth:`arrive`'s
+        answers when the caller holds them (each side depends only on its
+        own host).
+        """
+        source = self.host_of[uuid]
+        src_placed, src_view = left or self.leave(uuid)
+        dst_placed, dst_view = arrived or self.arrive(uuid, destination)
+        old_src, old_dst = self.views[source], self.views[destination]
+        rooms = self.rooms.copy()
+        rooms.subtract(old_src.rooms + old_dst.rooms)
+        rooms.update(src_view.rooms + dst_view.rooms)
+        score = self._with_room(self.total - old_src.score - old_dst.score
+                                + src_view.score + dst_view.score, rooms)
+        before = {**old_src.status, **old_dst.status}
+        after = {**src_view.status, **dst_view.status}
+        domain = dst_placed[uuid]
+        keeps = domain is not None and not worse(before, after)
+        return Trial(uuid, source, destination, domain, score, keeps,
+                     keeps and score > self.score,
+                     (src_placed, dst_placed), (src_view, dst_view))
+
+    def commit(self, trial):
+        """Do ``trial``'s move."""
+        server = self.members[trial.source].pop(trial.server)
+        self.members[trial.destination][trial.server] = server
+        self.host_of[trial.server] = trial.destination
+        self._set(trial.source, trial.placed[0], trial.views[0])
+        self._set(trial.destination, trial.placed[1], trial.views[1])
+        self.score = trial.score

@@ -1,0 +1,299 @@
+"""Which live migrations restore the most Clean and All-share per migration.
+
+Placement-time decisions go stale: a server classified memory-bound after
+boot shares a cache (Dirty) while other hosts have Empty domains, a race
+leaves a server on Nova's CPUs (not All-share), boots and deletes
+fragment the domains a ``cache_clean=required`` request needs, a storming
+server stays on a crowded host. :func:`plan_moves` reads a region
+snapshot (:mod:`nova_cacheaware.contracts.rebalance_snapshot`) and
+proposes an ordered list of live migrations within a budget. Pure: no
+I/O, no clock; the later Watcher strategy turns the plan into actions.
+
+The objective is the region's :class:`~.rebalance_model.Score`, compared
+lexicographically: (a) Clean memory-bound servers, then (b) All-share
+servers, then (c) refused ``required`` requests that would fit (a whole
+Empty domain with room each), then (d) storming servers relieved (moved
+to a host whose pCPUs hold all its guests' vCPUs). The plan, in steps:
+
+1. **Settle first.** Every host's agent places what it would place with
+   no migration at all (:class:`~.rebalance_model.Region`): no
+   migration is spent on what an agent does alone.
+2. **Movable servers.** Only servers of ``cacheaware:`` flavors, not
+   opted out by the operator, and not in an affinity (or soft-affinity)
+   group: moving one member of such a group away from the others breaks
+   it, and moving them all at once is not done in this version.
+3. **Candidates.** Among them, the servers a move may help: memory-bound
+   ones not Clean; ones not All-share; storming ones not relieved; every
+   one on a host where a server waits on Nova's CPUs (its leaving frees
+   room the agent gives that server); and while refused ``required``
+   requests do not all fit, those whose leaving leaves their domain with
+   no Clean-wanting server and room for the smallest such request.
+4. **Destinations.** Every other host with a domain that has room for
+   the server and without another member of its anti-affinity (or
+   soft-anti-affinity) group, ranked: a Clean place (a domain with room
+   and no Clean-wanting server) first for a server that wants one, and
+   for one that does not a domain with room beside a Clean-wanting
+   server (the agent puts it there, keeping Empty domains whole), then
+   hosts whose pCPUs still hold all their guests' vCPUs after the move,
+   then by name. Hosts with no room now but a domain big enough come
+   after all of them (their agent re-places its servers when one
+   arrives, which may make the room). The first
+   :data:`DESTINATIONS_PER_SERVER` are predicted exactly.
+5. **Exact prediction.** The destination's agent places the server like
+   a new instance and the source's agent gives freed room to servers
+   waiting on Nova's CPUs, both with the agent's own choice
+   (:func:`~nova_cacheaware.cachedomain.assignment.assign_domains`):
+   the plan's ``domain`` is what that agent will do.
+6. **Rules.** A move is a candidate only if the server gets a domain
+   there (the destination has the room, counting earlier moves of the
+   plan), no server's Clean, All-share or pCPU status turns from true to
+   false (a Clean All-share server is never moved into a worse place; the
+   servers staying on the source and those on the destination are never
+   worse off), and the score strictly rises: every move must help.
+7. **Best move.** The highest score after the move; ties: fewer vCPUs
+   (a cheaper live migration), then fewer other servers re-placed by the
+   agents (the waiting server moves rather than the one that makes room
+   for it), then the smaller server uuid, then the destination ranked
+   first in step 4. Candidates are tried from the highest bound on what
+   a move of theirs can reach down, stopping where none can beat the
+   best found: the answer of trying them all, at a fraction of the cost.
+8. **Repeat** until the budget is spent or no move helps (an empty plan
+   when nothing can improve).
+
+Greedy, one move at a time: a defragmentation that needs two moves to
+free one domain (neither helps alone) is not found, see the evaluation
+against the exhaustive optimum in ``doc/source/user/rebalance.rst``.
+"""
+
+import dataclasses
+
+from nova_cacheaware.rebalance import model as rebalance_model
+
+#: Destinations predicted exactly per candidate server and step (step 4):
+#: bounds a step's cost on large regions; every host of a small one.
+DESTINATIONS_PER_SERVER = 8
+
+_AFFINITY = ('affinity', 'soft-affinity')
+_ANTI_AFFINITY = ('anti-affinity', 'soft-anti-affinity')
+
+
+def movable(server, snapshot):
+    """True when ``server`` may be live-migrated at all (step 2)."""
+    return (server.cache_aware and not server.opt_out
+            and snapshot.group_policy(server.group) not in _AFFINITY)
+
+
+def plan_moves(snapshot, budget):
+    """The :class:`~.rebalance_model.Plan` of at most ``budget`` moves."""
+    region = rebalance_model.Region(snapshot)
+    before = region.score
+    memo = _Memo(region)
+    moves = []
+    while len(moves) < budget:
+        best = _best_trial(region, snapshot, memo)
+        if best is None:
+            break
+        region_before = region.score
+        region.commit(best)
+        domain = next(d for d in region.hosts[best.destination].domains
+                      if d.id == best.domain)
+        moves.append(rebalance_model.Move(
+            server=best.server, source=best.source,
+            destination=best.destination, domain=best.domain,
+            numa_node=domain.numa_node,
+            vcpus=region.servers[best.server].vcpus, score=best.score,
+            reason=best.score.first_gain(region_before)))
+    return rebalance_model.Plan(tuple(moves), before, region.score)
+
+
+class _Memo:
+    """Each side of a trial, kept while its host is unchanged."""
+
+    def __init__(self, region):
+        self.region = region
+        self.left = {}
+        self.arrived = {}
+
+    def leave(self, uuid):
+        source = self.region.host_of[uuid]
+        key = (uuid, source, self.region.version[source])
+        if key not in self.left:
+            self.left[key] = self.region.leave(uuid)
+        return self.left[key]
+
+    def arrive(self, uuid, destination):
+        key = (uuid, destination, self.region.version[destination])
+        if key not in self.arrived:
+            self.arrived[key] = self.region.arrive(uuid, destination)
+        return self.arrived[key]
+
+
+def _best_trial(region, snapshot, memo):
+    """The helping trial of step 7, or None.
+
+    Candidates are tried from the highest :func:`bound` down, and stop
+    where no later one can beat (or tie with a smaller uuid) the best
+    found: the answer is the one trying them all in uuid order gives.
+    """
+    best = best_key = None
+    candidates = _candidates(region, snapshot)
+    ranked = sorted(((bound(region, uuid), uuid) for uuid in candidates),
+                    key=lambda item: (_descending(item[0]), item[1]))
+    for top, uuid in ranked:
+        if best_key is not None and (top < best_key or (
+                top == best_key and uuid > best.server)):
+            if top < best_key:
+                break
+            continue
+        left = memo.leave(uuid)
+        top = _bound_after_leaving(region, uuid, left[1])
+        if best_key is not None and (top < best_key or (
+                top == best_key and uuid > best.server)):
+            continue
+        vcpus = region.servers[uuid].vcpus
+        for destination in _destinations(region, snapshot, uuid):
+            trial = region.trial(uuid, destination, left,
+                                 memo.arrive(uuid, destination))
+            if not trial.helps:
+                continue
+            key = (trial.score, -vcpus, -_disturbed(region, trial))
+            # Destinations come in rank order: a later one replaces the
+            # best only when strictly better, or as good with a smaller
+            # uuid.
+            if best_key is None or key > best_key or (
+                    key == best_key and uuid < best.server):
+                best, best_key = trial, key
+            if key == top:
+                break
+    return best
+
+
+def _descending(key):
+    score, minus_vcpus, minus_disturbed = key
+    return (tuple(-n for n in dataclasses.astuple(score)), -minus_vcpus,
+            -minus_disturbed)
+
+
+def _bound_after_leaving(region, uuid, source_view):
+    """:func:`bound` once the source's side is known exactly.
+
+    The region without the server, plus the most it may be at any
+    destination (Clean, All-share, relieved); rooms only shrink there.
+    """
+    server = region.servers[uuid]
+    old = region.views[region.host_of[uuid]]
+    rooms = region.rooms.copy()
+    rooms.subtract(old.rooms)
+    rooms.update(source_view.rooms)
+    score = (region.total - old.score + source_view.score
+             + rebalance_model.Score(int(server.memory_bound),
+                                     int(server.cache_aware), 0,
+                                     int(server.storm)))
+    return (dataclasses.replace(
+        score, room=rebalance_model.fits_pending(region.pending, rooms)),
+        -server.vcpus, 0)
+
+
+def bound(region, uuid):
+    """The best key (step 7) any move of ``uuid`` can reach, or better.
+
+    Each part of the score bounded on its own: what the server itself
+    may gain, what its leaving may give the servers staying (the other
+    of a Dirty pair, those waiting on Nova's CPUs that fit together in
+    the room it frees - the only room that grows -, storms relieved once
+    the host is no longer crowded) and one more room; an arrival never
+    makes a server already on the destination better off.
+    """
+    server = region.servers[uuid]
+    name = region.host_of[uuid]
+    host_view = region.views[name]
+    clean, pinned, fine = host_view.status[uuid]
+    domain = region.placed[uuid]
+    gain_clean = server.memory_bound and not clean
+    room = waiting = 0
+    if domain is not None:
+        free, _holders, memory = host_view.domains[domain]
+        gain_clean += server.memory_bound and memory == 2
+        free += server.vcpus
+        for vcpus in host_view.waiting:
+            free -= vcpus
+            if free < 0:
+                break
+            waiting += 1
+        gain_clean += waiting
+        room = (region.score.room < len(region.pending)
+                and _frees_room(host_view, domain, server,
+                                region.pending[0]))
+    uncrowded = (host_view.vcpus > region.hosts[name].pcpus
+                 >= host_view.vcpus - server.vcpus)
+    gain = rebalance_model.Score(
+        gain_clean, waiting + (server.cache_aware and not pinned),
+        int(room), (server.storm and not fine)
+        + (host_view.storms_away if uncrowded else 0))
+    return (region.score + gain, -server.vcpus, 0)
+
+
+def _disturbed(region, trial):
+    """How many other servers an agent re-places after ``trial``'s move."""
+    return sum(region.placed[uuid] != domain
+               for placed in trial.placed
+               for uuid, domain in placed.items() if uuid != trial.server)
+
+
+def _candidates(region, snapshot):
+    """The uuids of step 3."""
+    unmet = region.score.room < len(region.pending)
+    smallest = region.pending[0] if region.pending else 0
+    out = []
+    for name, members in region.members.items():
+        host_view = region.views[name]
+        waiting = bool(host_view.waiting)
+        for uuid, server in members.items():
+            if not movable(server, snapshot):
+                continue
+            clean, pinned, fine = host_view.status[uuid]
+            domain = region.placed[uuid]
+            if (waiting or not pinned or (server.memory_bound and not clean)
+                    or (server.storm and not fine)
+                    or (unmet and _frees_room(host_view, domain, server,
+                                              smallest))):
+                out.append(uuid)
+    return out
+
+
+def _frees_room(host_view, domain, server, smallest):
+    """True when ``server`` leaving makes its domain a room for a request."""
+    free, holders, _memory = host_view.domains[domain]
+    return (holders - server.wants_clean == 0
+            and free + server.vcpus >= smallest)
+
+
+def _destinations(region, snapshot, uuid):
+    """The destination host names of step 4, best ranked first."""
+    server = region.servers[uuid]
+    source = region.host_of[uuid]
+    anti = snapshot.group_policy(server.group) in _ANTI_AFFINITY
+    ranked = []
+    for name, host_view in region.views.items():
+        if name == source or (anti and any(
+                s.group == server.group
+                for s in region.members[name].values())):
+            continue
+        fits = [holders for free, holders, _memory
+                in host_view.domains.values() if free >= server.vcpus]
+        crowded = host_view.vcpus + server.vcpus > region.hosts[name].pcpus
+        if not fits:
+            # No room now, but the agent re-places the host's servers
+            # when one arrives: a domain big enough is worth a trial,
+            # after every host with room now.
+            if any(d.capacity >= server.vcpus
+                   for d in region.hosts[name].domains):
+                ranked.append((True, True, crowded, name))
+            continue
+        if server.wants_clean:
+            second_best = min(fits) > 0  # no Clean place
+        else:
+            second_best = max(fits) == 0  # only Empty domains to spoil
+        ranked.append((second_best, False, crowded, name))
+    ranked.sort()
+    return [name for *_, name in ranked[:DESTINATIONS_PER_SERVER]]

@@ -1,0 +1,216 @@
+"""The rebalance decision's rules, on random small regions (hypothesis).
+
+Every plan is replayed move by move on a fresh
+:class:`~nova_cacheaware.rebalance.model.Region` and checked against
+the rules of :mod:`nova_cacheaware.rebalance.policy`; on regions small
+enough for an exhaustive search it is compared with the optimum of the
+same budget (:mod:`.rebalance_optimum`).
+"""
+
+import hypothesis
+from hypothesis import strategies as st
+import testtools
+
+from nova_cacheaware.cachedomain import assignment as da
+from nova_cacheaware.rebalance import model as rm
+from nova_cacheaware.rebalance import policy as rebalance
+from tests.unit.rebalance import fixtures as f
+from tests.unit.rebalance import optimum as rebalance_optimum
+from tests.unit.rebalance import strategies as rst
+
+
+def statuses(region):
+    """``{uuid: (Clean, All-share, pCPUs fine)}`` of the whole region."""
+    out = {}
+    for host_view in region.views.values():
+        out.update(host_view.status)
+    return out
+
+
+def domain_use(region, host, domain):
+    """vCPUs of the servers placed in ``domain`` of ``host``."""
+    return sum(s.vcpus for u, s in region.members[host].items()
+               if region.placed[u] == domain)
+
+
+class PlanRulesTest(testtools.TestCase):
+
+    def _replay(self, snap, plan):
+        region = rm.Region(snap)
+        self.assertEqual(plan.before, region.score)
+        first = statuses(region)
+        score = region.score
+        for move in plan.moves:
+            server = region.servers[move.server]
+            self.assertTrue(server.cache_aware and not server.opt_out,
+                            move)
+            self.assertNotIn(snap.group_policy(server.group),
+                             ('affinity', 'soft-affinity'))
+            self.assertEqual(move.source, region.host_of[move.server])
+            if snap.group_policy(server.group) == 'anti-affinity':
+                self.assertFalse(any(
+                    s.group == server.group
+                    for s in region.members[move.destination].values()))
+            trial = region.trial(move.server, move.destination)
+            self.assertEqual((True, move.domain, move.score),
+                             (trial.helps, trial.domain, trial.score))
+            region.commit(trial)
+            capacity = {d.id: d.capacity
+                        for d in region.hosts[move.destination].domains}
+            self.assertLessEqual(
+                domain_use(region, move.destination, move.domain),
+                capacity[move.domain], move)
+            self.assertGreater(move.score, score)
+            score = move.score
+        self.assertEqual(plan.after, region.score)
+        self.assertFalse(rm.worse(first, statuses(region)))
+
+    @hypothesis.settings(max_examples=80, deadline=None)
+    @hypothesis.given(rst.snapshots(max_hosts=4), st.integers(0, 4))
+    def test_every_plan_keeps_the_rules(self, snap, budget):
+        plan = rebalance.plan_moves(snap, budget)
+        self.assertLessEqual(len(plan.moves), budget)
+        self.assertGreaterEqual(plan.after, plan.before)
+        self._replay(snap, plan)
+
+    def test_named_plans_keep_the_rules(self):
+        for snap in (f.DIRTY, f.RACE, f.FRAGMENTED, f.STORM, f.ECORE):
+            self._replay(snap, rebalance.plan_moves(snap, 3))
+
+
+def plain_greedy(snap, budget):
+    """Step 7 over every movable server and every destination, unpruned."""
+    region = rm.Region(snap)
+    moves = []
+    while len(moves) < budget:
+        best = best_key = None
+        for uuid in sorted(region.servers):
+            if not rebalance.movable(region.servers[uuid], snap):
+                continue
+            for destination in rebalance._destinations(region, snap, uuid):
+                trial = region.trial(uuid, destination)
+                key = (trial.score, -region.servers[uuid].vcpus,
+                       -rebalance._disturbed(region, trial))
+                if trial.helps and (best_key is None or key > best_key):
+                    best, best_key = trial, key
+        if best is None:
+            break
+        region.commit(best)
+        moves.append((best.server, best.destination, best.domain))
+    return moves
+
+
+def agents_choice(host, servers, previous, fresh):
+    """The agent's choice with every instance given to it (no shortcut)."""
+    # An arriving server of a flavor without cacheaware: keys floats.
+    previous = {u: None if u in fresh else d for u, d in previous.items()}
+    held = [da.HostHeld(uuid=s.uuid, vcpus=s.vcpus,
+                        memory_bound=s.wants_clean,
+                        previous=previous[s.uuid],
+                        clean_required=s.clean_required,
+                        holds_slot=s.clean_required)
+            for s in servers if s.cache_aware]
+    base = {}
+    for s in servers:
+        if not s.cache_aware and previous[s.uuid] is not None:
+            vcpus, memory = base.get(previous[s.uuid], (0, 0))
+            base[previous[s.uuid]] = (vcpus + s.vcpus,
+                                      memory + s.memory_bound)
+    out = {s.uuid: previous[s.uuid] for s in servers if not s.cache_aware}
+    out.update(da.assign_domains({d.id: d.capacity for d in host.domains},
+                                 held, base))
+    return out
+
+
+class PruningTest(testtools.TestCase):
+    """Candidates (step 3) and bounds lose nothing on small regions."""
+
+    @hypothesis.settings(max_examples=80, deadline=None)
+    @hypothesis.given(rst.snapshots(max_hosts=4), st.integers(1, 3))
+    def test_plan_is_the_unpruned_greedy_plan(self, snap, budget):
+        plan = rebalance.plan_moves(snap, budget)
+        self.assertEqual(plain_greedy(snap, budget),
+                         [(m.server, m.destination, m.domain)
+                          for m in plan.moves])
+
+    @hypothesis.settings(max_examples=150, deadline=None)
+    @hypothesis.given(rst.hosts('h', 0), st.data())
+    def test_settle_is_the_agents_choice(self, host, data):
+        previous = {s.uuid: s.domain for s in host.servers}
+        fresh = data.draw(st.sets(st.sampled_from(
+            [s.uuid for s in host.servers] or ['none'])))
+        self.assertEqual(
+            agents_choice(host, host.servers, previous, fresh),
+            rm.settle(host, host.servers, previous, fresh))
+
+    @hypothesis.settings(max_examples=80, deadline=None)
+    @hypothesis.given(rst.snapshots(max_hosts=4))
+    def test_bound_holds_for_every_move(self, snap):
+        region = rm.Region(snap)
+        for uuid in sorted(region.servers):
+            top = rebalance.bound(region, uuid)
+            for destination in sorted(region.hosts):
+                if destination == region.host_of[uuid]:
+                    continue
+                trial = region.trial(uuid, destination)
+                if trial.keeps_rules:
+                    self.assertLessEqual(
+                        (trial.score, -region.servers[uuid].vcpus),
+                        top[:2], (uuid, destination))
+
+
+class OptimumTest(testtools.TestCase):
+    """Greedy against the exhaustive optimum of the same budget.
+
+    With a budget of one they are equal. On 1 500 random regions of 2-4
+    hosts with budgets 1 and 2 (``benchmarks/rebalance_optimum_gap.py``)
+    the greedy plan reached the optimum's score in 97.6 % and its Clean
+    count in 99.1 %; where the optimum gained Clean servers, the greedy
+    plan got 98.4 % of that gain on average. It misses chains: a first
+    move that helps nothing alone (it makes room or pCPUs) followed by one
+    that does - every move of a greedy plan must help. The worst case is
+    recorded below: no gain where the optimum gains two Clean servers.
+    """
+
+    @hypothesis.settings(max_examples=40, deadline=None)
+    @hypothesis.given(rst.snapshots(max_hosts=3), st.integers(1, 2))
+    def test_greedy_never_beats_the_optimum(self, snap, budget):
+        plan = rebalance.plan_moves(snap, budget)
+        best = rebalance_optimum.optimum(snap, budget)
+        self.assertLessEqual(plan.after, best)
+        self.assertGreaterEqual(plan.after.clean, plan.before.clean)
+
+    @hypothesis.settings(max_examples=60, deadline=None)
+    @hypothesis.given(rst.snapshots(max_hosts=4))
+    def test_one_move_is_the_optimum_of_budget_one(self, snap):
+        # The best single legal move either helps (the greedy plan takes
+        # it) or does not (the optimum is then the region as it is).
+        self.assertEqual(rebalance_optimum.optimum(snap, 1),
+                         rebalance.plan_moves(snap, 1).after)
+
+    def test_named_plans_are_optimal(self):
+        for snap in (f.DIRTY, f.RACE, f.FRAGMENTED, f.STORM, f.ECORE,
+                     f.SETTLED, f.ECORE_WIDE):
+            self.assertEqual(rebalance_optimum.optimum(snap, 1),
+                             rebalance.plan_moves(snap, 1).after)
+
+    def test_worst_case_a_chain_of_two_moves(self):
+        # m1 and m2 share a's L2; b's only domain is full of c, which
+        # may join Clean m4 on d (a cpu-bound server dirties nothing),
+        # after which m1 has a Clean place on b. Neither move helps alone.
+        snap = f.snapshot(
+            f.q6600('a', f.mem('m1', 1, 'L2-0'), f.mem('m2', 1, 'L2-0'),
+                    f.cpu('ca', 2, 'L2-1')),
+            f.host('b', [{'id': 'L2-0', 'cpus': [0, 1]}], [
+                f.cpu('c', 2, 'L2-0')]),
+            f.host('d', [{'id': 'L3-0', 'cpus': [0, 1, 2, 3]}], [
+                f.mem('m4', 1, 'L3-0')]))
+        greedy = rebalance.plan_moves(snap, 2)
+        self.assertEqual(((), rm.Score(1, 5)), (greedy.moves, greedy.after))
+        self.assertEqual(rm.Score(3, 5),
+                         rebalance_optimum.optimum(snap, 2))
+
+    def test_two_move_defragmentation(self):
+        snap = f.zen_defragmentation()
+        self.assertEqual(0, rebalance.plan_moves(snap, 2).after.room)
+        self.assertEqual(1, rebalance_optimum.optimum(snap, 2).room)
