@@ -15,8 +15,6 @@ plan, the decisions, the capabilities' reports): no libvirt call.
 import datetime
 
 from nova_cacheaware.contracts import cache_state
-from nova_cacheaware.contracts import extra_specs
-from nova_cacheaware import exception
 from nova_cacheaware.topology import cpulist
 
 VERSION = '1.0'
@@ -53,7 +51,7 @@ def build_host_view(host, model, domain_set, one, reports, healthy=True,
     now = (now or datetime.datetime.now(datetime.timezone.utc)).astimezone(
         datetime.timezone.utc)
     decisions = sorted(one.decisions, key=lambda d: d.uuid)
-    servers = [server_entry(d, one.snapshot.specs.get(d.uuid),
+    servers = [server_entry(d, one.snapshot.requests.get(d.uuid),
                             d.uuid in one.snapshot.spec_errors, reports)
                for d in decisions]
     storming = {s['uuid'] for s in servers if s['spin_storm']}
@@ -98,8 +96,12 @@ def _domain_entry(domain, plan, decisions, storming):
             'servers': members}
 
 
-def server_entry(decision, specs, spec_error, reports):
-    """One ``servers`` entry of a decision, its specs and the reports."""
+def server_entry(decision, request, spec_error, reports):
+    """One ``servers`` entry of a decision, its request and the reports.
+
+    ``request``: the flavor's parsed ``cacheaware:`` request (None: its
+    keys are invalid); ``spec_error``: the specs could not be read.
+    """
     pins = decision.desired or decision.current
     cpus = sorted({c for cs in pins.values() for c in cs})
     sizing = ((reports.get('vcpu_sizing') or {}).get('vms') or {}).get(
@@ -110,7 +112,8 @@ def server_entry(decision, specs, spec_error, reports):
     estimate = (sizing or {}).get('available_pcpus')
     return {'uuid': decision.uuid,
             'class': CLASSES.get(decision.workload, 'unknown'),
-            'isolation': None if spec_error else _isolation(specs),
+            'isolation': (None if spec_error or request is None
+                          else ISOLATION.get(request.cache_clean)),
             'domain': (decision.domains[0] if len(decision.domains) == 1
                        else None),
             'pins': cpulist.format_cpulist(cpus) if cpus else None,
@@ -119,14 +122,6 @@ def server_entry(decision, specs, spec_error, reports):
             'pcpu_estimate': None if estimate is None else float(estimate),
             'sizing': _subset(sizing, SIZING_KEYS),
             'balloon': _subset(balloon, BALLOON_KEYS)}
-
-
-def _isolation(specs):
-    try:
-        spec = extra_specs.parse_extra_specs(specs or {})
-    except exception.InvalidInput:
-        return None
-    return ISOLATION.get(spec.cache_clean)
 
 
 def _subset(entry, keys):

@@ -16,9 +16,7 @@ from nova_cacheaware.agent import reporting
 from nova_cacheaware.cachedomain import assignment as domain_assignment
 from nova_cacheaware.cachedomain import choice_doc as domain_choice_doc
 from nova_cacheaware.cachedomain import repinning
-from nova_cacheaware.contracts import extra_specs as specs_contract
 from nova_cacheaware.contracts import placement as names
-from nova_cacheaware import exception
 
 # Part of the Agent: its lines keep the logger they always had.
 LOG = logging.getLogger('nova_cacheaware.agent.service')
@@ -85,7 +83,7 @@ class PlacementSide:
                             instance.uuid) == current))
                 continue
             wanted_clean, required = _clean_rules(
-                snapshot.specs.get(instance.uuid))
+                snapshot.requests.get(instance.uuid))
             wanted.append(domain_assignment.HostHeld(
                 uuid=instance.uuid, vcpus=len(instance.nova.allowed),
                 memory_bound=wanted_clean, clean_required=required,
@@ -130,7 +128,7 @@ class PlacementSide:
             return None
         return domain_assignment.required_holders(
             [uuid for uuid in held
-             if _clean_rules(snapshot.specs.get(uuid))[1]], held)
+             if _clean_rules(snapshot.requests.get(uuid))[1]], held)
 
     def sync_placement(self, usable=None):
         """Reconcile the domain providers with Placement (every pass).
@@ -260,13 +258,11 @@ class PlacementSide:
                         '[cacheaware_scheduler] host_state_ttl', e)
 
 
-def _clean_rules(extra_specs):
-    """``(clean wanted, clean required)`` of a flavor's extra specs.
+def _clean_rules(request):
+    """``(clean wanted, clean required)`` of a flavor's parsed request.
 
-    As the scheduler reads them; both False for invalid keys.
+    As the scheduler reads them; both False for invalid keys (None).
     """
-    try:
-        spec = specs_contract.parse_extra_specs(extra_specs or {})
-    except exception.InvalidInput:
+    if request is None:
         return False, False
-    return spec.clean_wanted, spec.clean_required
+    return request.clean_wanted, request.clean_required

@@ -25,6 +25,8 @@ from nova_cacheaware.agent import threads
 from nova_cacheaware.cachedomain import model as cachedomain_model
 from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.cachedomain import trials as repinning_trials
+from nova_cacheaware.contracts import extra_specs
+from nova_cacheaware import exception
 from nova_cacheaware.topology import cpulist
 
 LOG = logging.getLogger(__name__)
@@ -32,7 +34,15 @@ LOG = logging.getLogger(__name__)
 
 @dataclasses.dataclass
 class Snapshot:
-    """Everything one pass observed."""
+    """Everything one pass observed.
+
+    ``specs``: each instance's flavor extra specs as Nova holds them (the
+    replay documents carry them); ``requests``: the same parsed once per
+    pass (:func:`~nova_cacheaware.contracts.extra_specs.parse_extra_specs`),
+    what the capabilities read; an instance whose specs could not be read
+    (``spec_errors``) has the defaults, one whose ``cacheaware:`` keys are
+    invalid has none (``request_errors``: why).
+    """
 
     instances: ty.List[hv.Instance]
     specs: ty.Dict[str, dict]
@@ -40,6 +50,23 @@ class Snapshot:
     stats: ty.Dict[str, dict]
     counters: ty.Dict[str, dict]
     host_cpus: ty.Tuple[int, ...] = ()
+    requests: ty.Dict[str, extra_specs.CacheAwareRequest] = dataclasses.field(
+        default_factory=dict)
+    request_errors: ty.Dict[str, str] = dataclasses.field(
+        default_factory=dict)
+
+    @classmethod
+    def parsing(cls, **fields):
+        """A snapshot with ``requests`` parsed from ``specs``."""
+        requests, errors = {}, {}
+        specs = fields['specs']
+        for uuid in {i.uuid for i in fields['instances']} | set(specs):
+            try:
+                requests[uuid] = extra_specs.parse_extra_specs(
+                    specs.get(uuid) or {})
+            except exception.InvalidInput as e:
+                errors[uuid] = str(e)
+        return cls(requests=requests, request_errors=errors, **fields)
 
 
 @dataclasses.dataclass
@@ -118,10 +145,10 @@ class Agent(placement_side.PlacementSide):
         except Exception as e:  # stats are optional context
             LOG.debug('no vCPU stats: %s', e)
             stats = {}
-        return Snapshot(instances=instances, specs=specs, spec_errors=errors,
-                        stats=stats, counters=self._sample_counters(
-                            instances),
-                        host_cpus=tuple(self.hypervisor.host_cpus()))
+        return Snapshot.parsing(
+            instances=instances, specs=specs, spec_errors=errors,
+            stats=stats, counters=self._sample_counters(instances),
+            host_cpus=tuple(self.hypervisor.host_cpus()))
 
     def _usable(self, snapshot):
         # Never plan on a CPU the hypervisor does not have online now.

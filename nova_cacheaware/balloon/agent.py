@@ -35,7 +35,6 @@ from nova_cacheaware.agent import hypervisor as hv_mod
 from nova_cacheaware.balloon import guest_report
 from nova_cacheaware.balloon import policy
 from nova_cacheaware.balloon import view
-from nova_cacheaware.contracts import extra_specs as api_specs
 from nova_cacheaware import exception
 
 LOG = logging.getLogger(__name__)
@@ -140,15 +139,12 @@ class BalloonCapability(capability.Capability):
     def _opted_in(self, snapshot):
         opted = {}
         for instance in snapshot.instances:
-            extra = snapshot.specs.get(instance.uuid)
-            if extra is None:
+            if instance.uuid in snapshot.request_errors:
+                LOG.warning('balloon: ignoring %s: %s', instance.uuid,
+                            snapshot.request_errors[instance.uuid])
                 continue
-            try:
-                request = api_specs.parse_extra_specs(extra)
-            except exception.InvalidInput as e:
-                LOG.warning('balloon: ignoring %s: %s', instance.uuid, e)
-                continue
-            if request.memory_policy == 'hit_ratio':
+            request = snapshot.requests.get(instance.uuid)
+            if request is not None and request.memory_policy == 'hit_ratio':
                 opted[instance.uuid] = request
         return opted
 

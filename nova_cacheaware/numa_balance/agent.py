@@ -35,7 +35,6 @@ from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import guest_agent as ga_mod
 from nova_cacheaware.agent import hypervisor as hv
-from nova_cacheaware.contracts import extra_specs as api_specs
 from nova_cacheaware import exception
 from nova_cacheaware.numa_balance import policy
 from nova_cacheaware.numa_balance import shapes as numa_shapes
@@ -97,8 +96,8 @@ class NumaBalance(capability.Capability):
         report = {'vms': {}, 'left': {}, 'cpu_moves': [],
                   'memory_moves': [], 'timings': {}}
         instances = {i.uuid: i for i in snapshot.instances}
-        full = {u for u, i in instances.items()
-                if (snapshot.specs.get(u) or {}).get(api_specs.NUMA) == 'full'}
+        full = {u for u in instances
+                if getattr(snapshot.requests.get(u), 'numa', None) == 'full'}
         for uuid in sorted(set(self._members) - full):
             if uuid in instances:
                 self._release_one(uuid, 'left the scheme')
@@ -207,12 +206,8 @@ class NumaBalance(capability.Capability):
                 balloon_mib=balloon,
                 virtio_mem={n: d.requested_mib
                             for n, d in shape.virtio_mem.items()})
-        specs = snapshot.specs.get(uuid) or {}
-        try:
-            min_mib = max(self.min_memory_mib,
-                          int(specs.get(api_specs.MEMORY_MIN_MB, 0)))
-        except ValueError:
-            min_mib = self.min_memory_mib
+        min_mib = max(self.min_memory_mib,
+                      snapshot.requests[uuid].memory_min_mb or 0)
         vms[uuid] = policy.VM(
             id=uuid, nodes=shape.nodes,
             node_memory_mib=shape.node_memory_mib,

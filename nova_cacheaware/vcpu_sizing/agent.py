@@ -125,7 +125,8 @@ class VcpuSizing(capability.Capability):
             if estimate is None:
                 continue
             seen.add(uuid)
-            mode, why = self._mode(snapshot.specs.get(uuid))
+            mode, why = self._mode(snapshot.requests.get(uuid),
+                                   snapshot.request_errors.get(uuid))
             entry = {
                 'mode': mode,
                 'vcpus': len(domains[uuid].vcpus),
@@ -160,11 +161,9 @@ class VcpuSizing(capability.Capability):
             'spin_storm': self.storms.replay_doc(),
         }
 
-    def _mode(self, extra_specs):
-        try:
-            request = specs_mod.parse_extra_specs(extra_specs or {})
-        except exception.InvalidInput as e:
-            return OFF, 'bad extra specs: %s' % e
+    def _mode(self, request, error):
+        if request is None:
+            return OFF, 'bad extra specs: %s' % error
         if request.numa == 'full' and request.vcpu_sizing != OFF:
             return OFF, ('%s=full: numa_balance owns the vCPUs; estimate '
                          'only' % specs_mod.NUMA)

@@ -42,7 +42,7 @@ def one_pass():
         'L3-1': model.DomainPlan(state='empty', memory_vms=()),
         'L3-2': model.DomainPlan(state='empty', memory_vms=())},
         unplaced=())
-    snapshot = service.Snapshot(
+    snapshot = service.Snapshot.parsing(
         instances=[], specs={MEM: {'cacheaware:workload': 'memory',
                                    'cacheaware:cache_clean': 'required'},
                              CPU: {'cacheaware:cache_clean': 'off'}},

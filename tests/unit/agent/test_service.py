@@ -1,4 +1,6 @@
-"""Lifecycle mapping and the --once table."""
+"""Lifecycle mapping, the --once table and the snapshot's requests."""
+
+import types
 
 import libvirt
 import testtools
@@ -56,3 +58,33 @@ class FormatDecisionsTest(testtools.TestCase):
             'L2-1     memory-bound: All-share\n'
             'repins: 2 ok, 0 failed, 0 deferred, 0 dry-run',
             service.format_decisions([d], result))
+
+
+class SnapshotRequestsTest(testtools.TestCase):
+    """The flavor's extra specs are parsed once per pass."""
+
+    def test_parsed_defaulted_or_refused(self):
+        snap = service.Snapshot.parsing(
+            instances=[], stats={}, counters={},
+            specs={'mem': {'cacheaware:workload': 'memory',
+                           'cacheaware:memory_min_mb': '512',
+                           'hw:cpu_policy': 'shared'},
+                   'plain': {'hw:cpu_policy': 'shared'},
+                   'bad': {'cacheaware:workload': 'heavy'}},
+            spec_errors={})
+        self.assertEqual({'mem', 'plain'}, set(snap.requests))
+        self.assertEqual('memory', snap.requests['mem'].workload)
+        self.assertEqual(512, snap.requests['mem'].memory_min_mb)
+        self.assertFalse(snap.requests['plain'].present)
+        self.assertEqual(['bad'], list(snap.request_errors))
+        self.assertIn('cacheaware:workload', snap.request_errors['bad'])
+
+    def test_unreadable_specs_count_as_the_defaults(self):
+        # The spec lookup failed: the instance is treated like a flavor
+        # without cacheaware: keys (auto, never moved as memory-bound).
+        snap = service.Snapshot.parsing(
+            instances=[types.SimpleNamespace(uuid='u')],
+            specs={}, spec_errors={'u': 'nova did not answer'}, stats={},
+            counters={})
+        self.assertFalse(snap.requests['u'].present)
+        self.assertEqual({}, snap.request_errors)

@@ -97,9 +97,9 @@ class Guests:
 def snapshot(instances, specs, delays=None):
     stats = {u: {v: {'time': 0, 'delay': d} for v, d in per.items()}
              for u, per in (delays or {}).items()}
-    return service.Snapshot(instances=instances, specs=specs,
-                            spec_errors={}, stats=stats, counters={},
-                            host_cpus=(0, 1, 2, 3))
+    return service.Snapshot.parsing(
+        instances=instances, specs=specs, spec_errors={}, stats=stats,
+        counters={}, host_cpus=(0, 1, 2, 3))
 
 
 class Clock:
