@@ -290,7 +290,7 @@ def run_worker(spec):
         if hasattr(agent.placement, attr):
             timers.wrap(agent.placement, attr, 'placement')
     timers.wrap(agent.publisher, 'publish', 'publish')
-    timers.wrap(agent, '_choose_domains', 'choose_domains')
+    timers.wrap(agent.placement_side, '_choose_domains', 'choose_domains')
 
     def one_pass():
         clock.advance(PERIOD_S)

@@ -1,12 +1,14 @@
 """The Placement and scheduler side of the agent's repinning pass.
 
-:class:`PlacementSide` is a part of :class:`~.service.Agent` (a mixin over
-its state: ``placement``, ``publisher``, ``domain_set``, ``classifier``,
-``capabilities``, ``outages``): which instances hold a domain in
-Placement, the per-host model's domain choice for the room they hold, the
-``MEMBOUND`` reserved values or the host load the reporter writes back,
-and the ``cacheaware.host.state`` payload. Placement or the message bus
-being down never stops pinning: each step logs and goes on.
+:class:`PlacementSide`, one per :class:`~.service.Agent`, owns the
+Placement reporter, the live-state publisher and what a pass learnt from
+them: which instances hold a domain in Placement, the per-host model's
+domain choice for the room they hold, the ``MEMBOUND`` reserved values or
+the host load the reporter writes back, and the ``cacheaware.host.state``
+payload. What it needs of the pass (the snapshot, the usable CPUs, the
+classifier, the capabilities, their reports) comes in as arguments.
+Placement or the message bus being down never stops pinning: each step
+logs and goes on.
 """
 
 import logging
@@ -18,31 +20,60 @@ from nova_cacheaware.cachedomain import choice_doc as domain_choice_doc
 from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.contracts import placement as names
 
-# Part of the Agent: its lines keep the logger they always had.
+# The agent's pass: its lines keep the agent's logger.
 LOG = logging.getLogger('nova_cacheaware.agent.service')
 
 
 class PlacementSide:
-    """Placement reads and writes of one repinning pass (a mixin)."""
+    """Placement reads and writes of the agent's repinning passes."""
 
-    def _init_placement_side(self):
+    def __init__(self, placement, publisher, outages, metrics):
+        self.placement = placement
+        self.publisher = publisher
+        self.outages = outages
+        self.metrics = metrics
+        #: ``{uuid: domain id}`` the last pass found held (or chose).
         self.last_held = {}
-        # Per-host model: {uuid: domain} the agent chose for host room.
-        self._chosen = {}
-        self._choice_input = None  # its replay document (--dump-state)
+        #: Per-host model: ``{uuid: domain}`` the agent chose for host room.
+        self.chosen = {}
+        #: Host-held instances that found no domain (on Nova's CPUs).
+        self.unplaced = set()
+        #: The choice's replay document (``--dump-state``), or None.
+        self.choice_input = None
         self._base = {}  # {domain: (vCPUs, memory-bound)} without host room
         self._choice_loads = None  # what the choice counted (live state)
         self._required_loads = None  # {domain: cache_clean=required VMs}
-        self._unplaced = set()  # host-held instances that found no domain
         self._membound_homes = {}
 
-    def _held_domains(self, snapshot):
+    def held(self, snapshot, domain_set, usable):
+        """``{uuid: domain id}`` held in Placement, chosen where needed.
+
+        ``domain_set``: the host's cache domains; ``usable``: the CPUs
+        usable now.
+
+        Per-host model: instances holding the host's room get a domain
+        (:meth:`_choose_domains`); per-domain model: Placement names it.
+        Remembered as :attr:`last_held`.
+        """
+        held = self._read_held(snapshot, domain_set, usable)
+        if any(d == reporting.ANY_DOMAIN for d in held.values()):
+            held = self._choose_domains(snapshot, held, domain_set, usable)
+        else:
+            self.chosen = {}
+            self.unplaced = set()
+            self.choice_input = self._choice_loads = None
+            self._required_loads = self._held_required(snapshot, held)
+            self._base = {}
+        self.last_held = held
+        return held
+
+    def _read_held(self, snapshot, domain_set, usable):
         # Placement being down never stops pinning: the reporter keeps the
         # last known allocations; anything else wrong means none this pass.
         if getattr(self.placement, 'last_sync', True) is None:
             # First pass: learn the providers before deciding, or instances
             # holding a domain would be planned as if they held none.
-            self.sync_placement(self._usable(snapshot))
+            self.sync(domain_set, usable)
         try:
             return self.placement.held_domains(
                 [i.uuid for i in snapshot.instances])
@@ -50,7 +81,7 @@ class PlacementSide:
             LOG.warning('reading allocations failed: %s', e)
             return self.last_held
 
-    def _choose_domains(self, snapshot, held):
+    def _choose_domains(self, snapshot, held, domain_set, usable):
         """Resolve :data:`~.reporting.ANY_DOMAIN` (per-host model).
 
         Instances holding room of the host get a domain from
@@ -59,8 +90,7 @@ class PlacementSide:
         for them now. Those that fit nowhere are left out (they stay on
         Nova's CPUs, reported not All-share).
         """
-        domains = repinning.plan_domains(self.domain_set,
-                                         self._usable(snapshot))
+        domains = repinning.plan_domains(domain_set, usable)
         cpus_of = {d.id: set(d.cpus) for d in domains}
         capacity = {d: c for d, c in self.placement.domain_capacity().items()
                     if d in cpus_of}
@@ -88,9 +118,9 @@ class PlacementSide:
                 uuid=instance.uuid, vcpus=len(instance.nova.allowed),
                 memory_bound=wanted_clean, clean_required=required,
                 holds_slot=instance.uuid in slots,
-                current=current, previous=self._chosen.get(instance.uuid),
+                current=current, previous=self.chosen.get(instance.uuid),
                 order=domain_xml.creation_order(instance.nova.name)))
-        self._choice_input = domain_choice_doc.choice_to_dict(
+        self.choice_input = domain_choice_doc.choice_to_dict(
             capacity, wanted, base)
         self._base = base
         chosen = domain_assignment.assign_domains(capacity, wanted, base)
@@ -99,23 +129,23 @@ class PlacementSide:
         self._required_loads = domain_assignment.required_holders(
             [vm.uuid for vm in wanted if vm.clean_required], chosen)
         self._log_choice(chosen)
-        self._unplaced = {u for u, d in chosen.items() if d is None}
-        self._chosen = {u: d for u, d in chosen.items() if d is not None}
+        self.unplaced = {u for u, d in chosen.items() if d is None}
+        self.chosen = {u: d for u, d in chosen.items() if d is not None}
         out = {u: d for u, d in held.items() if d != reporting.ANY_DOMAIN}
-        out.update(self._chosen)
+        out.update(self.chosen)
         return out
 
     def _log_choice(self, chosen):
         """Log new domains, and instances left without one (once each)."""
         for uuid, domain in sorted(chosen.items()):
             if domain is None:
-                (LOG.debug if uuid in self._unplaced else LOG.warning)(
+                (LOG.debug if uuid in self.unplaced else LOG.warning)(
                     'instance %s holds All-share room of this host but no '
                     'cache domain it may join has room now (two claims '
                     'raced between agent syncs; a memory-bound instance '
                     'never joins a cache_clean=required one): it stays on '
                     'Nova\'s CPUs', uuid)
-            elif self._chosen.get(uuid) != domain:
+            elif self.chosen.get(uuid) != domain:
                 LOG.info('instance %s: cache domain %s', uuid, domain)
 
     def _held_required(self, snapshot, held):
@@ -130,7 +160,7 @@ class PlacementSide:
             [uuid for uuid in held
              if _clean_rules(snapshot.requests.get(uuid))[1]], held)
 
-    def sync_placement(self, usable=None):
+    def sync(self, domain_set, usable):
         """Reconcile the domain providers with Placement (every pass).
 
         Cheap when nothing changed (the reporter compares generations).
@@ -139,9 +169,8 @@ class PlacementSide:
         Placement being down never stops pinning: one WARNING when it goes,
         one INFO when it is back.
         """
-        usable = tuple(self.usable_cpus if usable is None else usable)
         try:
-            self.placement.sync_domains(self.domain_set, usable)
+            self.placement.sync_domains(domain_set, tuple(usable))
         except Exception as e:
             self.metrics.placement_sync_failed()
             self.outages.failed(
@@ -151,7 +180,7 @@ class PlacementSide:
         self.outages.ok('Placement')
         return True
 
-    def membound_reserved(self, decisions):
+    def membound_reserved(self, decisions, classifier=None):
         """``{domain id: n}``: memory-bound VMs not counted by Placement.
 
         Every VM the agent pins All-share in one domain as memory-bound
@@ -163,15 +192,16 @@ class PlacementSide:
         """
         slots = self.placement.membound_holders()
         out = {}
-        for uuid, home in self._memory_bound_homes(decisions).items():
+        for uuid, home in self._memory_bound_homes(
+                decisions, classifier).items():
             if slots.get(uuid) != home:
                 out[home] = out.get(home, 0) + 1
         return out
 
-    def _memory_bound_homes(self, decisions):
+    def _memory_bound_homes(self, decisions, classifier):
         """``{uuid: domain id}`` of every memory-bound VM pinned in one."""
-        found = (self.classifier.memory_bound()
-                 if self.classifier is not None else set())
+        found = (classifier.memory_bound()
+                 if classifier is not None else set())
         homes = {}
         for d in decisions:
             if d.workload != 'memory' and d.uuid not in found:
@@ -188,7 +218,7 @@ class PlacementSide:
         self._membound_homes = homes
         return homes
 
-    def host_load(self, decisions):
+    def host_load(self, decisions, classifier=None):
         """``(vcpus by domain, memory-bound VMs by domain)`` (per-host).
 
         The first: vCPUs of the instances holding host room that the agent
@@ -198,23 +228,32 @@ class PlacementSide:
         """
         vcpus = {d: v for d, (v, _m) in self._base.items()}
         for d in decisions:
-            domain = self._chosen.get(d.uuid)
+            domain = self.chosen.get(d.uuid)
             if domain is not None:
                 vcpus[domain] = vcpus.get(domain, 0) + len(d.allowed)
         memory = {}
-        for home in self._memory_bound_homes(decisions).values():
+        for home in self._memory_bound_homes(decisions,
+                                             classifier).values():
             memory[home] = memory.get(home, 0) + 1
         return vcpus, memory
 
-    def _report(self, plan, decisions, reports=None, usable=None):
+    def report(self, plan, decisions, domain_set, usable, reports=None,
+               capabilities=(), classifier=None):
+        """Write the pass back: Placement's values, then the live state.
+
+        ``domain_set`` and ``usable``: as for :meth:`held`.
+        ``reports``: the ``capabilities``' reports of the pass, whose
+        ``host_state`` sections join the payload.
+        """
         # Reporting never stops pinning: log and go on.
-        if self.sync_placement(usable):
+        if self.sync(domain_set, usable):
             try:
                 if self.placement.per_domain:
                     self.placement.set_membound_reserved(
-                        self.membound_reserved(decisions))
+                        self.membound_reserved(decisions, classifier))
                 else:
-                    self.placement.set_host_load(*self.host_load(decisions))
+                    self.placement.set_host_load(
+                        *self.host_load(decisions, classifier))
             except Exception as e:
                 LOG.warning('setting MEMBOUND reserved failed (%s); '
                             'retrying next pass', e)
@@ -222,15 +261,14 @@ class PlacementSide:
             state = reporting.host_state(plan, decisions)
             state['usable_cpus'] = {
                 d['id']: len(d['cpus']) for d in repinning.usable_domains(
-                    self.domain_set, self.usable_cpus
-                    if usable is None else usable)}
+                    domain_set, usable)}
             state['providers'] = self.placement.provider_uuids()
             state['domain_capacity'] = self.placement.domain_capacity()
             if not self.placement.per_domain:
                 state['host_provider'] = self.placement.host_provider_uuid()
                 state['domain_load'] = self._choice_loads
             state['domain_required'] = self._required_loads
-            for capability in self.capabilities:
+            for capability in capabilities:
                 report = (reports or {}).get(capability.name)
                 extra = (capability.host_state(report)
                          if report is not None and 'error' not in report

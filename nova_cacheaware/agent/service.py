@@ -83,7 +83,7 @@ class Pass:
         default_factory=dict)
 
 
-class Agent(placement_side.PlacementSide):
+class Agent:
     """Observe, decide, act. Every dependency is injected.
 
     ``domain_set`` is the host's :class:`~nova_cacheaware.topology.domains.
@@ -102,8 +102,6 @@ class Agent(placement_side.PlacementSide):
         self.spec_source = spec_source or specs_mod.NullSpecSource()
         self.counter_source = (counter_source
                                or counters_mod.NoCounterSource())
-        self.placement = placement or reporting.LoggingPlacementReporter()
-        self.publisher = publisher or reporting.LoggingStatePublisher()
         self.usable_cpus = (tuple(sorted(usable_cpus)) if usable_cpus
                             else tuple(sorted(c for d in domain_set.domains
                                               for c in d.cpus)))
@@ -114,8 +112,12 @@ class Agent(placement_side.PlacementSide):
         #: :class:`~.metrics.AgentMetrics` (exported when [agent]
         #: metrics_listen is set).
         self.metrics = metrics or metrics_mod.AgentMetrics()
-        self._init_placement_side()
         self.outages = outage.Outages()
+        #: Placement and the live state: reads, the domain choice, writes.
+        self.placement_side = placement_side.PlacementSide(
+            placement or reporting.LoggingPlacementReporter(),
+            publisher or reporting.LoggingStatePublisher(),
+            self.outages, self.metrics)
         # Crosses from libvirt's OS thread to this loop (green or not).
         self._wake = threads.Waker()
         self._stop = threading.Event()
@@ -124,6 +126,29 @@ class Agent(placement_side.PlacementSide):
         # good pass, when it ended, each capability's newest report.
         self.last_pass = self.last_pass_at = None
         self.last_reports = {}
+
+    @property
+    def placement(self):
+        """The Placement reporter (its :class:`PlacementSide` holds it)."""
+        return self.placement_side.placement
+
+    @placement.setter
+    def placement(self, reporter):
+        self.placement_side.placement = reporter
+
+    @property
+    def publisher(self):
+        """The live-state publisher (its :class:`PlacementSide` holds it)."""
+        return self.placement_side.publisher
+
+    @publisher.setter
+    def publisher(self, publisher):
+        self.placement_side.publisher = publisher
+
+    @property
+    def last_held(self):
+        """``{uuid: domain id}`` the last pass found held or chose."""
+        return self.placement_side.last_held
 
     # -- observe ------------------------------------------------------------
 
@@ -177,17 +202,8 @@ class Agent(placement_side.PlacementSide):
         classifier's sampling window, if one runs, gives its VM the
         window's pins for this pass instead of the plan's.
         """
-        held = self._held_domains(snapshot)
-        if any(d == reporting.ANY_DOMAIN for d in held.values()):
-            held = self._choose_domains(snapshot, held)
-        else:
-            self._chosen = {}
-            self._unplaced = set()
-            self._choice_input = self._choice_loads = None
-            # Per-domain model: Placement names each instance's domain.
-            self._required_loads = self._held_required(snapshot, held)
-            self._base = {}
-        self.last_held = held
+        side = self.placement_side
+        held = side.held(snapshot, self.domain_set, self._usable(snapshot))
         plan_input, why = self._plan_input(snapshot, held)
         if plan_input.domains:
             plan = self.planner(plan_input)
@@ -199,8 +215,8 @@ class Agent(placement_side.PlacementSide):
             why = {u: (False, 'no usable cache domain') for u in why}
         decisions = repinning.decisions_from_plan(
             plan_input, plan, snapshot.instances, why, held=held,
-            chosen=frozenset(self._chosen),
-            waiting=frozenset(self._unplaced))
+            chosen=frozenset(side.chosen),
+            waiting=frozenset(side.unplaced))
         if self.classifier is not None:
             # Sampling windows: an 'auto' VM briefly in the other mode.
             trial = self.classifier.window(snapshot, plan_input, plan,
@@ -218,7 +234,8 @@ class Agent(placement_side.PlacementSide):
         return repinning.build_plan_input(
             self.domain_set, self._usable(snapshot), snapshot.instances,
             snapshot.specs, self.max_vcpus_per_cpu, held=held,
-            classified=classified, waiting=frozenset(self._unplaced))
+            classified=classified,
+            waiting=frozenset(self.placement_side.unplaced))
 
     # -- one pass -----------------------------------------------------------
 
@@ -234,8 +251,10 @@ class Agent(placement_side.PlacementSide):
         result = self.actuator.apply(decisions)
         self.actuator.forget_others(i.uuid for i in snapshot.instances)
         reports = self._run_capabilities(snapshot)
-        self._report(plan, decisions, reports,
-                     usable=self._usable(snapshot))
+        self.placement_side.report(
+            plan, decisions, self.domain_set, self._usable(snapshot),
+            reports=reports, capabilities=self.capabilities,
+            classifier=self.classifier)
         return Pass(snapshot=snapshot, plan_input=plan_input,
                     plan_output=plan, decisions=decisions,
                     result=result, problems=problems, capabilities=reports)
@@ -297,9 +316,10 @@ class Agent(placement_side.PlacementSide):
         if previous is not None and previous() is not None:
             # The last plan was incremental: replay it against its input.
             doc['previous'] = previous()
-        if self._choice_input is not None:
+        if self.placement_side.choice_input is not None:
             # Replay: nova-cacheaware domain-choice --input <this file>.
-            doc['agent']['domain_choice'] = self._choice_input
+            doc['agent']['domain_choice'] = (
+                self.placement_side.choice_input)
         return doc
 
     # -- daemon loop ----------------------------------------------------------
@@ -330,14 +350,14 @@ class Agent(placement_side.PlacementSide):
 
     def run(self, period_s):
         """Reconcile at start, on events and every ``period_s`` seconds."""
-        self.sync_placement()
+        self.placement_side.sync(self.domain_set, self.usable_cpus)
         self.hypervisor.start(self.on_event)
         try:
             while not self._stop.is_set():
                 self.reconcile_safely()
                 self.handle_events(self._wake.wait(period_s))
         finally:
-            self.withdraw()
+            self.placement_side.withdraw()
             self.release_capabilities()
             self.hypervisor.stop()
             self.counter_source.close()

@@ -146,7 +146,8 @@ class PlacementReportingTest(PlacementService, base.AgentTestCase):
         # reserved stays 0 there, never over capacity.
         self.assertEqual({0: (2, 3), 1: (2, 3)}, self.live_pins(auto_b))
         self.assertEqual({'L2-0': 1, 'L2-1': 1},
-                         agent.membound_reserved(one.decisions))
+                         agent.placement_side.membound_reserved(
+                             one.decisions, agent.classifier))
         self.assertEqual(
             [1, 0, 0, 0], [self.inventory(rps[d], MEMBOUND)['reserved']
                            for d in sorted(rps)])

@@ -109,7 +109,8 @@ class SamplingTest(base.AgentTestCase):
         self.assertEqual(('memory-bound: All-share', 'memory'),
                          passes[-1][mem])
         self.assertEqual({0: (0, 1), 1: (0, 1)}, self.live_pins(mem))
-        self.assertEqual({'L2-0': 1}, agent.membound_reserved(one.decisions))
+        self.assertEqual({'L2-0': 1}, agent.placement_side.membound_reserved(
+            one.decisions, agent.classifier))
         # The CPU-bound VM: same CPI in both modes, stays 'auto', back on
         # Nova's CPUs after its window.
         self.assertEqual(memclass.OTHER, sampler.states[cpu].vm_class)
@@ -128,7 +129,8 @@ class SamplingTest(base.AgentTestCase):
                 break
         self.assertEqual({0: tuple(range(8)), 1: tuple(range(8))},
                          self.live_pins(mem))
-        self.assertEqual({'L2-0': 1}, agent.membound_reserved(one.decisions))
+        self.assertEqual({'L2-0': 1}, agent.placement_side.membound_reserved(
+            one.decisions, agent.classifier))
         self.assertEqual((mem, 'partial', ''), sampler.history[-1])
 
     def test_no_counters_no_trial(self):
