@@ -34,43 +34,20 @@ class ShapeTest(testtools.TestCase):
         self.assertEqual([], figures['module_cycles'])
 
     def test_no_raw_extra_spec_keys_outside_the_contracts(self):
-        found = []
-        for folder, _dirs, files in os.walk(PACKAGE):
-            if os.path.relpath(folder, PACKAGE).startswith('contracts'):
-                continue
-            for name in files:
-                if not name.endswith('.py'):
-                    continue
-                path = os.path.join(folder, name)
-                with open(path, encoding='utf-8') as f:
-                    tree = ast.parse(f.read())
-                found.extend(
-                    '%s:%d' % (os.path.relpath(path, ROOT), node.lineno)
-                    for node in ast.walk(tree)
-                    if isinstance(node, ast.Constant)
-                    and isinstance(node.value, str)
-                    and node.value.startswith('cacheaware:'))
+        found = ['%s:%d' % (rel, node.lineno)
+                 for rel, tree in _package_modules()
+                 if not rel.startswith('contracts.')
+                 for node in ast.walk(tree)
+                 if isinstance(node, ast.Constant)
+                 and isinstance(node.value, str)
+                 and node.value.startswith('cacheaware:')]
         self.assertEqual([], found)
 
     def test_the_product_never_imports_its_evaluation(self):
-        found = []
-        for folder, _dirs, files in os.walk(PACKAGE):
-            for name in files:
-                if not name.endswith('.py'):
-                    continue
-                path = os.path.join(folder, name)
-                with open(path, encoding='utf-8') as f:
-                    tree = ast.parse(f.read())
-                for node in ast.walk(tree):
-                    names = []
-                    if isinstance(node, ast.Import):
-                        names = [a.name for a in node.names]
-                    elif isinstance(node, ast.ImportFrom) and node.module:
-                        names = [node.module]
-                    found.extend(
-                        '%s:%d' % (os.path.relpath(path, ROOT), node.lineno)
-                        for n in names
-                        if n.split('.')[0] == 'nova_cacheaware_evaluation')
+        found = ['%s imports %s' % (rel, name)
+                 for rel, tree in _package_modules()
+                 for name in _imports(tree)
+                 if name.split('.')[0] == 'nova_cacheaware_evaluation']
         self.assertEqual([], found)
 
     def test_the_pure_modules_do_no_io(self):
@@ -86,35 +63,38 @@ class ShapeTest(testtools.TestCase):
         allowed_package = {'exception', 'topology.cpulist'}
         io = {'os', 'subprocess', 'socket', 'threading', 'time', 'logging',
               'select', 'signal', 'urllib', 'http', 'shutil', 'tempfile'}
-        found = []
-        for folder, _dirs, files in os.walk(PACKAGE):
-            for name in files:
-                path = os.path.join(folder, name)
-                rel = os.path.relpath(path, PACKAGE)[:-3].replace(os.sep, '.')
-                if not name.endswith('.py') or not (
-                        rel.split('.')[0] in pure or rel in pure_modules):
-                    continue
-                with open(path, encoding='utf-8') as f:
-                    tree = ast.parse(f.read())
-                for node in ast.walk(tree):
-                    if isinstance(node, ast.Import):
-                        names = [a.name for a in node.names]
-                    elif isinstance(node, ast.ImportFrom) and node.module:
-                        names = ['%s.%s' % (node.module, a.name)
-                                 for a in node.names]
-                    else:
-                        continue
-                    for n in names:
-                        top, _, inner = n.partition('.')
-                        if top == 'nova_cacheaware':
-                            ok = inner.split('.')[0] in pure or any(
-                                inner == m or inner.startswith(m + '.')
-                                for m in pure_modules | allowed_package)
-                        else:
-                            ok = (top in ('os_traits', 'os_resource_classes',
-                                          'numpy', 'scipy')
-                                  or (top in sys.stdlib_module_names
-                                      and top not in io))
-                        if not ok:
-                            found.append('%s imports %s' % (rel, n))
+
+        def allowed(name):
+            top, _, inner = name.partition('.')
+            if top == 'nova_cacheaware':
+                return inner.split('.')[0] in pure or any(
+                    inner == m or inner.startswith(m + '.')
+                    for m in pure_modules | allowed_package)
+            return (top in ('os_traits', 'os_resource_classes', 'numpy',
+                            'scipy')
+                    or (top in sys.stdlib_module_names and top not in io))
+        found = ['%s imports %s' % (rel, name)
+                 for rel, tree in _package_modules()
+                 if rel.split('.')[0] in pure or rel in pure_modules
+                 for name in _imports(tree) if not allowed(name)]
         self.assertEqual([], found)
+
+
+def _package_modules():
+    """``(dotted name inside the package, AST)`` of every module."""
+    for folder, _dirs, files in os.walk(PACKAGE):
+        for name in sorted(files):
+            if name.endswith('.py'):
+                path = os.path.join(folder, name)
+                with open(path, encoding='utf-8') as f:
+                    yield (os.path.relpath(path, PACKAGE)[:-3].replace(
+                        os.sep, '.'), ast.parse(f.read()))
+
+
+def _imports(tree):
+    """Every name ``tree`` imports (``from a import b``: ``a.b``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield from ('%s.%s' % (node.module, a.name) for a in node.names)
