@@ -14,10 +14,13 @@ own rate limits; the agent only guarantees:
 * what :meth:`Capability.reconcile` returns (a JSON-able dict) is kept in
   the pass, written into ``--dump-state`` under ``agent.capabilities`` and,
   through :meth:`Capability.host_state`, added to the
-  ``cacheaware.host.state`` payload under the capability's ``name``.
+  ``cacheaware.host.state`` payload under the capability's ``name``; a
+  pass that raised is kept as a :class:`Failed` instead (``{"error":
+  reason}`` in the JSON documents), which no consumer takes for a report.
 """
 
 import abc
+import dataclasses
 from importlib import metadata
 
 from nova_cacheaware import exception
@@ -45,6 +48,33 @@ class Capability(abc.ABC):
 
     def release(self):
         """Give back everything this capability changed (agent stopping)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Failed:
+    """What the agent keeps of a capability's pass that raised."""
+
+    reason: str
+
+    def to_dict(self):
+        """Its form in ``--dump-state`` and the ``--once`` output."""
+        return {'error': self.reason}
+
+
+def report_of(reports, name):
+    """The report of capability ``name`` in ``reports``, or None.
+
+    None where the capability did not run or its pass failed
+    (:class:`Failed`).
+    """
+    report = (reports or {}).get(name)
+    return None if isinstance(report, Failed) else report
+
+
+def as_documents(reports):
+    """``reports`` as JSON-able dicts (a :class:`Failed` as its dict)."""
+    return {name: (r.to_dict() if isinstance(r, Failed) else r)
+            for name, r in (reports or {}).items()}
 
 
 def available():

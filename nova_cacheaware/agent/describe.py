@@ -14,6 +14,7 @@ plan, the decisions, the capabilities' reports): no libvirt call.
 
 import datetime
 
+from nova_cacheaware.agent import capability
 from nova_cacheaware.contracts import cache_state
 from nova_cacheaware.topology import cpulist
 
@@ -104,9 +105,11 @@ def server_entry(decision, request, spec_error, reports):
     """
     pins = decision.desired or decision.current
     cpus = sorted({c for cs in pins.values() for c in cs})
-    sizing = ((reports.get('vcpu_sizing') or {}).get('vms') or {}).get(
+    sizing = ((capability.report_of(reports, 'vcpu_sizing') or {}).get(
+        'vms') or {}).get(
         decision.uuid)
-    balloon = ((reports.get('balloon') or {}).get('vms') or {}).get(
+    balloon = ((capability.report_of(reports, 'balloon') or {}).get(
+        'vms') or {}).get(
         decision.uuid)
     storm = (sizing or {}).get('storm') or {}
     estimate = (sizing or {}).get('available_pcpus')

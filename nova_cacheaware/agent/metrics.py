@@ -13,6 +13,7 @@ import time
 
 import prometheus_client as prom
 
+from nova_cacheaware.agent import capability
 from nova_cacheaware.cachedomain import model
 from nova_cacheaware.contracts import cache_state
 from nova_cacheaware import exception
@@ -144,14 +145,14 @@ class AgentMetrics:
         self.healthy.set(0)
 
     def _capabilities(self, reports):
-        sizing = reports.get('vcpu_sizing') or {}
+        sizing = capability.report_of(reports, 'vcpu_sizing') or {}
         self.storm_vms.set(sum(
             1 for entry in (sizing.get('vms') or {}).values()
             if (entry.get('storm') or {}).get('storm')))
-        balloon = reports.get('balloon') or {}
+        balloon = capability.report_of(reports, 'balloon') or {}
         # Between rounds the capability repeats its last report (with
         # next_round_in_s): count each round once.
-        if 'error' in balloon or 'next_round_in_s' in balloon:
+        if not balloon or 'next_round_in_s' in balloon:
             return
         self.balloon_moves.inc(balloon.get('moves', 0))
         self.balloon_mib.inc(balloon.get('moved_mib', 0))

@@ -13,6 +13,7 @@ logs and goes on.
 
 import logging
 
+from nova_cacheaware.agent import capability as capability_mod
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import reporting
 from nova_cacheaware.cachedomain import assignment as domain_assignment
@@ -269,10 +270,9 @@ class PlacementSide:
                 state['domain_load'] = self._choice_loads
             state['domain_required'] = self._required_loads
             for capability in capabilities:
-                report = (reports or {}).get(capability.name)
+                report = capability_mod.report_of(reports, capability.name)
                 extra = (capability.host_state(report)
-                         if report is not None and 'error' not in report
-                         else None)
+                         if report is not None else None)
                 if extra is not None:
                     state[capability.name] = extra
             self.publisher.publish(state)

@@ -14,6 +14,7 @@ import time
 import typing as ty
 
 from nova_cacheaware.agent import actuator as actuator_mod
+from nova_cacheaware.agent import capability as capability_mod
 from nova_cacheaware.agent import counters as counters_mod
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.agent import metrics as metrics_mod
@@ -267,7 +268,7 @@ class Agent:
                 reports[capability.name] = capability.reconcile(snapshot)
             except Exception as e:
                 LOG.exception('capability %s failed: %s', capability.name, e)
-                reports[capability.name] = {'error': str(e)}
+                reports[capability.name] = capability_mod.Failed(str(e))
         return reports
 
     def dump_state(self, snapshot=None, reports=None):
@@ -311,7 +312,8 @@ class Agent:
             'counters': snapshot.counters,
         }
         if reports is not None:
-            doc['agent']['capabilities'] = reports
+            doc['agent']['capabilities'] = capability_mod.as_documents(
+                reports)
         previous = getattr(self.planner, 'previous', None)
         if previous is not None and previous() is not None:
             # The last plan was incremental: replay it against its input.
@@ -379,7 +381,9 @@ class Agent:
             one = self.reconcile()
             self.outages.ok('libvirtd')
             self.last_reports.update(
-                (k, r) for k, r in one.capabilities.items() if r.get('vms'))
+                (k, r) for k, r in one.capabilities.items()
+                if capability_mod.report_of(one.capabilities, k)
+                and r.get('vms'))
             self.last_pass, self.last_pass_at = one, time.monotonic()
             self.metrics.observe_pass(one, time.monotonic() - started)
             return one

@@ -302,8 +302,8 @@ def main(argv=None, planner=None, hv=None):
                 report = one.capabilities.get(cap.name)
                 if report is None:
                     continue
-                if 'error' in report:
-                    print('%s: error: %s' % (cap.name, report['error']))
+                if isinstance(report, capability.Failed):
+                    print('%s: error: %s' % (cap.name, report.reason))
                     continue
                 for line in cap.format_report(report):
                     print(line)

@@ -125,7 +125,7 @@ class NumaBalance(capability.Capability):
             except exception.InvalidInput as e:
                 # Floors do not fit: leave every pin as it is and say so.
                 LOG.error('%s', e)
-                report['error'] = str(e)
+                report['refused'] = str(e)
                 return report
             bad = policy.outside_allowed(
                 result.pins,
@@ -158,7 +158,7 @@ class NumaBalance(capability.Capability):
             result = policy.balance(self.host_nodes, list(vms.values()),
                                     self._division, self.thresholds)
         except exception.InvalidInput as e:
-            report['error'] = str(e)
+            report['refused'] = str(e)
             return report
         report['dry_run'] = True
         return self._describe(result, vms, report)
@@ -357,12 +357,21 @@ class NumaBalance(capability.Capability):
     # -- reporting ----------------------------------------------------------
 
     def host_state(self, report):
-        """The division per VM, for the scheduler's host-state payload."""
+        """The division per VM, for the scheduler's host-state payload.
+
+        None when the balance was refused (the floors do not fit): the
+        pins stayed as they were.
+        """
+        if 'refused' in report:
+            return None
         return {'vms': {u: v['cpus'] for u, v in report['vms'].items()}}
 
     def format_report(self, report):
         """One line per full-NUMA VM, and the moves."""
         lines = []
+        if 'refused' in report:
+            lines.append('numa balance refused, pins unchanged: %s'
+                         % report['refused'])
         for uuid, vm in sorted(report.get('vms', {}).items()):
             lines.append('numa %s cpus %s online %s use %s free %s MiB'
                          % (uuid[:8], vm['cpus'], vm['online'], vm['use'],

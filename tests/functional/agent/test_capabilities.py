@@ -64,13 +64,15 @@ class CapabilityTest(base.AgentTestCase):
         agent.publisher = bus = Bus()
         one = agent.reconcile()
         self.assertEqual(2, one.result.repins)      # pinning went on
-        self.assertEqual({'failing': {'error': 'guest agent exploded'},
+        self.assertEqual({'failing': capability.Failed('guest agent exploded'),
                           'recording': {'instances': 1}}, one.capabilities)
         self.assertEqual([[uuid]], rec.seen)
         self.assertEqual({'count': 1}, bus.sent[-1]['recording'])
         self.assertNotIn('failing', bus.sent[-1])
         dump = agent.dump_state(one.snapshot, one.capabilities)
-        self.assertEqual(one.capabilities, dump['agent']['capabilities'])
+        self.assertEqual({'failing': {'error': 'guest agent exploded'},
+                          'recording': {'instances': 1}},
+                         dump['agent']['capabilities'])
 
     def test_release_runs_when_the_agent_stops(self):
         rec = Recording()

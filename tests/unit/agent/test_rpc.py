@@ -5,6 +5,7 @@ from unittest import mock
 import fixtures
 import testtools
 
+from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import describe
 from nova_cacheaware.agent import rpc
 from nova_cacheaware.agent import service
@@ -96,7 +97,7 @@ class LastPassTest(testtools.TestCase):
             # report stays; a failed capability reports no VMs either.
             'balloon': {'held_mib': 64},
             'vcpu_sizing': {'vms': {'a': {'mode': 'off'}}},
-            'numa_balance': {'error': 'boom'}})
+            'numa_balance': capability.Failed('boom')})
         one = service.Agent.reconcile_safely(agent)
         self.assertIs(agent.reconcile.return_value, one)
         self.assertIs(one, agent.last_pass)

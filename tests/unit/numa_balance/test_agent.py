@@ -3,6 +3,7 @@
 import testtools
 
 from nova_cacheaware import exception
+from nova_cacheaware.numa_balance import agent as numa_agent
 from nova_cacheaware.numa_balance import shapes as nb
 
 LIVE = """<domain type='qemu'><name>x</name>
@@ -67,3 +68,21 @@ class HostNodesTest(testtools.TestCase):
         for text in ('0-3', 'a:1', '0:x'):
             self.assertRaises(exception.InvalidInput, nb.parse_host_nodes,
                               text)
+
+
+class RefusedBalanceTest(testtools.TestCase):
+    """A balance the floors make impossible is reported, not published."""
+
+    def test_refused_is_said_and_left_out_of_the_live_state(self):
+        cap = numa_agent.NumaBalance(hypervisor=None,
+                                     host_nodes={0: (0, 1), 1: (2, 3)},
+                                     guest_agent=object())
+        report = {'vms': {}, 'left': {}, 'cpu_moves': [],
+                  'memory_moves': [], 'timings': {},
+                  'refused': 'floors need 6 CPUs, the host has 4'}
+        self.assertIsNone(cap.host_state(report))
+        self.assertEqual(['numa balance refused, pins unchanged: floors '
+                          'need 6 CPUs, the host has 4'],
+                         cap.format_report(report))
+        del report['refused']
+        self.assertEqual({'vms': {}}, cap.host_state(report))
