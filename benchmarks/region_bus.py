@@ -336,19 +336,29 @@ def _pct(values, q):
 
 
 def _latency(run, stored):
-    """Staleness and delivery latency of the window's changes (s)."""
-    first = {}
+    """Staleness and delivery latency of the window's changes (s).
+
+    A change never stored is ``superseded`` where a newer state of its
+    host was (a state relay forwards a host's newest state only: one
+    that came while an older one waited replaces it), else ``not_seen``.
+    """
+    first, newest = {}, {}
     for host, generation, at in stored:
         first.setdefault((host, generation), at)
-    stale, delivery, missing = [], [], 0
+        newest[host] = max(newest.get(host, generation), generation)
+    stale, delivery, missing, superseded = [], [], 0, 0
     for host, changed, passed, generation in run.changes:
         at = first.get((host, generation))
         if at is None:
-            missing += 1
+            if newest.get(host, generation) > generation:
+                superseded += 1
+            else:
+                missing += 1
             continue
         stale.append(at - changed)
         delivery.append(at - passed)
     return {'changes': len(run.changes), 'not_seen': missing,
+            'superseded': superseded,
             'staleness_p50_s': _round(_pct(stale, 0.5)),
             'staleness_p99_s': _round(_pct(stale, 0.99)),
             'staleness_max_s': _round(max(stale) if stale else None),
