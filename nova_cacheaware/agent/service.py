@@ -382,8 +382,7 @@ class Agent:
             self.outages.ok('libvirtd')
             self.last_reports.update(
                 (k, r) for k, r in one.capabilities.items()
-                if capability_mod.report_of(one.capabilities, k)
-                and r.get('vms'))
+                if not isinstance(r, capability_mod.Failed) and r.get('vms'))
             self.last_pass, self.last_pass_at = one, time.monotonic()
             self.metrics.observe_pass(one, time.monotonic() - started)
             return one

@@ -96,8 +96,8 @@ class NumaBalance(capability.Capability):
         report = {'vms': {}, 'left': {}, 'cpu_moves': [],
                   'memory_moves': [], 'timings': {}}
         instances = {i.uuid: i for i in snapshot.instances}
-        full = {u for u in instances
-                if getattr(snapshot.requests.get(u), 'numa', None) == 'full'}
+        full = {u for u, request in snapshot.requests.items()
+                if u in instances and request.numa == 'full'}
         for uuid in sorted(set(self._members) - full):
             if uuid in instances:
                 self._release_one(uuid, 'left the scheme')
