@@ -102,6 +102,32 @@ CacheAwareGroup = [
                      'nova-cacheaware-api (registered in the catalog as '
                      'cache-aware); the test boots on the first. Empty: '
                      'the test skips.'),
+    cfg.BoolOpt('watcher', default=False,
+                help='Watcher scenarios: OpenStack Watcher runs in the cloud '
+                     '(the infra-optim service of the catalog) with '
+                     'nova-cacheaware\'s goal cache_isolation and strategy '
+                     'cache_rebalance loaded in its decision engine. False: '
+                     'the Watcher scenarios skip.'),
+    cfg.ListOpt('watcher_hosts', default=[],
+                help='Watcher scenarios: two libvirt compute hosts with '
+                     'agents that live-migrate to each other, the source '
+                     'first. The source\'s agent must report exactly one '
+                     'cache domain with two or more CPUs (two one-vCPU '
+                     'memory-bound servers then share it: Dirty), the '
+                     'destination\'s an Empty domain (the devcloud: '
+                     'devcloud-libvirt,devcloud-libvirt2). Audits are scoped '
+                     'to these two hosts. Empty: the scenarios skip.'),
+    cfg.StrOpt('counter_trace_dir',
+               help='Watcher scenario: the agents\' [agent] '
+                    'counter_trace_dir on watcher_hosts, a directory '
+                    'tempest can write (same machine, as in the devcloud). '
+                    'The scenario writes a memory-bound counter trace '
+                    'there for its "auto" server, which the agent '
+                    'classifies with its own classifier. Empty: the '
+                    'Dirty-host scenario skips.'),
+    cfg.IntOpt('watcher_timeout', default=300, min=30,
+               help='Watcher scenarios: seconds to wait for each step (the '
+                    'agent\'s classification, an audit, the action plan).'),
     cfg.BoolOpt('networks_none', default=True,
                 help='Create test servers with "networks": "none" '
                      '(compute API 2.37+): for clouds without Neutron '

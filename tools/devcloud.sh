@@ -12,8 +12,9 @@
 # private mount namespace) with nova-cacheaware-agent next to it, a second
 # one for live migration (DEVCLOUD_LIBVIRT_COMPUTES), and two
 # fake-driver computes with NUMA topologies, real Glance (file store) and a
-# network stub. Uses this machine's MariaDB and
-# RabbitMQ. See doc/source/contributor/devcloud.rst.
+# network stub, and with DEVCLOUD_WATCHER=1 OpenStack Watcher (API,
+# decision engine, applier) with nova-cacheaware's strategy. Uses this
+# machine's MariaDB and RabbitMQ. See doc/source/contributor/devcloud.rst.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -32,11 +33,15 @@ IMAGE_PORT=${DEVCLOUD_IMAGE_PORT:-15292}
 NETWORK_PORT=${DEVCLOUD_NETWORK_PORT:-15696}
 # nova-cacheaware-api (openstack cacheaware ...), catalog type cache-aware.
 CACHEAWARE_API_PORT=${DEVCLOUD_CACHEAWARE_API_PORT:-15797}
+# watcher-api (openstack optimize ...), catalog type infra-optim.
+WATCHER_PORT=${DEVCLOUD_WATCHER_PORT:-15322}
 DB_HOST=${DEVCLOUD_DB_HOST:-127.0.0.1}
 DB_USER=${DEVCLOUD_DB_USER:-root}
 DB_PREFIX=${DEVCLOUD_DB_PREFIX:-cacheaware_devcloud_}
 DB_MIN_CONNECTIONS=${DEVCLOUD_DB_MIN_CONNECTIONS:-500}
-DATABASES="keystone placement nova_api nova nova_cell0 glance"
+# watcher: created (empty) and dropped whether Watcher runs or not, so
+# that "down" drops it whatever DEVCLOUD_WATCHER says then.
+DATABASES="keystone placement nova_api nova nova_cell0 glance watcher"
 RABBIT_VHOST=${DEVCLOUD_RABBIT_VHOST:-cacheaware_devcloud}
 # Our scheduler plugins; a path that does not import is left out (status says).
 AVAILABLE_FILTERS=${DEVCLOUD_AVAILABLE_FILTERS:-nova_cacheaware.scheduler.filters.all_filters}
@@ -56,6 +61,12 @@ LIBVIRT_COMPUTES=${DEVCLOUD_LIBVIRT_COMPUTES:-2}
 # up cloud from one to the other needs a down first.
 WITH_GLANCE=${DEVCLOUD_GLANCE:-1}
 if [ "$WITH_GLANCE" = 1 ]; then IMAGE_SVC=glance; else IMAGE_SVC=image; fi
+# DEVCLOUD_WATCHER=1: OpenStack Watcher 17 from the package registry
+# (requirements-watcher.txt): watcher-api on WATCHER_PORT, the decision
+# engine with nova-cacheaware's goal, strategy and planner, the applier.
+# 0 (the default here; devcloud-tempest.sh sets 1): none.
+WITH_WATCHER=${DEVCLOUD_WATCHER:-0}
+WATCHER_SERVICES="watcher-decision-engine watcher-applier watcher-api"
 case "$LIBVIRT_COMPUTES" in 0|1|2) ;; *)
     echo "devcloud: DEVCLOUD_LIBVIRT_COMPUTES must be 1 or 2" >&2; exit 2 ;;
 esac
@@ -112,6 +123,7 @@ export_env() {
         DEVCLOUD_NOVA_PORT=$NOVA_PORT DEVCLOUD_IMAGE_PORT=$IMAGE_PORT \
         DEVCLOUD_NETWORK_PORT=$NETWORK_PORT DEVCLOUD_GLANCE=$WITH_GLANCE \
         DEVCLOUD_CACHEAWARE_API_PORT=$CACHEAWARE_API_PORT \
+        DEVCLOUD_WATCHER=$WITH_WATCHER DEVCLOUD_WATCHER_PORT=$WATCHER_PORT \
         DEVCLOUD_DB_URL="mysql+pymysql://$DB_USER@$DB_HOST" \
         DEVCLOUD_DB_PREFIX=$DB_PREFIX \
         DEVCLOUD_TRANSPORT_URL="rabbit://guest:guest@127.0.0.1:5672/$RABBIT_VHOST" \
@@ -175,13 +187,19 @@ port_free_or_ours() {  # service port variable
 
 # --- install ---------------------------------------------------------------
 ensure_venv() {
-    local want
+    local want reqs=(-r "$TOOLS/requirements.txt")
+    # Watcher only when asked; a venv that has it keeps it without.
+    [ "$WITH_WATCHER" = 1 ] && reqs+=(-r "$TOOLS/requirements-watcher.txt")
     want=$(cat "$TOOLS/requirements.txt" setup.cfg requirements.txt | sha256sum | cut -d' ' -f1)
+    [ "$WITH_WATCHER" = 1 ] && want="$want+$(sha256sum < "$TOOLS/requirements-watcher.txt" | cut -d' ' -f1)"
     if [ -f "$VENV/.stamp" ] && [ "$(cat "$VENV/.stamp")" = "$want" ]; then return 0; fi
+    # A stamp with Watcher covers a run without it.
+    if [ "$WITH_WATCHER" != 1 ] && [ -f "$VENV/.stamp" ] \
+            && [ "$(cut -d+ -f1 "$VENV/.stamp")" = "$want" ]; then return 0; fi
     log "installing the devcloud venv ($VENV, a few minutes the first time)"
     [ -x "$PY" ] || python3 -m venv "$VENV" || die "python3 -m venv failed"
     # pip's output (index warnings included) goes to a log, not the screen.
-    timeout 1800 "$VENV/bin/pip" install -q -r "$TOOLS/requirements.txt" \
+    timeout 1800 "$VENV/bin/pip" install -q "${reqs[@]}" \
         >> "$LOGS/pip-install.log" 2>&1 || die "pip install failed ($LOGS/pip-install.log)"
     timeout 600 "$VENV/bin/pip" install -q --no-deps -e . \
         >> "$LOGS/pip-install.log" 2>&1 || die "pip install -e . failed ($LOGS/pip-install.log)"
@@ -288,6 +306,46 @@ glance_up() {
     log "glance up with the guest images in $((SECONDS - t0)) s"
 }
 
+# OpenStack Watcher: its database, the API on WATCHER_PORT, the decision
+# engine (which loads nova-cacheaware's goal, strategy and planner and
+# records them in the database at start) and the applier.
+watcher_up() {
+    [ "$WITH_WATCHER" = 1 ] || return 0
+    local conf=$DC/etc/watcher/watcher.conf t0=$SECONDS
+    mkdir -p "$DC/watcher/lock"
+    if [ ! -f "$DC/watcher/.db-synced" ]; then
+        timeout 600 "$VENV/bin/watcher-db-manage" --config-file "$conf" upgrade \
+            >> "$LOGS/watcher-db-manage.log" 2>&1 || die "watcher-db-manage upgrade failed ($LOGS/watcher-db-manage.log)"
+        touch "$DC/watcher/.db-synced"
+    fi
+    start_svc watcher-api "$PY" "${WSGI_SERVE[@]}" --config-file "$conf" \
+        watcher.wsgi.api "$WATCHER_PORT"
+    start_svc watcher-decision-engine "$VENV/bin/watcher-decision-engine" --config-file "$conf"
+    start_svc watcher-applier "$VENV/bin/watcher-applier" --config-file "$conf"
+    wait_http watcher-api "http://127.0.0.1:$WATCHER_PORT/"
+    # The goal is in the database once the decision engine has loaded
+    # the plugin: what "openstack optimize goal list" and audits need.
+    local _
+    for _ in $(seq 300); do
+        [ -n "$(mysql_q "SELECT name FROM \`${DB_PREFIX}watcher\`.goals WHERE name = 'cache_isolation' AND deleted = 0" 2>/dev/null)" ] && break
+        alive watcher-decision-engine || break
+        sleep 0.2
+    done
+    local name
+    for name in $WATCHER_SERVICES; do
+        alive "$name" || { tail -n 30 "$LOGS/$name.log" >&2; die "$name exited (log: $LOGS/$name.log)"; }
+    done
+    [ -n "$(mysql_q "SELECT name FROM \`${DB_PREFIX}watcher\`.goals WHERE name = 'cache_isolation' AND deleted = 0" 2>/dev/null)" ] \
+        || die "watcher-decision-engine did not record the cache_isolation goal in 60 s ($LOGS/watcher-decision-engine.log)"
+    local one two
+    one=$(libvirt_node_id devcloud-libvirt); two=$(libvirt_node_id devcloud-libvirt2)
+    if [ -n "$one" ] && [ -n "$two" ] && [ "$one" -gt "$two" ]; then
+        log "WARNING: devcloud-libvirt2 registered before devcloud-libvirt (a cloud of an older devcloud.sh):"
+        log "  Watcher's compute model then lacks devcloud-libvirt; run down, then up"
+    fi
+    log "watcher up with goal cache_isolation in $((SECONDS - t0)) s"
+}
+
 libvirt_up() {
     local i
     [ "$WITH_LIBVIRT" = 1 ] || return 0
@@ -339,10 +397,33 @@ ssh_wrapper() {
     chmod +x "$DC/bin/ssh"
 }
 
+# Watcher 17 builds its compute model by looking each hypervisor up by
+# name with Nova's hypervisor_hostname_pattern (a substring match) and
+# takes the first answer: "devcloud-libvirt" also matches
+# "devcloud-libvirt2", and when that one has the lower compute node id
+# Watcher's model has devcloud-libvirt2 twice and devcloud-libvirt never.
+# So devcloud-libvirt registers first, with or without Watcher (Watcher may
+# be added to a running cloud: devcloud-tempest.sh does).
+libvirt_node_id() {  # host -> its compute node id in Nova's database, or ''
+    mysql_q "SELECT id FROM \`${DB_PREFIX}nova\`.compute_nodes WHERE hypervisor_hostname = '$1' AND deleted = 0" 2>/dev/null
+}
+
+wait_first_node() {
+    [ "$LIBVIRT_COMPUTES" = 2 ] || return 0
+    local _
+    for _ in $(seq 600); do
+        [ -n "$(libvirt_node_id devcloud-libvirt)" ] && return 0
+        alive compute-devcloud-libvirt || break
+        sleep 0.2
+    done
+    die "devcloud-libvirt did not register its compute node (log: $LOGS/compute-devcloud-libvirt.log)"
+}
+
 computes_up() {
     local conf=$DC/etc/nova/nova.conf t i h
     ssh_wrapper
     for i in $(seq "$LIBVIRT_COMPUTES"); do
+        [ "$i" = 2 ] && wait_first_node
         h=$(lv_host "$i")
         mkdir -p "$DC/nova/$h/instances" "$DC/nova/$h/lock"
         # In its libvirtd's mount namespace: there, LIBVIRT_INSTANCES is
@@ -411,7 +492,8 @@ fake_agents_up() {
 cmd_up() {
     local t0 n
     t0=$(date +%s)
-    mkdir -p "$DC" "$RUN" "$LOGS" "$DC/image" "$DC/nova/state" "$DC/nova/lock" "$LIBVIRT_DIR"
+    mkdir -p "$DC" "$RUN" "$LOGS" "$DC/image" "$DC/nova/state" "$DC/nova/lock" "$LIBVIRT_DIR" \
+        "$DC/counter-traces"
     ensure_venv
     ensure_secrets
     export_env
@@ -423,6 +505,7 @@ cmd_up() {
     port_free_or_ours nova-api "$NOVA_PORT" DEVCLOUD_NOVA_PORT
     port_free_or_ours "$IMAGE_SVC" "$IMAGE_PORT" DEVCLOUD_IMAGE_PORT
     port_free_or_ours cacheaware-api "$CACHEAWARE_API_PORT" DEVCLOUD_CACHEAWARE_API_PORT
+    [ "$WITH_WATCHER" = 1 ] && port_free_or_ours watcher-api "$WATCHER_PORT" DEVCLOUD_WATCHER_PORT
     timeout 120 "$PY" "$TOOLS/render.py" > "$DC/etc-plugins.out" || die "render.py failed"
     log "configuration in $DC/etc"
     cmd_plugins >&2
@@ -465,6 +548,7 @@ cmd_up() {
     timeout 120 "$PY" "$TOOLS/cloud.py" zones >> "$LOGS/zones.log" 2>&1 \
         || die "creating the availability zones failed ($LOGS/zones.log)"
     fake_agents_up
+    watcher_up
     log "up in $(( $(date +%s) - t0 )) s; credentials: $DC/clouds.yaml (cloud 'devcloud'), $DC/openrc"
 }
 
@@ -507,7 +591,9 @@ cmd_status() {
             printf '%-28s %-8s %s\n' "$name" DEAD "$(cat "$f")"; rc=1
         fi
     done
-    echo "endpoints: keystone :$KEYSTONE_PORT, nova :$NOVA_PORT, placement :$PLACEMENT_PORT, $IMAGE_SVC :$IMAGE_PORT, network stub :$NETWORK_PORT, cacheaware-api :$CACHEAWARE_API_PORT (127.0.0.1)"
+    local watcher=''
+    alive watcher-api && watcher=", watcher :$WATCHER_PORT"
+    echo "endpoints: keystone :$KEYSTONE_PORT, nova :$NOVA_PORT, placement :$PLACEMENT_PORT, $IMAGE_SVC :$IMAGE_PORT, network stub :$NETWORK_PORT, cacheaware-api :$CACHEAWARE_API_PORT$watcher (127.0.0.1)"
     cmd_plugins
     echo "logs: $LOGS"
     return $rc
@@ -527,6 +613,9 @@ cmd_down() {
     done
     # Nova services first (they talk to the rest while shutting down), all
     # at once: nova-compute's graceful stop takes seconds each.
+    # Watcher first: its applier may be migrating a server.
+    # shellcheck disable=SC2086
+    stop_many $WATCHER_SERVICES
     local first=(agent agent2 fake-agents cacheaware-api nova-api scheduler conductor
                  compute-devcloud-libvirt compute-devcloud-libvirt2)
     for t in $FAKE_COMPUTES; do first+=("compute-devcloud-$t"); done
@@ -539,7 +628,7 @@ cmd_down() {
     if timeout 60 rabbitmqctl -q list_vhosts 2>/dev/null | grep -qx "$RABBIT_VHOST"; then
         timeout 60 rabbitmqctl -q delete_vhost "$RABBIT_VHOST" >/dev/null 2>&1
     fi
-    rm -rf "${DC:?}/nova" "${DC:?}/keystone" "${DC:?}/glance" "${DC:?}/etc" "${LIBVIRT_DIR:?}" "$(lv_dir 2)" "${RUN:?}" "${DC:?}/etc-plugins.out"
+    rm -rf "${DC:?}/nova" "${DC:?}/keystone" "${DC:?}/glance" "${DC:?}/watcher" "${DC:?}/counter-traces" "${DC:?}/etc" "${LIBVIRT_DIR:?}" "$(lv_dir 2)" "${RUN:?}" "${DC:?}/etc-plugins.out"
     if [ "${1:-}" = "--purge" ]; then
         rm -rf "$DC"
     fi

@@ -2,13 +2,16 @@
 
 Usage::
 
-    python tools/wsgi_serve.py [--access-log] MODULE[:ATTR] [PORT [HOST]]
+    python tools/wsgi_serve.py [--access-log] [--config-file FILE]...
+        MODULE[:ATTR] [PORT [HOST]]
 
 serves ``MODULE.ATTR`` (default attribute ``application``; an attribute whose
 name starts with ``init`` is called to build the app) on HOST (default
 127.0.0.1) and PORT (0 or absent: a free port), and prints ``serving MODULE
 on http://HOST:PORT`` as its first line, so a test fixture can read the port
-back. Runs until it gets SIGTERM.
+back. Runs until it gets SIGTERM. ``--config-file FILE`` (repeatable) is
+all the app sees in ``sys.argv`` (``--config-file FILE``), for apps that
+parse it with oslo.config and have no variable for their file (Watcher).
 
 Used by the functional tests and the benchmarks to run the real Placement
 API (``placement.wsgi.api``, quiet), and by the devcloud for Keystone,
@@ -162,6 +165,10 @@ def parse_args(argv):
     parser.add_argument('port', nargs='?', type=int, default=0,
                         help='TCP port (default 0: a free one)')
     parser.add_argument('host', nargs='?', default='127.0.0.1')
+    parser.add_argument('--config-file', action='append', default=[],
+                        metavar='FILE',
+                        help='passed on to the app in sys.argv, for apps '
+                             'that parse it with oslo.config (Watcher\'s)')
     return parser.parse_args(argv)
 
 
@@ -177,8 +184,10 @@ def load_app(target):
 def main(argv):
     """Serve the application named in ``argv[1:]`` until SIGTERM."""
     args = parse_args(argv[1:])
-    # Apps like nova's parse sys.argv as oslo.config arguments.
-    sys.argv = sys.argv[:1]
+    # Apps like nova's parse sys.argv as oslo.config arguments: they get
+    # only the config files named here.
+    sys.argv = sys.argv[:1] + [a for f in args.config_file
+                               for a in ('--config-file', f)]
     app = load_app(args.target)
     server = simple_server.make_server(
         args.host, args.port, app, server_class=ThreadingWSGIServer,

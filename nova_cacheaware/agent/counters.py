@@ -14,11 +14,14 @@ declared workloads.
 import abc
 import ctypes
 import errno
+import json
 import logging
 import os
 import platform
 import struct
 import threading
+
+from nova_cacheaware.cachedomain import trials
 
 LOG = logging.getLogger(__name__)
 
@@ -123,11 +126,27 @@ def read_count(fd):
 
 
 class CounterSource(abc.ABC):
-    """``sample({key: tid}) -> {key: {event: count}}`` (cumulative)."""
+    """``sample({key: tid}) -> {key: {event: count}}`` (cumulative).
+
+    ``per_thread``: the source counts vCPU threads, so the agent reads
+    their thread ids (a QEMU monitor command) and calls :meth:`sample`;
+    a source that does not (a replayed trace) says False and answers
+    :meth:`sample_instances` instead.
+    """
+
+    per_thread = True
 
     @abc.abstractmethod
     def sample(self, threads):
         """Read the counters of every thread; missing threads are skipped."""
+
+    def sample_instances(self, instances):
+        """``{"<uuid>/<vcpu>": {event: count}}`` for sources not per thread.
+
+        ``instances``: the agent's :class:`~.hypervisor.Instance` list.
+        """
+        raise NotImplementedError('%s counts threads: call sample()'
+                                  % type(self).__name__)
 
     def available(self):
         """False when this source can never count anything here."""
@@ -247,7 +266,8 @@ class TraceCounterSource(CounterSource):
     as from :class:`PerfCounterSource`; after the last pass, nothing.
     """
 
-    def __init__(self, trace, names=None, mode_of=None, events=None):
+    def __init__(self, trace, names=None, mode_of=None, events=None,
+                 loop=False):
         passes = trace.get('passes') if isinstance(trace, dict) else None
         if not isinstance(passes, list):
             raise ValueError('a counter trace is {"passes": [...]}')
@@ -255,11 +275,16 @@ class TraceCounterSource(CounterSource):
         self.names = dict(names or {})
         self.mode_of = mode_of
         self.events = None if events is None else frozenset(events)
+        #: After the last pass, start again at the first (a steady
+        #: workload); the counts keep growing.
+        self.loop = loop
         self.totals = {}
         self.done = 0
 
     def sample(self, threads):
         """The cumulative counts after the next recorded pass."""
+        if self.loop and self.passes and self.done >= len(self.passes):
+            self.done = 0
         if self.done >= len(self.passes):
             return {}
         recorded = self.passes[self.done]
@@ -279,6 +304,94 @@ class TraceCounterSource(CounterSource):
                 total[event] = total.get(event, 0) + int(count)
             out[key] = dict(total)
         return out
+
+
+def vm_names(trace):
+    """The ``<vm>`` names of a trace's ``<vm>/<vcpu>`` keys, sorted."""
+    return sorted({key.rpartition('/')[0] for recorded in trace['passes']
+                   for key in recorded})
+
+
+class TraceDirCounterSource(CounterSource):
+    """Per-instance counter traces from a directory, for hosts without a PMU.
+
+    ``directory/<instance uuid>.json`` is a trace in
+    :class:`TraceCounterSource`'s format of one VM (its keys
+    ``<any name>/<vcpu>``): that instance's vCPUs get its recorded passes,
+    one per agent pass, from the first again after the last (a steady
+    workload). Passes recorded in both share modes give the deltas of the
+    mode the instance's live pins are in now (:func:`~nova_cacheaware.
+    cachedomain.trials.share_mode` over ``domains``). An instance without
+    a file gets no counts; a file is read again when its modification
+    time changes (a new trace starts from its first pass), and one that
+    does not parse is logged once and ignored.
+
+    Only the hardware counts are replayed: every step after them (deltas,
+    CPI and MPKI, the sampler, its windows and votes, the plan) is the
+    agent's own. No vCPU thread ids are read (``per_thread`` False), so no
+    QEMU monitor command taints the guests.
+    """
+
+    per_thread = False
+
+    def __init__(self, directory, domains):
+        self.directory = directory
+        self.domains = tuple(domains)
+        self._replays = {}   # uuid -> (mtime, TraceCounterSource or None)
+        self._modes = {}     # "<uuid>/<vcpu>" -> share mode of this pass
+
+    def sample(self, threads):
+        """Nothing: this source replays per instance (sample_instances)."""
+        return {}
+
+    def sample_instances(self, instances):
+        """The cumulative counts after each instance's next recorded pass."""
+        out = {}
+        present = set()
+        for instance in instances:
+            present.add(instance.uuid)
+            replay = self._replay(instance.uuid)
+            if replay is None:
+                continue
+            mode = trials.share_mode(instance.live, self.domains)
+            keys = {'%s/%d' % (instance.uuid, vcpu): None
+                    for vcpu in sorted(instance.live)}
+            self._modes.update(dict.fromkeys(keys, mode))
+            out.update(replay.sample(keys))
+        for gone in set(self._replays) - present:
+            del self._replays[gone]
+        return out
+
+    def _replay(self, uuid):
+        path = os.path.join(self.directory, '%s.json' % uuid)
+        try:
+            mtime = os.stat(path).st_mtime_ns
+        except OSError:
+            self._replays.pop(uuid, None)
+            return None
+        known = self._replays.get(uuid)
+        if known is not None and known[0] == mtime:
+            return known[1]
+        replay = None
+        try:
+            with open(path) as f:
+                trace = json.load(f)
+            replay = TraceCounterSource(trace, mode_of=self._modes.get,
+                                        loop=True)
+            names = vm_names(trace)
+            if len(names) != 1:
+                raise ValueError('it holds the vCPUs of %d VMs (%s), not '
+                                 'of one' % (len(names), ', '.join(names)))
+            replay.names = {names[0]: uuid}
+            LOG.info('replaying counter trace %s for instance %s (%d '
+                     'passes)', path, uuid, len(replay.passes))
+        except (OSError, ValueError, TypeError, AttributeError) as e:
+            # ValueError covers bad JSON; the others a document of the
+            # wrong shape.
+            LOG.warning('counter trace %s is ignored: %s', path, e)
+            replay = None
+        self._replays[uuid] = (mtime, replay)
+        return replay
 
 
 def close_all(fds):

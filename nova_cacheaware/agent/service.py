@@ -182,10 +182,15 @@ class Agent:
         return tuple(c for c in self.usable_cpus if c in host)
 
     def _sample_counters(self, instances):
-        if not self.counter_source.available():
+        source = self.counter_source
+        if not source.available():
             return {}
-        counts = self.counter_source.sample(
-            hv.vcpu_thread_ids(self.hypervisor, instances))
+        if source.per_thread:
+            counts = source.sample(
+                hv.vcpu_thread_ids(self.hypervisor, instances))
+        else:
+            # A replayed trace needs no thread ids (no QEMU monitor).
+            counts = source.sample_instances(instances)
         out = {}
         for key, now in counts.items():
             before = self._last_counts.get(key)

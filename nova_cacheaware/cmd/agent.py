@@ -29,6 +29,7 @@ from nova_cacheaware.agent import placement_report
 from nova_cacheaware.agent import sampling
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
+from nova_cacheaware.cachedomain import memclass
 from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.conf import opts as conf_opts
 from nova_cacheaware import exception
@@ -93,7 +94,12 @@ def silent_configuration(conf):
             out.append('[agent] capabilities lists %s, but with spec_source '
                        '= none no flavor can opt in: it will act on no '
                        'instance' % name)
-    if not conf.agent.counters:
+    if conf.agent.counter_trace_dir:
+        out.append('[agent] counter_trace_dir is set: counters are replayed '
+                   'from the traces in %s, not read from the hardware (a '
+                   'test cloud without a PMU); "auto" instances are '
+                   'classified by those traces' % conf.agent.counter_trace_dir)
+    elif not conf.agent.counters:
         out.append('[agent] counters = false: "auto" instances are never '
                    'classified memory-bound (no CPI or LLC-miss samples); '
                    'only declared workloads are kept All-share')
@@ -146,8 +152,7 @@ def build_agent(conf, planner=None, hv=None):
             raise exception.InvalidInput(
                 reason='[agent] spec_source = file needs spec_file')
         spec_source = specs.FileSpecSource(conf.agent.spec_file)
-    counter_source = (counters.PerfCounterSource() if conf.agent.counters
-                      else counters.NoCounterSource())
+    counter_source = build_counter_source(conf, domain_set)
     for warning in silent_configuration(conf):
         LOG.warning(warning)
     return service.Agent(
@@ -160,9 +165,32 @@ def build_agent(conf, planner=None, hv=None):
         metrics=agent_metrics,
         # Classifying 'auto' VMs needs counters; without, declared only.
         classifier=(sampling.ShareSampler(
-            domain_set, window_passes=conf.agent.sampling_passes,
+            domain_set, classifier_config(conf),
+            window_passes=conf.agent.sampling_passes,
             interval_s=conf.agent.sampling_interval_s)
-            if conf.agent.counters else None))
+            if conf.agent.counters or conf.agent.counter_trace_dir
+            else None))
+
+
+def classifier_config(conf):
+    """The classifier's thresholds: study 000's, with ``[agent]``'s counts."""
+    return memclass.ClassifierConfig(
+        min_samples=conf.agent.classifier_min_samples,
+        dwell=conf.agent.classifier_dwell)
+
+
+def build_counter_source(conf, domain_set):
+    """The counter source of ``[agent] counter_trace_dir`` / ``counters``.
+
+    A trace directory wins (a test cloud without a PMU); then hardware
+    counters when ``counters`` is on; else none.
+    """
+    if conf.agent.counter_trace_dir:
+        return counters.TraceDirCounterSource(conf.agent.counter_trace_dir,
+                                              domain_set.domains)
+    if conf.agent.counters:
+        return counters.PerfCounterSource()
+    return counters.NoCounterSource()
 
 
 def build_placement_reporter(conf, hv):

@@ -171,6 +171,32 @@ On hosts without a hardware PMU the agent says so once and goes on with the
 declared workloads. Reading vCPU thread ids uses a QEMU monitor command,
 which libvirt records as a "custom-monitor" taint on the domain.
 """),
+    cfg.StrOpt('counter_trace_dir',
+               help="""
+Directory of recorded counter traces to replay instead of reading hardware
+counters, for test clouds without a hardware PMU (nested or TCG guests).
+
+``<directory>/<instance uuid>.json`` is a trace of one VM (the format of
+``tests/fixtures/counter_traces``: ``{"passes": [{"<vm>/<vcpu>": {"cycles":
+N, "instructions": N, "llc_misses": N}}]}``, or per pass ``{"all": {...},
+"partial": {...}}`` for the two share modes): the instance's vCPUs get one
+recorded pass per agent pass, from the first again after the last.
+Instances without a file get no counts. Only the counts are replayed: the
+classification of ``auto`` instances (sampling windows, votes, hysteresis)
+and everything after it is the agent's own, as with hardware counters. No
+vCPU thread ids are read (no QEMU monitor command). Set, it replaces
+``counters`` (said at start). Never set it on a production host: the
+classes would be the trace's, not the guests'.
+
+Possible values:
+
+* unset (the default): hardware counters, as ``counters`` says
+* a directory path, e.g. ``/var/lib/nova-cacheaware/counter-traces``
+
+Related options:
+
+* counters, sampling_passes, sampling_interval_s
+"""),
     cfg.StrOpt('spec_source',
                default='nova',
                choices=[('nova', 'read flavor extra specs from the Nova API '

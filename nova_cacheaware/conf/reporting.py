@@ -81,6 +81,27 @@ One window at a time per host. Needs hardware counters (``counters``).
 Least seconds between the end of one sampling window of an instance and the
 start of its next.
 """),
+    cfg.IntOpt('classifier_min_samples',
+               default=8,
+               min=2,
+               help="""
+Samples per vote of the classifier of ``auto`` instances: a vote is taken
+when both share modes have this many CPI samples (one per vCPU and pass),
+and every this many LLC-miss samples. Fewer classify sooner on weaker
+evidence (the CPI test's p-value needs several samples a side).
+
+Related options:
+
+* classifier_dwell: votes in a row that change an instance's class
+"""),
+    cfg.IntOpt('classifier_dwell',
+               default=3,
+               min=1,
+               help="""
+Votes in a row that change an ``auto`` instance's class (hysteresis): with
+one LLC-miss sample per pass, a one-vCPU instance is classified after
+``classifier_min_samples`` x this passes.
+"""),
     cfg.StrOpt('host',
                sample_default='<the host name>',
                help="""

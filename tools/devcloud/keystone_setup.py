@@ -5,9 +5,10 @@ project and role and the identity endpoint). Idempotent: looks everything up
 by name first. Reads ``DEVCLOUD_*`` variables like ``render.py``.
 
 Creates: project ``service`` with users ``nova``, ``placement``,
-``glance`` and ``cacheaware`` (roles ``admin`` and ``service``), project
-``demo`` with user ``demo`` (``member``, ``reader``) for non-admin tests,
-and the compute, placement, image and cache-aware (nova-cacheaware-api)
+``glance``, ``cacheaware`` and, with ``DEVCLOUD_WATCHER=1``, ``watcher``
+(roles ``admin`` and ``service``), project ``demo`` with user ``demo``
+(``member``, ``reader``) for non-admin tests, and the compute, placement,
+image, cache-aware (nova-cacheaware-api) and, with Watcher, infra-optim
 services with one public/internal/admin endpoint each.
 """
 
@@ -49,6 +50,12 @@ def main():
                  ('admin', 'service')),
                 ('demo', 'demo', env['DEVCLOUD_ADMIN_PASSWORD'],
                  ('member', 'reader')))
+    watcher = env.get('DEVCLOUD_WATCHER', '0') == '1'
+    if watcher:
+        # Admin: Nova's live migration and nova-cacheaware-api's host
+        # views (hosts:show) are admin-only.
+        accounts += (('watcher', 'service', env['DEVCLOUD_SERVICE_PASSWORD'],
+                      ('admin', 'service')),)
     for user_name, project, password, role_names in accounts:
         user = _one(ks.users, user_name, domain='default', password=password)
         # Keep the password in step with secrets.env on every up.
@@ -65,6 +72,9 @@ def main():
         ('cache-aware', 'nova-cacheaware'):
             'http://127.0.0.1:%s' % env['DEVCLOUD_CACHEAWARE_API_PORT'],
     }
+    if watcher:
+        urls[('infra-optim', 'watcher')] = (
+            'http://127.0.0.1:%s' % env['DEVCLOUD_WATCHER_PORT'])
     for (stype, sname), url in urls.items():
         found = [s for s in ks.services.list() if s.type == stype]
         service = found[0] if found else ks.services.create(
@@ -76,8 +86,9 @@ def main():
                                     interface=interface, region='RegionOne')
             elif have[interface].url != url:
                 ks.endpoints.update(have[interface], url=url)
-    print('keystone: projects service/demo, users nova/placement/glance/'
-          'cacheaware/demo, endpoints %s' % ', '.join(s for s, _ in urls))
+    print('keystone: projects service/demo, users %s, endpoints %s'
+          % ('/'.join(a[0] for a in accounts),
+             ', '.join(s for s, _ in urls)))
 
 
 if __name__ == '__main__':

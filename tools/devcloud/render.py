@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import render_glance  # noqa: E402
 import render_libvirt  # noqa: E402
+import render_watcher  # noqa: E402
 
 #: The first libvirt compute's agent config (tests and callers use it here).
 agent_conf = render_libvirt.agent_conf
@@ -294,6 +295,14 @@ stale_host_state = trust_placement
         shutil.copyfile(
             os.path.join(v['venv'], 'etc', 'glance', 'glance-api-paste.ini'),
             os.path.join(etc, 'glance', 'glance-api-paste.ini'))
+
+    if os.environ.get('DEVCLOUD_WATCHER', '0') == '1':
+        wv = dict(v, watcher_port=os.environ.get('DEVCLOUD_WATCHER_PORT',
+                                                 '15322'),
+                  cacheaware_api='http://127.0.0.1:%s' % os.environ.get(
+                      'DEVCLOUD_CACHEAWARE_API_PORT', '15797'))
+        _write(os.path.join(etc, 'watcher', 'watcher.conf'),
+               render_watcher.watcher_conf(wv, _authtoken))
 
     computes = json.loads(_env('COMPUTES'))
     libvirts = [c for c in computes if c['driver'] == 'libvirt']

@@ -73,6 +73,19 @@ spec_source = nova
 # No hardware PMU in a TCG devcloud; reading vCPU thread ids would also
 # taint every guest with "custom-monitor".
 counters = False
+# Instead, the counts of an instance come from {dc}/counter-traces/
+# <uuid>.json when a test writes one (tempest's Watcher scenario: a
+# memory-bound trace for its "auto" server); the classification after
+# the counts is the agent's own. Instances without a file get none.
+counter_trace_dir = {dc}/counter-traces
+# Short sampling windows (the default is 5 passes, 10 minutes apart), so
+# that a trace with cycles in both share modes is sampled in seconds, and
+# fewer samples per vote and votes in a row (8 and 3 by default): a
+# one-vCPU "auto" server is classified after 9 passes (about 30 s), not 25.
+sampling_passes = 2
+sampling_interval_s = 30
+classifier_min_samples = 4
+classifier_dwell = 2
 # Report to Placement (domain providers, MEMBOUND reserved, allocations)
 # and send cacheaware.host.state for the scheduler, as the libvirt
 # compute's service host.

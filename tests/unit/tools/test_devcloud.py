@@ -263,6 +263,15 @@ class WsgiServeTest(testtools.TestCase):
                               hashlib.sha256(body).hexdigest().encode())),
             (resp.status, resp.read()))
 
+    def test_config_files_are_all_the_app_sees_in_argv(self):
+        proc, url = self._serve('--config-file', '/etc/a.conf',
+                                '--config-file', '/etc/b.conf',
+                                'tests.unit.tools.echo_app:init_argv')
+        with urllib.request.urlopen(url + '/', timeout=10) as resp:
+            self.assertEqual(['--config-file', '/etc/a.conf',
+                              '--config-file', '/etc/b.conf'],
+                             json.loads(resp.read()))
+
     def test_chunked_reader_trailers_and_lines(self):
         raw = io.BytesIO(b'4;ext=1\r\nab\nc\r\n3\r\nd\ne\r\n'
                          b'0\r\nTrailer: t\r\n\r\nNEXT')
@@ -350,7 +359,8 @@ class RenderModesTest(testtools.TestCase):
                'ADMIN_PASSWORD': 'secret-a', 'SERVICE_PASSWORD': 'secret-s',
                'LIBVIRT_URI': 'qemu:///system', 'AVAILABLE_FILTERS': '',
                'ENABLED_FILTERS': '', 'WEIGHERS': '',
-               'CPU_SHARED_SET': '0-1',
+               'CPU_SHARED_SET': '0-1', 'WATCHER': '1',
+               'WATCHER_PORT': '5', 'CACHEAWARE_API_PORT': '6',
                'COMPUTES': json.dumps([{'name': 'c1',
                                         'driver': 'libvirt'}])}
         for name, value in env.items():
@@ -368,6 +378,7 @@ class RenderModesTest(testtools.TestCase):
                         'etc/nova-cacheaware/api.conf',
                         'etc/placement/placement.conf',
                         'etc/glance/glance-api.conf',
+                        'etc/watcher/watcher.conf',
                         'etc/keystone/keystone.conf']
         for name in secret_files:
             path = os.path.join(dc, name)
@@ -382,6 +393,16 @@ class RenderModesTest(testtools.TestCase):
                      'filesystem_store_datadir = %s/glance/images' % dc,
                      'username = glance', 'password = secret-s'):
             self.assertIn('\n' + line + '\n', glance)
+        with open(os.path.join(dc, 'etc', 'watcher', 'watcher.conf')) as f:
+            watcher = f.read()
+        for line in ('connection = mysql+pymysql://root@127.0.0.1/'
+                     't_watcher?charset=utf8',
+                     'port = 5', 'enable_extended_attributes = true',
+                     'api_endpoint = http://127.0.0.1:6',
+                     'collector_plugins = compute',
+                     'username = watcher', 'password = secret-s'):
+            self.assertIn('\n' + line + '\n', watcher)
+        self.assertEqual(2, watcher.count('username = watcher\n'))
         with open(os.path.join(dc, 'etc', 'nova-cacheaware',
                                'api.conf')) as f:
             api = f.read()

@@ -97,3 +97,11 @@ class AgentFilesTest(testtools.TestCase):
              second.topology.libvirt_uri, second.placement.provider_model,
              second.topology.cache_level))
         self.assertEqual('public', second.placement.valid_interfaces[0])
+        # No PMU: counts replayed from per-instance traces, short windows.
+        for conf in (first, second):
+            self.assertEqual(
+                (False, '%s/counter-traces' % V['dc'], 2, 30.0, 4, 2),
+                (conf.agent.counters, conf.agent.counter_trace_dir,
+                 conf.agent.sampling_passes, conf.agent.sampling_interval_s,
+                 conf.agent.classifier_min_samples,
+                 conf.agent.classifier_dwell))
