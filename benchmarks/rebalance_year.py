@@ -1,0 +1,213 @@
+"""A simulated year of the Watcher strategy's daily audits: every figure.
+
+Usage, from the repository root::
+
+    .venv/bin/python benchmarks/rebalance_year.py [--quick]
+        [--out benchmarks/results/rebalance_year.json]
+        [--plots doc/source/evaluation]
+
+On :mod:`nova_cacheaware_evaluation.sim.rebalance_year`'s cloud (the
+scheduler's and the agent's rules, the classifier's votes on CPI noise
+measured by the contention probe), each seed's trace is run
+
+* on **large clouds** (300 hosts of 4 four-CPU domains, the cache
+  simulator's EPYC host, load 0.85, 120 days of warmup and a year) with
+  the strategy at several budgets (migrations per 100 servers per day,
+  0: no strategy), against the bound ``min(memory-bound servers,
+  domains)``; the mixes are the cache simulator's (30 % and 70 %
+  memory-bound) and one between them;
+* on **small clouds** (8 such hosts) against the clairvoyant audit, the
+  best move each day found exhaustively against the truth, at the goal's
+  budget (one per 100 servers per day: one move a day there);
+* once with the refused ``required`` requests known to the audit (the
+  snapshot's ``pending``), which the audit as shipped does not know.
+
+Writes the JSON (command, machine, date, load, CPU time) and, with
+``--plots``, ``rebalance-year-clean.png`` and ``rebalance-year-small.png``
+(matplotlib: ``pip install -r benchmarks/requirements.txt``).
+"""
+
+import argparse
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from benchmarks import cache_cloud_bench  # noqa: E402
+from benchmarks import common  # noqa: E402
+from nova_cacheaware_evaluation.sim import contention  # noqa: E402
+from nova_cacheaware_evaluation.sim import rebalance_year as year  # noqa
+
+OUT = os.path.join(ROOT, 'benchmarks', 'results', 'rebalance_year.json')
+#: The cache simulator's mixes (cache-cloud-100*.json) and one between.
+MIXES = {
+    '30 % memory-bound': (('cpu', 5), ('io', 2), ('memory', 3)),
+    '50 % memory-bound': (('cpu', 3), ('io', 2), ('memory', 5)),
+    '70 % memory-bound': (('cpu', 2), ('io', 1), ('memory', 7)),
+}
+BUDGETS = (0, 0.25, 1, 2, 5)
+GOAL_BUDGET = 1
+SEEDS = (7, 8, 9)
+#: The large clouds' seeds (each run of a year there costs about 45 s
+#: of CPU on the project's CI machine).
+LARGE_SEEDS = (7,)
+
+
+def ratios(days, key, reference):
+    """Per day ``days[key] / reference(day)`` (days with a reference)."""
+    out = []
+    for i, d in enumerate(days):
+        ref = reference(i, d)
+        if ref:
+            out.append(d[key] / ref)
+    return out
+
+
+def summary(result, reference=None):
+    """Means and worst days of one run (against the bound by default)."""
+    days = result['days']
+    reference = reference or (lambda i, d: d['bound'])
+    after = ratios(days, 'clean', reference)
+    before = ratios(days, 'clean_before', reference)
+    return {'per_100': result['per_100'], 'mover': result['mover'],
+            'know_refused': result['know_refused'],
+            'clean_mean': round(sum(after) / len(after), 4),
+            'clean_worst': round(min(after), 4),
+            'clean_before_mean': round(sum(before) / len(before), 4),
+            'clean_before_worst': round(min(before), 4),
+            'refused': result['refused'],
+            'refused_required': result['refused_required'],
+            'moved': result['moved'], 'failed': result['failed'],
+            'worse': result['worse'], 'arrivals': result['arrivals'],
+            'servers_mean': round(sum(d['servers'] for d in days)
+                                  / len(days), 1),
+            'memory_bound_mean': round(sum(d['memory_bound'] for d in days)
+                                       / len(days), 1)}
+
+
+def large(calib, quick):
+    """Every mix and budget on the large cloud, per seed."""
+    model = contention.Model(dirty_all=calib['dirty_all'])
+    out = []
+    hosts, days = (60, 120) if quick else (300, 365)
+    for label, mix in MIXES.items():
+        for seed in LARGE_SEEDS[:1] if quick else LARGE_SEEDS:
+            spec = year.YearSpec(hosts=hosts, days=days, warmup_days=120,
+                                 mix=mix)
+            world = year.world(spec, model, calib['sigma'], seed)
+            runs = [year.run(world, b) for b in BUDGETS]
+            runs.append(year.run(world, GOAL_BUDGET, know_refused=True))
+            out.append({'mix': label, 'seed': seed, 'hosts': hosts,
+                        'days': days,
+                        'summaries': [summary(r) for r in runs],
+                        'series': {_key(r): [(d['clean_before'], d['clean'],
+                                              d['bound'], d['moved'])
+                                             for d in r['days']]
+                                   for r in runs}})
+    return out
+
+
+def small(calib, quick):
+    """Strategy against the clairvoyant audit on small clouds."""
+    model = contention.Model(dirty_all=calib['dirty_all'])
+    out = []
+    for label in ('50 % memory-bound', '70 % memory-bound'):
+        for seed in SEEDS[:1] if quick else SEEDS:
+            spec = year.YearSpec(hosts=8, days=120 if quick else 365,
+                                 warmup_days=120, mix=MIXES[label])
+            world = year.world(spec, model, calib['sigma'], seed)
+            none = year.run(world, 0)
+            ours = year.run(world, GOAL_BUDGET)
+            best = year.run(world, GOAL_BUDGET, mover='clairvoyant')
+            clairvoyant = best['days']
+            out.append({
+                'mix': label, 'seed': seed, 'hosts': 8,
+                'summaries': [summary(r) for r in (none, ours, best)],
+                'vs_clairvoyant': summary(
+                    ours, lambda i, d: clairvoyant[i]['clean']),
+                'series': {_key(r): [(d['clean_before'], d['clean'],
+                                      d['bound'], d['moved'])
+                                     for d in r['days']]
+                           for r in (none, ours, best)}})
+    return out
+
+
+def _key(result):
+    return '%s %s%s' % (result['mover'], result['per_100'],
+                        ' known refusals' if result['know_refused'] else '')
+
+
+def plots(doc, where):
+    """The two figures of the evaluation page."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    first = [c for c in doc['large'] if c['seed'] == SEEDS[0]]
+    fig, axes = plt.subplots(1, len(first), figsize=(5 * len(first), 3.6),
+                             squeeze=False)
+    for ax, case in zip(axes[0], first):
+        for key, series in sorted(case['series'].items()):
+            if 'known' in key:
+                continue
+            ax.plot([s[0] / s[2] if s[2] else 1.0 for s in series],
+                    label=key.replace('strategy ', 'budget '), lw=0.9)
+        ax.set_title('%s, %d hosts (seed %d)'
+                     % (case['mix'], case['hosts'], case['seed']))
+        ax.set_xlabel('day')
+        ax.set_ylabel('Clean memory-bound / bound (before audit)')
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(where, 'rebalance-year-clean.png'), dpi=90)
+    plt.close(fig)
+    cases = [c for c in doc['small'] if c['seed'] == SEEDS[0]]
+    fig, axes = plt.subplots(1, len(cases), figsize=(5 * len(cases), 3.6),
+                             squeeze=False)
+    for ax, case in zip(axes[0], cases):
+        for key, series in sorted(case['series'].items()):
+            ax.plot([s[1] for s in series], label=key, lw=0.9)
+        ax.plot([s[2] for s in next(iter(case['series'].values()))],
+                label='bound', lw=0.7, ls=':')
+        ax.set_title('%s, 8 hosts (seed %d)' % (case['mix'], case['seed']))
+        ax.set_xlabel('day')
+        ax.set_ylabel('Clean memory-bound servers')
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(where, 'rebalance-year-small.png'), dpi=90)
+    plt.close(fig)
+
+
+def main(argv=None):
+    """Run everything; write the JSON (and the plots)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--quick', action='store_true')
+    parser.add_argument('--out', default=OUT)
+    parser.add_argument('--plots')
+    args = parser.parse_args(argv)
+    started, cpu = time.time(), time.process_time()
+    load = os.getloadavg()
+    calib = cache_cloud_bench.probe_calibration()
+    doc = {'benchmark': 'rebalance_year', 'command': ' '.join(sys.argv),
+           'date': common.now(), 'machine': common.machine(),
+           'loadavg_before': load,
+           'calibration': {k: calib[k] for k in ('dirty_all', 'sigma',
+                                                 'probe_file')},
+           'budgets': BUDGETS, 'seeds': SEEDS, 'large_seeds': LARGE_SEEDS,
+           'large': large(calib, args.quick),
+           'small': small(calib, args.quick)}
+    doc.update(loadavg_after=os.getloadavg(),
+               wall_s=round(time.time() - started, 1),
+               cpu_s=round(time.process_time() - cpu, 1))
+    common.write_json(args.out, doc)
+    if args.plots:
+        plots(doc, args.plots)
+    for case in doc['large'] + doc['small']:
+        for s in case['summaries']:
+            print(case['mix'], case['hosts'], case['seed'], s)
+    return doc
+
+
+if __name__ == '__main__':
+    main()

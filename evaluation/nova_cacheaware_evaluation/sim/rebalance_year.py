@@ -1,0 +1,470 @@
+"""A year of a cloud with the rebalance strategy's daily audits (simulated).
+
+The cloud is :mod:`.cloud`'s: Nova's choice of host with this project's
+filter and weigher rules (:func:`.cloud.pick_host`), the agent's domain
+choice for a new server (:meth:`.cloud.Host.choose_domain`), and the
+classifier's real votes on CPI samples with the noise measured by the
+contention probe (:mod:`.classifier_trace`). Every server uses a
+cache-aware flavor: ``required`` (declared memory-bound,
+``cache_clean=required``) for a share of the memory-bound ones, ``auto``
+for the others, so that a server found memory-bound after boot may share
+its domain with another (Dirty) - the first situation of the Watcher
+strategy's page.
+
+Every day, at one moment, an audit builds the snapshot the Watcher
+strategy builds (:mod:`nova_cacheaware.contracts.rebalance_snapshot`:
+each server with the class the agent gives it by then, the domain it is
+pinned into) and calls the strategy's decision,
+:func:`nova_cacheaware.rebalance.policy.plan_moves`, with the day's
+budget. Its moves are applied as Watcher's applier and Nova would: one
+after the other, each checked at its destination by the scheduler's rules
+(:meth:`.cloud.Host.admits`), the destination's agent choosing the
+domain; a refused move fails, the server stays where it was, and the rest
+of the plan is not started (Watcher's action plan stops at a failed
+action).
+
+Measured every day, against the **truth** (each server's real workload,
+which the strategy does not see): memory-bound servers Clean (pinned into
+a domain no other memory-bound server uses), ``required`` requests the
+scheduler refused, migrations made and failed, and servers a move made
+worse off (Clean before the move, not after it). The strategy is never
+scored by its own model (:mod:`nova_cacheaware.rebalance.model`): the
+cloud's rules, its classifier errors and its agents decide.
+
+Yardsticks in the same run:
+
+* **the bound**: no placement can make Clean more memory-bound servers
+  than there are, nor more than the cloud's domains: ``min(memory-bound
+  servers, domains)`` at each moment is proven for any policy, the
+  offline optimum with any budget included;
+* **the clairvoyant audit** (small clouds): each day the best set of at
+  most ``budget`` moves found exhaustively against the truth (every
+  server to every other host, and pairs of those when the budget is 2),
+  with the cloud's own rules deciding what each move does. It knows every
+  server's real workload, which no audit does.
+
+Simplifications, stated: a classifier trajectory is drawn for the first
+2 hours after boot (the class it reaches then is kept; the classifier
+decides within about half an hour here); a migrated server keeps its
+class (the destination's agent classifies it again within the hour); the
+audit runs once a day at the moment of the day's first arrival.
+"""
+
+import dataclasses
+import heapq
+import itertools
+import math
+import random
+
+from nova_cacheaware.contracts import rebalance_snapshot as rs
+from nova_cacheaware.rebalance import policy as rebalance
+from nova_cacheaware_evaluation.sim import classifier_trace
+from nova_cacheaware_evaluation.sim import cloud
+from nova_cacheaware_evaluation.sim import contention
+
+DAY_S = 86400.0
+#: How long after boot a classifier trajectory is drawn.
+CLASSIFIER_HORIZON_S = 2 * 3600.0
+#: The agent runs its planner (and pins) like the cloud simulator's agent.
+AGENT = cloud.Config('rebalance-year', agent=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class YearSpec:
+    """The cloud and its year.
+
+    ``load``: mean vCPUs in use over the cloud's CPUs (arrivals are drawn
+    so that the stationary load is this); ``declared``: the share of
+    memory-bound servers booted with the ``required`` flavor (the others
+    ``auto``); ``mix`` and ``sizes`` as in the cloud scenarios.
+    """
+
+    hosts: int = 300
+    domains: tuple = tuple(tuple(range(i, i + 4)) for i in range(0, 16, 4))
+    days: int = 365
+    warmup_days: int = 60
+    load: float = 0.85
+    mean_lifetime_days: float = 60.0
+    mix: tuple = (('cpu', 5), ('io', 2), ('memory', 3))
+    sizes: tuple = ((1, 2), (2, 4), (4, 2))
+    declared: float = 0.3
+
+    @property
+    def cpus(self):
+        """CPUs of the cloud."""
+        return self.hosts * sum(len(d) for d in self.domains)
+
+    @property
+    def arrivals_per_day(self):
+        """The arrival rate that keeps ``load`` in the stationary state."""
+        total = sum(w for _s, w in self.sizes)
+        mean_vcpus = sum(s * w for s, w in self.sizes) / total
+        return self.load * self.cpus / (mean_vcpus
+                                        * self.mean_lifetime_days)
+
+
+@dataclasses.dataclass(frozen=True)
+class Arrival:
+    """One server of the trace."""
+
+    day: float
+    vm: contention.SimVM
+    life_days: float
+    flavor: str
+
+
+def make_trace(spec, rng):
+    """The arrivals of ``spec``'s warmup and year (Poisson, exponential)."""
+    trace, now, n = [], 0.0, 0
+    end = spec.warmup_days + spec.days
+    rate = spec.arrivals_per_day
+    while True:
+        now += rng.expovariate(rate)
+        if now >= end:
+            return trace
+        workload = _weighted(rng, spec.mix)
+        vcpus = _weighted(rng, spec.sizes)
+        life = rng.expovariate(1.0 / spec.mean_lifetime_days)
+        flavor = ('required' if workload == 'memory'
+                  and rng.random() < spec.declared else 'auto')
+        trace.append(Arrival(now, contention.SimVM('vm%06d' % n, vcpus,
+                                                   workload), life, flavor))
+        n += 1
+
+
+def _weighted(rng, weights):
+    total = sum(w for _k, w in weights)
+    pick = rng.random() * total
+    for key, w in weights:
+        pick -= w
+        if pick <= 0:
+            return key
+    return weights[-1][0]
+
+
+def trajectories(trace, model, sigma, seed):
+    """Each ``auto`` server's classifier changes (seconds since boot)."""
+    rng = random.Random(seed)
+    return {a.vm.id: tuple(classifier_trace.trajectory(
+        a.vm.workload, a.vm.vcpus,
+        min(CLASSIFIER_HORIZON_S, a.life_days * DAY_S), model, sigma, rng))
+        for a in trace if a.flavor == 'auto'}
+
+
+class Host(cloud.Host):
+    """:class:`.cloud.Host` whose Clean-wanting servers follow the agent.
+
+    The agent counts a server against Clean while it is memory-bound or
+    not classified yet; one classified CPU-bound no longer does
+    (``wants_clean`` of the live state), so the scheduler's room check
+    and the agent's choice see the classes of :attr:`now_s`.
+    """
+
+    def __init__(self, index, domains, clock):
+        super().__init__(index, domains)
+        self.clock = clock
+
+    def loads(self):
+        """Per domain ``(vCPUs kept there, Clean-wanting servers)``."""
+        now_s = self.clock()
+        vcpus = [0] * len(self.domains)
+        memory = [0] * len(self.domains)
+        for g in self.guests.values():
+            if g.home is None:
+                continue
+            vcpus[g.home] += g.vm.vcpus
+            memory[g.home] += seen_class(g, now_s) != 'cpu'
+        return vcpus, memory
+
+
+class Cloud:
+    """The hosts, where each server is, and the departures to come."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.now_s = 0.0
+        self.hosts = [Host(i, spec.domains, self.clock)
+                      for i in range(spec.hosts)]
+        self.where = {}          # vm id -> host index
+        self.truth = {}          # vm id -> real workload
+        self._ends = []          # (day, vm id)
+
+    def clock(self):
+        """The simulated time, seconds."""
+        return self.now_s
+
+    def guests(self):
+        """Every ``(host, guest)``."""
+        for host in self.hosts:
+            for guest in host.guests.values():
+                yield host, guest
+
+    def boot(self, arrival, changes):
+        """Schedule ``arrival``; False when the scheduler refuses it."""
+        guest = cloud.Guest(arrival.vm, cloud.request(arrival.flavor,
+                                                      arrival.vm.vcpus),
+                            arrival.day * DAY_S, changes)
+        host = cloud.pick_host(self.hosts, guest.req)
+        if host is None:
+            return False
+        self._place(host, guest)
+        self.truth[arrival.vm.id] = arrival.vm.workload
+        heapq.heappush(self._ends, (arrival.day + arrival.life_days,
+                                    arrival.vm.id))
+        return True
+
+    def _place(self, host, guest):
+        guest.home = host.choose_domain(guest)
+        guest.allowed = None
+        host.guests[guest.vm.id] = guest
+        self.where[guest.vm.id] = host.index
+
+    def depart_until(self, day):
+        """Delete every server whose life ended by ``day``."""
+        while self._ends and self._ends[0][0] <= day:
+            _end, vm_id = heapq.heappop(self._ends)
+            host = self.hosts[self.where.pop(vm_id)]
+            del host.guests[vm_id]
+            del self.truth[vm_id]
+
+    def migrate(self, vm_id, destination):
+        """Nova's live migration: checked by the scheduler's rules there.
+
+        True when the server moved; False when the destination refused it
+        (it stays where it was, untouched).
+        """
+        source = self.hosts[self.where[vm_id]]
+        target = self.hosts[destination]
+        guest = source.guests[vm_id]
+        if target is source or not target.admits(guest.req):
+            return False
+        del source.guests[vm_id]
+        self._place(target, guest)
+        return True
+
+    def memory_bound(self):
+        """Servers whose real workload is memory-bound."""
+        return sum(1 for w in self.truth.values() if w == 'memory')
+
+    def clean(self):
+        """The set of memory-bound servers (the truth) that are Clean."""
+        out = set()
+        for host in self.hosts:
+            homes = {}
+            for guest in host.guests.values():
+                if self.truth[guest.vm.id] == 'memory':
+                    homes.setdefault(guest.home, []).append(guest.vm.id)
+            for home, members in homes.items():
+                if home is not None and len(members) == 1:
+                    out.add(members[0])
+        return out
+
+    def domains(self):
+        """Cache domains of the cloud."""
+        return len(self.hosts) * len(self.spec.domains)
+
+
+def seen_class(guest, now_s):
+    """The class the agent gives ``guest`` at ``now_s`` (the audit's)."""
+    if guest.req.cacheaware.workload == 'memory':
+        return 'memory'
+    got = classifier_trace.class_at(guest.changes, now_s - guest.arrival)
+    if got == classifier_trace.MEMORY:
+        return 'memory'
+    return 'cpu' if got == 'other' else 'unknown'
+
+
+def snapshot(state, now_s, pending=()):
+    """The region snapshot the Watcher strategy builds from the agents.
+
+    ``pending``: the vCPUs of refused ``required`` requests (the audit
+    as shipped knows none: Nova records them nowhere it reads).
+    """
+    hosts = []
+    for host in state.hosts:
+        domains = tuple(rs.Domain('d%03d' % d, len(cpus))
+                        for d, cpus in enumerate(host.domains))
+        servers = tuple(rs.Server(
+            uuid=g.vm.id, vcpus=g.vm.vcpus, workload=seen_class(g, now_s),
+            cache_clean=('required' if g.req.cacheaware.clean_required
+                         else 'preferred'),
+            domain=None if g.home is None else 'd%03d' % g.home)
+            for g in sorted(host.guests.values(), key=lambda g: g.vm.id))
+        hosts.append(rs.Host(name='h%04d' % host.index, pcpus=host.cpus,
+                             domains=domains, servers=servers))
+    return rs.Snapshot(hosts=tuple(hosts), pending=tuple(pending))
+
+
+def budget_of(servers, per_100):
+    """An audit's migrations: ``per_100`` per 100 servers, rounded up."""
+    return int(math.ceil(servers * per_100 / 100.0 - 1e-9))
+
+
+@dataclasses.dataclass
+class AuditResult:
+    """What one audit did."""
+
+    planned: int = 0
+    moved: int = 0
+    failed: int = 0
+    worse: int = 0
+
+
+def apply_plan(state, moves):
+    """Apply ``[(vm id, destination index)]`` in order, as Watcher would.
+
+    Stops at the first refused migration. ``worse``: servers Clean before
+    a move and not after it (the moved one and every other).
+    """
+    result = AuditResult(planned=len(moves))
+    for vm_id, destination in moves:
+        before = state.clean()
+        if not state.migrate(vm_id, destination):
+            result.failed += 1
+            break
+        result.moved += 1
+        result.worse += len(before - state.clean())
+    return result
+
+
+def strategy_moves(state, now_s, budget, pending=()):
+    """The strategy's plan for the audit, as ``[(vm id, host index)]``."""
+    if budget <= 0:
+        return []
+    plan = rebalance.plan_moves(snapshot(state, now_s, pending), budget)
+    return [(m.server, int(m.destination[1:])) for m in plan.moves]
+
+
+def clairvoyant_moves(state, budget):
+    """The best set of at most ``budget`` moves (1 or 2) for the truth.
+
+    Exhaustive: every server to every other host, and for a budget of 2
+    every pair of such moves in order, each applied by the cloud's rules
+    on a copy; the most Clean memory-bound servers wins, then the fewest
+    moves.
+    """
+    if budget <= 0:
+        return []
+    best = (len(state.clean()), 0, [])
+    singles = [(vm_id, h.index) for _src, g in state.guests()
+               for vm_id in (g.vm.id,) for h in state.hosts
+               if h.index != state.where[vm_id]]
+    sequences = [[m] for m in singles]
+    if budget >= 2:
+        sequences += [list(p) for p in itertools.permutations(singles, 2)
+                      if p[0][0] != p[1][0]]
+    for moves in sequences:
+        trial = _copy(state)
+        if apply_plan(trial, moves).moved < len(moves):
+            continue
+        key = (len(trial.clean()), -len(moves))
+        if key > (best[0], -best[1]):
+            best = (key[0], len(moves), moves)
+    return best[2]
+
+
+def _copy(state):
+    new = Cloud.__new__(Cloud)
+    new.spec = state.spec
+    new.now_s = state.now_s
+    new.truth = state.truth
+    new.where = dict(state.where)
+    new._ends = state._ends
+    new.hosts = []
+    for host in state.hosts:
+        twin = Host(host.index, host.domains, new.clock)
+        twin.guests = {k: dataclasses.replace(g)
+                       for k, g in host.guests.items()}
+        new.hosts.append(twin)
+    return new
+
+
+@dataclasses.dataclass(frozen=True)
+class World:
+    """One seed's trace and classifier trajectories, shared by the runs."""
+
+    spec: YearSpec
+    trace: tuple
+    changes: dict
+
+
+def world(spec, model, sigma, seed):
+    """The :class:`World` of ``seed``: every run on it sees the same."""
+    trace = make_trace(spec, random.Random(seed))
+    return World(spec, tuple(trace), trajectories(trace, model, sigma,
+                                                  seed + 1))
+
+
+def run(the_world, per_100, mover='strategy', know_refused=False):
+    """One year on ``the_world``; the daily series and totals (JSON-ready).
+
+    ``mover``: ``strategy`` (the Watcher strategy's decision) or
+    ``clairvoyant`` (:func:`clairvoyant_moves`); ``per_100`` 0: no audit
+    moves anything (the cloud without the strategy). A ``required``
+    request the scheduler refuses is asked again once, after the day's
+    audit (its tenant retries), and counts as refused only if it fails
+    again; ``know_refused``: the audit's snapshot lists those requests
+    (what the strategy would do if Nova recorded them). Each day's figures
+    are taken twice: before the audit (``clean_before``: the day's
+    arrivals and departures done) and after its moves (``clean``).
+    """
+    spec = the_world.spec
+    state = Cloud(spec)
+    days, totals = [], AuditResult()
+    refused = refused_required = 0
+    arrivals = iter(the_world.trace)
+    upcoming = next(arrivals, None)
+    for day in range(spec.warmup_days + spec.days):
+        day_refused = day_required = 0
+        pending = []     # the day's refused required requests
+        while upcoming is not None and upcoming.day < day + 1:
+            state.depart_until(upcoming.day)
+            state.now_s = upcoming.day * DAY_S
+            if not state.boot(upcoming,
+                              the_world.changes.get(upcoming.vm.id, ())):
+                if upcoming.flavor == 'required':
+                    pending.append(upcoming)
+                else:
+                    day_refused += 1
+            upcoming = next(arrivals, None)
+        state.depart_until(day + 1)
+        now_s = state.now_s = (day + 1) * DAY_S
+        clean_before = len(state.clean())
+        servers = len(state.truth)
+        budget = budget_of(servers, per_100)
+        moves = (clairvoyant_moves(state, budget) if mover == 'clairvoyant'
+                 else strategy_moves(state, now_s, budget, [
+                     a.vm.vcpus for a in pending] if know_refused else ()))
+        audit = apply_plan(state, moves)
+        # The tenants of refused required requests boot again once, after
+        # the audit: refused only if that fails too.
+        for again in pending:
+            if not state.boot(dataclasses.replace(
+                    again, day=day + 1,
+                    life_days=again.life_days - (day + 1 - again.day)),
+                    the_world.changes.get(again.vm.id, ())):
+                day_refused += 1
+                day_required += 1
+        if day < spec.warmup_days:
+            continue
+        memory = state.memory_bound()
+        refused += day_refused
+        refused_required += day_required
+        for name in ('planned', 'moved', 'failed', 'worse'):
+            setattr(totals, name,
+                    getattr(totals, name) + getattr(audit, name))
+        days.append({'day': day - spec.warmup_days, 'servers': servers,
+                     'memory_bound': memory,
+                     'clean_before': clean_before,
+                     'clean': len(state.clean()),
+                     'bound': min(memory, state.domains()),
+                     'refused': day_refused,
+                     'refused_required': day_required,
+                     'budget': budget, 'moved': audit.moved,
+                     'failed': audit.failed, 'worse': audit.worse})
+    return {'per_100': per_100, 'mover': mover,
+            'know_refused': know_refused, 'days': days,
+            'refused': refused, 'refused_required': refused_required,
+            'planned': totals.planned, 'moved': totals.moved,
+            'failed': totals.failed, 'worse': totals.worse,
+            'arrivals': len(the_world.trace)}
