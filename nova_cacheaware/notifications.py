@@ -92,7 +92,8 @@ class HostStateEndpoint:
             if heartbeat:
                 message = state_wire.parse_heartbeat(payload)
             else:
-                message = state_wire.parse_state(payload)
+                # The cache's own state class, parsed into (no copy).
+                message = self._cache.parse_state(payload)
         except exception.InvalidInput as e:
             LOG.warning('Dropping %s from %s: %s', event_type, publisher_id,
                         e)

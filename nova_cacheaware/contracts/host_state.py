@@ -194,22 +194,18 @@ class HostCacheState:
     def domain_rows(self, cpu_ratio):
         """``(id, memory-bound, Clean holders, vCPUs used, capacity)`` rows.
 
-        What the host model's room check and prediction read per request
-        (:func:`nova_cacheaware.scheduler.domain_order.room_reason`),
-        made once per state and ratio. Capacity is
+        What the host model's room check and prediction read
+        (:func:`nova_cacheaware.scheduler.domain_order.room_reason`; the
+        scheduler's state keeps them per ratio). Capacity is
         :meth:`DomainState.capacity` (None: unknown); Clean holders fall
         back to the memory-bound VMs without ``clean_holders``.
         """
-        memo = self.__dict__.setdefault('_rows_by_ratio', {})
-        rows = memo.get(cpu_ratio)
-        if rows is None:
-            rows = memo[cpu_ratio] = tuple(
-                (d.id, len(d.memory_bound_vms),
-                 len(d.memory_bound_vms) if d.clean_holders is None
-                 else d.clean_holders,
-                 d.vcpus_used or 0, d.capacity(cpu_ratio))
-                for d in self.domains)
-        return rows
+        return tuple(
+            (d.id, len(d.memory_bound_vms),
+             len(d.memory_bound_vms) if d.clean_holders is None
+             else d.clean_holders,
+             d.vcpus_used or 0, d.capacity(cpu_ratio))
+            for d in self.domains)
 
     @functools.cached_property
     def required_domains(self):
@@ -347,8 +343,11 @@ def _invalid(message):
     return exception.InvalidInput(reason=message)
 
 
-def from_payload(payload):
+def from_payload(payload, make=None):
     """Parse a payload dict into a :class:`HostCacheState`.
+
+    ``make``: the class to build (a subclass; the scheduler's keeps its
+    derived values), :class:`HostCacheState` by default.
 
     Raises :class:`~nova_cacheaware.exception.InvalidInput` naming the first
     problem: wrong major version, missing or mistyped field, unknown domain
@@ -377,7 +376,7 @@ def from_payload(payload):
             affinity = affinity_docs.EstimateRequest.from_dict(affinity)
         except exception.InvalidInput as e:
             raise _invalid('vcpu_affinity: %s' % e.kwargs.get('reason', e))
-    return HostCacheState(
+    return (make or HostCacheState)(
         host=doc['host'], timestamp=timestamps.parse_time(doc['timestamp']),
         agent_healthy=doc['agent_healthy'], domains=domains, vms=doc['vms'],
         available_pcpus=doc['available_pcpus'], version=version,

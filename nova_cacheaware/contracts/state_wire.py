@@ -81,18 +81,19 @@ def render_state(state, version=VERSION):
                      % (version, ', '.join(WRITABLE)))
 
 
-def parse_state(payload):
+def parse_state(payload, make=None):
     """A ``cacheaware.host.state`` payload of major 1 or 2, parsed.
 
     :class:`~nova_cacheaware.exception.InvalidInput` for any other major
-    or a malformed payload (one line naming the problem).
+    or a malformed payload (one line naming the problem). ``make``: the
+    :class:`~.host_state.HostCacheState` subclass to build, if not it.
     """
     with schema.reraise(_invalid):
         version = host_state.VERSION_FIELD.check(
             payload, 'payload', '')['version']
     if version.split('.')[0] == str(MAJOR):
-        return from_compact(payload)
-    return host_state.from_payload(payload)
+        return from_compact(payload, make)
+    return host_state.from_payload(payload, make)
 
 
 def to_compact(state):
@@ -195,8 +196,10 @@ HEARTBEAT = schema.Obj(dict(_SENDER, version=(_TEXT, schema.AS_NULL)),
                        'payload must be an object')
 
 
-def from_compact(payload):
+def from_compact(payload, make=None):
     """Parse a 2.x payload into a :class:`~.host_state.HostCacheState`.
+
+    ``make``: the subclass to build, as for :func:`parse_state`.
 
     :class:`~nova_cacheaware.exception.InvalidInput` naming the first
     problem. The state has no per-VM records: its instance uuids, spin
@@ -225,7 +228,7 @@ def from_compact(payload):
     names = [d.id for d in domains]
     if len(set(names)) != len(names):
         raise _invalid('duplicate domain ids %s' % names)
-    return host_state.HostCacheState(
+    return (make or host_state.HostCacheState)(
         host=doc['host'], timestamp=timestamps.parse_time(doc['timestamp']),
         agent_healthy=doc['agent_healthy'], domains=tuple(domains),
         available_pcpus=doc['available_pcpus'],

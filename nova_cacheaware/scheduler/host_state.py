@@ -9,7 +9,6 @@ called by :class:`~nova_cacheaware.scheduler.state_cache.HostStateCache`).
 """
 
 import dataclasses
-import functools
 
 from nova_cacheaware.cachedomain import choice as domain_choice
 from nova_cacheaware.contracts import host_state as wire
@@ -18,19 +17,57 @@ from nova_cacheaware import exception
 from nova_cacheaware.pcpu_est import headroom as pcpu_headroom
 
 
+class Derived:
+    """What the scheduler derives from one received state, kept with it.
+
+    The pCPU headroom (``headroom``; :data:`UNSET` until computed), the
+    pCPU availability scores by request shape (``scores``), the domain
+    rows by CPU ratio (``rows``) and the contention scores by ``(ratio,
+    vCPUs)`` (``contention``). A mutable holder the frozen state owns from
+    its construction: the state's fields never change, these fill as
+    requests ask and die with the state.
+    """
+
+    __slots__ = ('headroom', 'scores', 'rows', 'contention')
+
+    def __init__(self):
+        self.headroom = UNSET
+        self.scores = {}
+        self.rows = {}
+        self.contention = {}
+
+
+#: :attr:`Derived.headroom` before it is computed (None is a value: no
+#: headroom).
+UNSET = object()
+
+
 @dataclasses.dataclass(frozen=True)
 class HostCacheState(wire.HostCacheState):
-    """A host's live state with the values the scheduler derives from it."""
+    """A host's live state with the values the scheduler derives from it.
 
-    @functools.cached_property
+    The listener parses payloads straight into this class
+    (:func:`from_payload`); :attr:`derived` holds the memos.
+    """
+
+    derived: Derived = dataclasses.field(default_factory=Derived, init=False,
+                                         repr=False, compare=False)
+
+    @property
     def pcpu_headroom(self):
         """:class:`~.pcpu_headroom.Headroom` of ``vcpu_affinity``, or None.
 
         From the agent's ``pcpu_levels`` (payload 2.0) where they came,
         else solved here from ``vcpu_affinity`` (1.x). None without
         either, with no pCPU, or when the estimate refuses the affinities
-        (the weigher is then neutral).
+        (the weigher is then neutral). Computed once per state.
         """
+        derived = self.derived
+        if derived.headroom is UNSET:
+            derived.headroom = self._headroom()
+        return derived.headroom
+
+    def _headroom(self):
         if self.pcpu_levels is not None:
             return pcpu_headroom.Headroom.of_levels(
                 self.pcpu_levels.pcpus, self.pcpu_levels.levels)
@@ -41,13 +78,22 @@ class HostCacheState(wire.HostCacheState):
         except exception.InvalidInput:
             return None
 
-    @functools.cached_property
+    @property
     def pcpu_scores(self):
-        """The pCPU availability scores by request shape (its memo).
+        """The pCPU availability scores by request shape (its memo)."""
+        return self.derived.scores
 
-        Lives and dies with this state, so a new state replaces it whole.
+    def domain_rows(self, cpu_ratio):
+        """The domain rows at ``cpu_ratio``, made once per state and ratio.
+
+        :meth:`~nova_cacheaware.contracts.host_state.HostCacheState.
+        domain_rows`.
         """
-        return {}
+        rows = self.derived.rows.get(cpu_ratio)
+        if rows is None:
+            rows = self.derived.rows[cpu_ratio] = super().domain_rows(
+                cpu_ratio)
+        return rows
 
     def prepare(self, previous=None):
         """Compute the derived values now (on arrival, not per request).
@@ -61,21 +107,21 @@ class HostCacheState(wire.HostCacheState):
                  and previous.pcpu_levels == self.pcpu_levels)
                 or (previous.vcpu_affinity is not None
                     and previous.vcpu_affinity == self.vcpu_affinity)):
-            self.__dict__['pcpu_headroom'] = previous.pcpu_headroom
-            self.__dict__['pcpu_scores'] = previous.pcpu_scores
+            self.derived.headroom = previous.pcpu_headroom
+            self.derived.scores = previous.pcpu_scores
         for name in ('empty_domains', 'memory_bound_vms', 'storming_vms',
                      'busy_providers', 'domain_providers', 'pcpu_headroom',
-                     'instance_uuids', 'required_domains', 'pcpu_scores'):
+                     'instance_uuids', 'required_domains'):
             getattr(self, name)
         if previous is not None:
             # The rows and scores the requests asked of the previous state
             # (a host's ratio and the cloud's flavor sizes rarely change):
             # made now, so the first request after this state's arrival
             # finds them like every later one.
-            for ratio in list(previous.__dict__.get('_rows_by_ratio', ())):
+            for ratio in list(previous.derived.rows):
                 self.domain_rows(ratio)
-            for ratio, vcpus in list(previous.__dict__.get(
-                    '_contention_scores', ()))[-SCORE_SHAPES:]:
+            for ratio, vcpus in list(previous.derived.contention)[
+                    -SCORE_SHAPES:]:
                 contention(self, vcpus, ratio)
             self._score_shapes(list(previous.pcpu_scores)[-SCORE_SHAPES:])
         return self
@@ -128,13 +174,15 @@ def contention(state, vcpus, cpu_ratio):
 
     :func:`~nova_cacheaware.cachedomain.choice.contention_score` of the
     state's domain rows at ``cpu_ratio`` for a ``vcpus``-vCPU instance,
-    computed once per state, ratio and vCPUs.
+    computed once per scheduler state, ratio and vCPUs.
     """
+    if not isinstance(state, HostCacheState):
+        # A contract state (the simulators, the tests): nowhere to keep it.
+        return domain_choice.contention_score(state.domain_rows(cpu_ratio),
+                                              vcpus)
     # No try/except KeyError: the first request after every refresh
     # misses, and a raised exception costs more than the lookups.
-    memo = state.__dict__.get('_contention_scores')
-    if memo is None:
-        memo = state.__dict__['_contention_scores'] = {}
+    memo = state.derived.contention
     key = (cpu_ratio, vcpus)
     value = memo.get(key)
     if value is None:
@@ -144,7 +192,11 @@ def contention(state, vcpus, cpu_ratio):
 
 
 def for_scheduler(state):
-    """``state`` as a scheduler :class:`HostCacheState` (same fields)."""
+    """``state`` as a scheduler :class:`HostCacheState` (same fields).
+
+    States parsed by :func:`from_payload` already are; a contract state
+    built elsewhere (the tests, the benchmarks) is copied once.
+    """
     if isinstance(state, HostCacheState):
         return state
     return HostCacheState(**{f.name: getattr(state, f.name)
@@ -154,6 +206,7 @@ def for_scheduler(state):
 def from_payload(payload):
     """A state payload of any major this scheduler reads, for us.
 
-    :func:`~nova_cacheaware.contracts.state_wire.parse_state`.
+    :func:`~nova_cacheaware.contracts.state_wire.parse_state`, built as
+    this module's :class:`HostCacheState` (no copy).
     """
-    return for_scheduler(state_wire.parse_state(payload))
+    return state_wire.parse_state(payload, HostCacheState)

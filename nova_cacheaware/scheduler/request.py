@@ -3,28 +3,32 @@
 Every filter runs once per host and every weigher once per host, but what
 they read from the flavor (the ``cacheaware:`` keys, the vCPU count, the
 ``quota:`` cap, ``hw:cpu_policy``) is the same for every host. :func:`of`
-computes it once per flavor object and keeps it on that object.
+computes it once per flavor object: the parse is kept in a table keyed by
+the flavor object, weakly, so it lives exactly as long as the flavor.
 
-Why on the flavor object and not on the plugins: filter and weigher objects
+Why per flavor object and not on the plugins: filter and weigher objects
 are shared by every request and every concurrent scheduling thread, so they
 hold no per-request state. The ``RequestSpec``'s flavor lives exactly as
 long as the request: multi-create filters the same ``RequestSpec`` once per
 instance and reuses the parse, while a resize or a new request brings a new
 flavor object and a new parse. Nothing during scheduling mutates a flavor's
-extra specs in place. The memo is a plain attribute, not an object field,
-so it is never serialised; two threads that parse the same flavor at once
-store equal values.
+extra specs in place. Nova's object is left untouched (nothing of ours is
+written into it); two threads that parse the same flavor at once store
+equal values.
 """
 
 import dataclasses
 import typing as ty
+import weakref
 
 from nova_cacheaware.api import spec_rules
 from nova_cacheaware.contracts import extra_specs as specs
 from nova_cacheaware import exception
 from nova_cacheaware.vcpu_sizing import policy as vcpu_sizing
 
-_MEMO = '_cacheaware_request'
+#: ``{flavor object: Request}``; an entry goes with its flavor. Nova's
+#: objects hash by identity, so a lookup never compares fields.
+_PARSED = weakref.WeakKeyDictionary()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,10 +67,9 @@ class Request:
 def of(spec_obj):
     """The :class:`Request` of ``spec_obj``'s flavor, parsed at most once."""
     flavor = spec_obj.flavor
-    memo = flavor.__dict__.get(_MEMO)
+    memo = _PARSED.get(flavor)
     if memo is None:
-        memo = _parse(flavor)
-        flavor.__dict__[_MEMO] = memo
+        memo = _PARSED[flavor] = _parse(flavor)
     return memo
 
 

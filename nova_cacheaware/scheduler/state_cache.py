@@ -74,6 +74,15 @@ class HostStateCache:
         """Seconds a received state stays fresh."""
         return self._ttl
 
+    @staticmethod
+    def parse_state(payload):
+        """A state payload parsed into the state this cache stores.
+
+        :func:`~nova_cacheaware.scheduler.host_state.from_payload`
+        (:class:`~nova_cacheaware.exception.InvalidInput` when malformed).
+        """
+        return host_state.from_payload(payload)
+
     def update(self, state):
         """Record ``state`` unless a newer one of its host is already held.
 

@@ -42,6 +42,30 @@ class ForSchedulerTest(testtools.TestCase):
             hs.for_scheduler(wire_state(affinity=None)).pcpu_headroom)
 
 
+class DerivedTest(testtools.TestCase):
+    """The scheduler's memos live in the state's own holder."""
+
+    def test_rows_once_per_ratio_and_carried_to_the_next_state(self):
+        first = hs.for_scheduler(wire_state())
+        rows = first.domain_rows(2.0)
+        self.assertIs(rows, first.domain_rows(2.0))
+        self.assertEqual({2.0: rows}, first.derived.rows)
+        later = T0 + datetime.timedelta(seconds=5)
+        second = hs.for_scheduler(wire_state(timestamp=later))
+        self.assertEqual({}, second.derived.rows)
+        second.prepare(first)
+        self.assertEqual([2.0], list(second.derived.rows))
+        self.assertIsNot(first.derived, second.derived)
+
+    def test_fields_unchanged_and_memos_not_compared(self):
+        state = hs.for_scheduler(wire_state())
+        twin = hs.for_scheduler(wire_state())
+        state.domain_rows(1.0)
+        hs.contention(state, 2, 1.0)
+        self.assertEqual(state, twin)
+        self.assertNotIn('derived', repr(state))
+
+
 class CacheArrivalTest(testtools.TestCase):
     """The cache turns a wire state into a prepared scheduler state."""
 
@@ -50,7 +74,7 @@ class CacheArrivalTest(testtools.TestCase):
         self.assertTrue(cache.update(wire_state()))
         first = cache.get('cmp1')
         self.assertIsInstance(first, hs.HostCacheState)
-        self.assertIn('pcpu_headroom', first.__dict__)
+        self.assertIsNot(hs.UNSET, first.derived.headroom)
         later = T0 + datetime.timedelta(seconds=5)
         self.assertTrue(cache.update(wire_state(timestamp=later)))
         second = cache.get('cmp1')

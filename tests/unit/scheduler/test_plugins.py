@@ -1,5 +1,6 @@
 """CacheDomainFilter and CacheAwareWeigher on Nova's own objects."""
 
+import dataclasses
 import datetime
 
 import fixtures
@@ -401,11 +402,11 @@ class CacheAwareWeigherTest(PluginTestCase):
         # h1: two Empty domains and 4 idle pCPUs; h2: both domains hold a
         # memory-bound VM and 6 vCPUs float on the 4 pCPUs; h3: no state.
         h1 = with_vms('h1', {})
-        h1 = hs.HostCacheState(**dict(
-            vars(live('h1', [[], []])), vcpu_affinity=h1.vcpu_affinity))
+        h1 = dataclasses.replace(live('h1', [[], []]),
+                                 vcpu_affinity=h1.vcpu_affinity)
         h2 = with_vms('h2', {'a': floating(6, range(4))})
-        h2 = hs.HostCacheState(**dict(
-            vars(live('h2', [['a'], ['b']])), vcpu_affinity=h2.vcpu_affinity))
+        h2 = dataclasses.replace(live('h2', [['a'], ['b']]),
+                                 vcpu_affinity=h2.vcpu_affinity)
         for state in (h1, h2):
             self.cache.update(state)
         self.hosts = [host('h1', []), host('h2', []), host('h3', [])]

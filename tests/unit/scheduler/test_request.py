@@ -1,6 +1,8 @@
 """The per-request parse shared by the plugins, and their fast paths."""
 
+import gc
 from unittest import mock
+import weakref
 
 from nova import objects
 from nova.scheduler import host_manager
@@ -81,14 +83,26 @@ class RequestTest(tp.PluginTestCase):
             one.assert_not_called()
             other.assert_not_called()
 
-    def test_memo_is_not_an_object_field(self):
+    def test_nova_object_left_untouched(self):
+        spec_obj = tp.spec(SIZING)
+        flavor = spec_obj.flavor
+        before = (dict(flavor.__dict__), flavor.obj_to_primitive())
+        parsed = request.of(spec_obj)
+        self.assertEqual(before, (dict(flavor.__dict__),
+                                  flavor.obj_to_primitive()))
+        self.assertIs(parsed, request.of(spec_obj))
+
+    def test_memo_goes_with_its_flavor(self):
         spec_obj = tp.spec(SIZING)
         request.of(spec_obj)
-        flavor = spec_obj.flavor
-        self.assertNotIn(request._MEMO, flavor.obj_to_primitive()[
-            'nova_object.data'])
-        copy = objects.Flavor.obj_from_primitive(flavor.obj_to_primitive())
-        self.assertNotIn(request._MEMO, copy.__dict__)
+        self.assertIn(spec_obj.flavor, request._PARSED)
+        gone = weakref.ref(spec_obj.flavor)
+        spec_obj.flavor = objects.Flavor.obj_from_primitive(
+            spec_obj.flavor.obj_to_primitive())
+        gc.collect()
+        # The memo kept nothing alive; the new flavor is parsed anew.
+        self.assertIsNone(gone())
+        self.assertNotIn(spec_obj.flavor, request._PARSED)
 
 
 class PerStateWorkTest(tp.PluginTestCase):
