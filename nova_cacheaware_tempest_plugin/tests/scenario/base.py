@@ -36,6 +36,21 @@ class CacheAwareScenarioTest(test.BaseTestCase):
                 'admin-only)')
 
     @classmethod
+    def skip_without_live_migration(cls, option):
+        """Skip unless ``[cacheaware] option`` names two hosts to migrate.
+
+        And unless the cloud live-migrates at all.
+        """
+        hosts = getattr(CONF.cacheaware, option)
+        if len(hosts) != 2:
+            raise cls.skipException(
+                '[cacheaware] %s must name two libvirt computes (source, '
+                'destination), not %s' % (option, hosts))
+        if not CONF.compute_feature_enabled.live_migration:
+            raise cls.skipException('[compute-feature-enabled] '
+                                    'live_migration is False')
+
+    @classmethod
     def setup_clients(cls):
         super().setup_clients()
         cls.servers_client = cls.os_primary.servers_client

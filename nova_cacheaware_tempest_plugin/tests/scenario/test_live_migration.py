@@ -47,14 +47,7 @@ class LiveMigrationTest(base.CacheAwareScenarioTest):
     @classmethod
     def skip_checks(cls):
         super().skip_checks()
-        if len(CONF.cacheaware.live_migration_hosts) != 2:
-            raise cls.skipException(
-                '[cacheaware] live_migration_hosts must name two libvirt '
-                'computes (source, destination), not %s'
-                % CONF.cacheaware.live_migration_hosts)
-        if not CONF.compute_feature_enabled.live_migration:
-            raise cls.skipException('[compute-feature-enabled] '
-                                    'live_migration is False')
+        cls.skip_without_live_migration('live_migration_hosts')
 
     @classmethod
     def setup_clients(cls):

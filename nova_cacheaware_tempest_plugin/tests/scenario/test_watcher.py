@@ -97,14 +97,7 @@ class WatcherRebalanceTest(base.CacheAwareScenarioTest):
             raise cls.skipException(
                 '[cacheaware] watcher is False: OpenStack Watcher is not in '
                 'the cloud (the devcloud: DEVCLOUD_WATCHER=1)')
-        if len(CONF.cacheaware.watcher_hosts) != 2:
-            raise cls.skipException(
-                '[cacheaware] watcher_hosts must name two libvirt computes '
-                '(source, destination), not %s'
-                % CONF.cacheaware.watcher_hosts)
-        if not CONF.compute_feature_enabled.live_migration:
-            raise cls.skipException('[compute-feature-enabled] '
-                                    'live_migration is False')
+        cls.skip_without_live_migration('watcher_hosts')
 
     @classmethod
     def setup_clients(cls):
