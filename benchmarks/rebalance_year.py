@@ -140,43 +140,43 @@ def _key(result):
                         ' known refusals' if result['know_refused'] else '')
 
 
+def _large_lines(ax, case):
+    for key, series in sorted(case['series'].items()):
+        if 'known' not in key:
+            ax.plot([s[0] / s[2] if s[2] else 1.0 for s in series],
+                    label=key.replace('strategy ', 'budget '), lw=0.9)
+    ax.set_ylabel('Clean memory-bound / bound (before audit)')
+
+
+def _small_lines(ax, case):
+    for key, series in sorted(case['series'].items()):
+        ax.plot([s[1] for s in series], label=key, lw=0.9)
+    ax.plot([s[2] for s in next(iter(case['series'].values()))],
+            label='bound', lw=0.7, ls=':')
+    ax.set_ylabel('Clean memory-bound servers')
+
+
 def plots(doc, where):
     """The two figures of the evaluation page."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    first = [c for c in doc['large'] if c['seed'] == SEEDS[0]]
-    fig, axes = plt.subplots(1, len(first), figsize=(5 * len(first), 3.6),
-                             squeeze=False)
-    for ax, case in zip(axes[0], first):
-        for key, series in sorted(case['series'].items()):
-            if 'known' in key:
-                continue
-            ax.plot([s[0] / s[2] if s[2] else 1.0 for s in series],
-                    label=key.replace('strategy ', 'budget '), lw=0.9)
-        ax.set_title('%s, %d hosts (seed %d)'
-                     % (case['mix'], case['hosts'], case['seed']))
-        ax.set_xlabel('day')
-        ax.set_ylabel('Clean memory-bound / bound (before audit)')
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(where, 'rebalance-year-clean.png'), dpi=90)
-    plt.close(fig)
-    cases = [c for c in doc['small'] if c['seed'] == SEEDS[0]]
-    fig, axes = plt.subplots(1, len(cases), figsize=(5 * len(cases), 3.6),
-                             squeeze=False)
-    for ax, case in zip(axes[0], cases):
-        for key, series in sorted(case['series'].items()):
-            ax.plot([s[1] for s in series], label=key, lw=0.9)
-        ax.plot([s[2] for s in next(iter(case['series'].values()))],
-                label='bound', lw=0.7, ls=':')
-        ax.set_title('%s, 8 hosts (seed %d)' % (case['mix'], case['seed']))
-        ax.set_xlabel('day')
-        ax.set_ylabel('Clean memory-bound servers')
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(where, 'rebalance-year-small.png'), dpi=90)
-    plt.close(fig)
+    for cases, lines, name in (
+            (doc['large'], _large_lines, 'rebalance-year-clean.png'),
+            (doc['small'], _small_lines, 'rebalance-year-small.png')):
+        cases = [c for c in cases if c['seed'] == SEEDS[0]]
+        fig, axes = plt.subplots(1, len(cases),
+                                 figsize=(5 * len(cases), 3.6),
+                                 squeeze=False)
+        for ax, case in zip(axes[0], cases):
+            lines(ax, case)
+            ax.set_title('%s, %d hosts (seed %d)'
+                         % (case['mix'], case['hosts'], case['seed']))
+            ax.set_xlabel('day')
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(where, name), dpi=90)
+        plt.close(fig)
 
 
 def main(argv=None):
