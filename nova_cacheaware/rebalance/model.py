@@ -86,8 +86,11 @@ class Plan:
 class HostView:
     """One host's share of the score, for a placement of its servers.
 
-    ``status``: ``{uuid: (Clean, All-share, pCPUs fine)}``, what must
-    never turn from True to False for any server; ``rooms``: the free
+    ``status``: ``{uuid: (Clean, All-share, pCPUs fine, maybe Clean)}``,
+    what must never turn from True to False for any server ("maybe
+    Clean": a server not found CPU-bound, pinned into a domain where no
+    other server is memory-bound or not classified yet - Clean if its
+    class, or its neighbours', turns out memory-bound); ``rooms``: the free
     vCPUs of each domain without a memory-bound (Clean-wanting) server;
     ``domains``: ``{domain id: (free vCPUs, Clean-wanting servers,
     memory-bound servers)}``; ``vcpus``: of all its servers; ``waiting``:
@@ -168,6 +171,7 @@ def view(host, servers, placed, origin):
     used = {d.id: 0 for d in host.domains}
     holders = dict(used)
     memory = dict(used)
+    maybe = dict(used)
     vcpus = 0
     for server in servers:
         vcpus += server.vcpus
@@ -176,6 +180,7 @@ def view(host, servers, placed, origin):
             used[domain] += server.vcpus
             holders[domain] += server.wants_clean
             memory[domain] += server.memory_bound
+            maybe[domain] += server.workload != 'cpu'
     crowded = vcpus > host.pcpus
     status = {}
     clean = all_share = relieved = away = 0
@@ -187,13 +192,17 @@ def view(host, servers, placed, origin):
         pinned = domain is not None and server.cache_aware
         fine = not crowded and (not server.storm
                                 or origin[server.uuid] != host.name)
+        # Classes the agent has not found yet hide Clean both ways: kept
+        # apart from what the score counts, never spoiled either.
+        maybe_clean = (domain is not None and server.workload != 'cpu'
+                       and maybe[domain] == 1)
         clean += is_clean
         all_share += pinned
         relieved += server.storm and fine
         if server.cache_aware and domain is None:
             waiting.append(server.vcpus)
         away += server.storm and origin[server.uuid] != host.name
-        status[server.uuid] = (is_clean, pinned, fine)
+        status[server.uuid] = (is_clean, pinned, fine, maybe_clean)
     free = {d.id: d.capacity - used[d.id] for d in host.domains}
     rooms = tuple(sorted(free[d] for d in free
                          if holders[d] == 0 and free[d] > 0))

@@ -207,7 +207,7 @@ def bound(region, uuid):
     server = region.servers[uuid]
     name = region.host_of[uuid]
     host_view = region.views[name]
-    clean, pinned, fine = host_view.status[uuid]
+    clean, pinned, fine, _maybe = host_view.status[uuid]
     domain = region.placed[uuid]
     gain_clean = server.memory_bound and not clean
     room = waiting = 0
@@ -251,7 +251,7 @@ def _candidates(region, snapshot):
         for uuid, server in members.items():
             if not movable(server, snapshot):
                 continue
-            clean, pinned, fine = host_view.status[uuid]
+            clean, pinned, fine, _maybe = host_view.status[uuid]
             domain = region.placed[uuid]
             if (waiting or not pinned or (server.memory_bound and not clean)
                     or (server.storm and not fine)
