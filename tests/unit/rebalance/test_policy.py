@@ -130,6 +130,12 @@ class RuleTableTest(testtools.TestCase):
         self.assertEqual([('s', 'a', 'b', 'L2-0')],
                          moves(rebalance.plan_moves(snap(f.cpu), 3)))
 
+        # Not beside a server the agent has not classified yet: it may be
+        # memory-bound ("maybe Clean" never turns false either).
+        def unknown(uuid, vcpus, domain):
+            return rs.Server(uuid, vcpus, 'unknown', domain=domain)
+        self.assertEqual([], moves(rebalance.plan_moves(snap(unknown), 3)))
+
     def test_required_server_never_displaces_a_clean_one(self):
         # r (required) would take p's Clean L2 on b by the agent's rule,
         # leaving p on Nova's CPUs: refused; m2 joining p is Dirty.
