@@ -300,7 +300,7 @@ def parse_args(argv):
                    help='periods between the agents\' start and the window')
     p.add_argument('--digest', type=float, default=1.0,
                    help='[state_relay] digest_interval_s')
-    p.add_argument('--max-delay', type=float, default=0.2,
+    p.add_argument('--max-delay', type=float, default=0.5,
                    help='[state_relay] max_state_delay_s')
     p.add_argument('--storm', type=int, default=10,
                    help='periods after every agent restarts at once '

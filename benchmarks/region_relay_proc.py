@@ -44,7 +44,7 @@ def main(argv=None):
     parser.add_argument('--resync', type=float, default=30.0)
     parser.add_argument('--every', type=int, default=3)
     parser.add_argument('--digest', type=float, default=1.0)
-    parser.add_argument('--max-delay', type=float, default=0.2)
+    parser.add_argument('--max-delay', type=float, default=0.5)
     args = parser.parse_args(argv)
     table = state_relay.RelayTable(state_relay.Rules(
         resync_window_s=args.resync, full_state_every=args.every),

@@ -106,7 +106,7 @@ class StateRelay:
     def __init__(self, source, sink, table, input_topic, output_topic,
                  pool, digest_interval_s=1.0, max_state_bytes=4 << 20,
                  stats_interval_s=300, clock=time.monotonic,
-                 requester=None, max_state_delay_s=0.2):
+                 requester=None, max_state_delay_s=0.5):
         self.source = source
         self.sink = sink
         self.table = table
