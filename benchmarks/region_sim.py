@@ -25,6 +25,7 @@ every pass; the agent's full pass cost is timed apart, without the memo
 import dataclasses
 import datetime
 import json
+import random
 import time
 from unittest import mock
 import uuid as uuid_mod
@@ -196,9 +197,13 @@ class Region:
     def restart(self, sims):
         """New publishers (agents restarted) for ``sims``."""
         for sim in sims:
+            # Each host's resync jitter drawn from its own seed: a run
+            # repeats (the agents' unseeded draws made the lost-update
+            # run's outcome vary from one run to the next).
             self.publishers[sim.name] = notify.NotificationStatePublisher(
                 self.transport, sim.name, TOPIC, version=self.version,
-                cadence=self.cadence, clock=self.clock)
+                cadence=self.cadence, clock=self.clock,
+                draw=random.Random(sim.name).random)
 
     def agent_pass(self):
         """Every started agent's pass; returns its CPU seconds."""
