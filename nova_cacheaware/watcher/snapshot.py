@@ -104,12 +104,14 @@ class Audited:
         return sum(len(h.servers) for h in self.snapshot.hosts)
 
 
-def build(views, hosts, servers, groups=()):
+def build(views, hosts, servers, groups=(), pending=()):
     """The :class:`Audited` snapshot of what one audit read.
 
     ``views``: :class:`~nova_cacheaware.contracts.host_view.HostView` of
     the hosts whose agent answered; ``hosts``: :class:`NovaHost`;
-    ``servers``: :class:`NovaServer`; ``groups``: :class:`ServerGroup`.
+    ``servers``: :class:`NovaServer`; ``groups``: :class:`ServerGroup`;
+    ``pending``: the vCPUs of refused ``cache_clean=required`` requests
+    (:func:`~nova_cacheaware.watcher.sources.refused_required`).
     """
     left_out = []
     by_name = {h.name: h for h in hosts}
@@ -137,7 +139,8 @@ def build(views, hosts, servers, groups=()):
     snapshot = rs.Snapshot(
         hosts=tuple(out_hosts),
         groups=tuple(sorted((g, p) for g, p in policies.items()
-                            if g in used)))
+                            if g in used)),
+        pending=tuple(sorted(pending)))
     return Audited(snapshot, tuple(left_out))
 
 

@@ -10,19 +10,27 @@ through the same two methods:
   host whose agent does not answer, or answers a document that does not
   check, is left out of the audit with the reason;
 * ``server_groups()``: Nova's server groups of every project (policy and
-  members), with Watcher's openstacksdk connection to Nova.
+  members), with Watcher's openstacksdk connection to Nova;
+* ``refused_requests(since)``: the ``cache_clean=required`` requests Nova's
+  scheduler refused since then (:func:`refused_required`), from the same
+  connection.
 
 No Watcher import here.
 """
 
 import dataclasses
+import datetime
 import typing as ty
 
 from keystoneauth1 import adapter
 from keystoneauth1 import exceptions as ks_exc
+from openstack import exceptions as sdk_exc
 from oslo_log import log as logging
 
+from nova_cacheaware.contracts import extra_specs
 from nova_cacheaware.contracts import host_view
+from nova_cacheaware.contracts import limits
+from nova_cacheaware.contracts import rebalance_snapshot
 from nova_cacheaware import exception
 from nova_cacheaware.osc import plugin
 from nova_cacheaware.watcher import snapshot
@@ -94,9 +102,81 @@ class ApiSource:
         return tuple(group_of(g) for g in
                      self._nova.compute.server_groups(all_projects=True))
 
+    def refused_requests(self, since):
+        """:func:`refused_required` of Nova's ERROR servers since ``since``.
+
+        ``since``: an aware datetime; servers changed before it are not
+        asked for (Nova's ``changes-since``).
+        """
+        try:
+            return refused_required(self._nova.compute.servers(
+                details=True, all_projects=True, status='ERROR',
+                changes_since=since.astimezone(datetime.timezone.utc)
+                .strftime('%Y-%m-%dT%H:%M:%SZ')))
+        except (sdk_exc.SDKException, ks_exc.ClientException) as e:
+            raise NovaUnreadable('cannot list the ERROR servers from '
+                                 'Nova: %s' % e) from None
+
 
 class _NoView(Exception):
     """One host's view could not be had."""
+
+
+class NovaUnreadable(exception.CacheAwareError):
+    """What the audit asked of Nova could not be read."""
+
+
+#: What Nova's conductor writes in the fault of a server no host took.
+NO_VALID_HOST = 'No valid host was found'
+
+
+def refused_required(servers):
+    """The vCPUs of each ``cache_clean=required`` request Nova refused.
+
+    ``servers``: openstacksdk ``Server`` resources (or what quacks like
+    one), as ``GET /servers/detail`` gives them from microversion 2.47
+    (the flavor embedded with its extra specs; Watcher asks with 2.56).
+    A server counts when it is in ERROR with Nova's NoValidHost fault and
+    never got a host, and its flavor requires a Clean domain: the request
+    the scheduler could not give a Clean place, which the audit may make
+    room for. Anything else is left out; at most
+    :data:`~nova_cacheaware.contracts.rebalance_snapshot.MAX_PENDING`,
+    the newest first. Sorted ascending, as the snapshot keeps them.
+    """
+    refused = []
+    for server in servers:
+        fault = getattr(server, 'fault', None) or {}
+        if (getattr(server, 'status', None) != 'ERROR'
+                or NO_VALID_HOST not in str(fault.get('message', ''))
+                or getattr(server, 'compute_host', None)):
+            continue
+        vcpus, specs = _flavor(server)
+        if vcpus is None:
+            continue
+        try:
+            request = extra_specs.parse_extra_specs(specs)
+        except exception.InvalidInput:
+            continue
+        if request.clean_required:
+            refused.append((str(getattr(server, 'updated_at', '') or ''),
+                            vcpus))
+    refused.sort(reverse=True)
+    kept = refused[:rebalance_snapshot.MAX_PENDING]
+    return tuple(sorted(vcpus for _when, vcpus in kept))
+
+
+def _flavor(server):
+    """``(vCPUs, extra specs)`` of the server's embedded flavor."""
+    flavor = getattr(server, 'flavor', None)
+    if flavor is None:
+        return None, {}
+    get = (flavor.get if isinstance(flavor, dict)
+           else lambda key: getattr(flavor, key, None))
+    vcpus = get('vcpus')
+    if (not isinstance(vcpus, int) or isinstance(vcpus, bool)
+            or not 1 <= vcpus <= limits.MAX_VCPUS):
+        return None, {}
+    return vcpus, dict(get('extra_specs') or {})
 
 
 def group_of(sdk_group):

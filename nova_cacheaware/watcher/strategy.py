@@ -6,7 +6,8 @@ point. An audit:
 1. ``pre_execute``: checks Watcher's compute model (and that it carries
    the flavors' extra specs: ``[compute_model]
    enable_extended_attributes``), reads each usable host's view from its
-   agent and Nova's server groups (:mod:`.sources`), and builds the
+   agent, Nova's server groups and the ``cache_clean=required`` requests
+   Nova's scheduler refused lately (:mod:`.sources`), and builds the
    rebalance snapshot (:func:`.snapshot.build`, pure);
 2. ``do_execute``: runs :func:`nova_cacheaware.rebalance.policy.plan_moves`
    with the audit's migration budget and turns each move, in order, into
@@ -23,6 +24,7 @@ Nothing to improve gives an empty solution: a successful audit with no
 action. The operator page is ``doc/source/admin/watcher.rst``.
 """
 
+import datetime
 import json
 import logging
 import math
@@ -46,6 +48,8 @@ NAME = 'cache_rebalance'
 LIVE = 'live'
 #: The default budget: migrations per 100 audited servers (rounded up).
 PER_100_SERVERS = 1.0
+#: Refused ``required`` requests of the last day count (a daily audit's).
+REFUSED_WITHIN_HOURS = 24.0
 
 
 class CacheRebalance(base.BaseStrategy):
@@ -92,6 +96,14 @@ class CacheRebalance(base.BaseStrategy):
                                    'audit, whatever the servers\' count '
                                    '(0: no cap beyond the one above).',
                     'type': 'integer', 'minimum': 0, 'default': 0},
+                'refused_within_hours': {
+                    'description': 'Make room for the cache_clean='
+                                   'required requests Nova refused '
+                                   '(servers in ERROR with No valid host) '
+                                   'in this many hours before the audit '
+                                   '(0: do not ask Nova).',
+                    'type': 'number', 'minimum': 0,
+                    'default': REFUSED_WITHIN_HOURS},
             },
         }
 
@@ -138,7 +150,8 @@ class CacheRebalance(base.BaseStrategy):
                         'from nova-cacheaware-api (%d hosts asked; %s: %s)'
                         % (len(views.failed), host, reason))
         self.audited = snapshot.build(views.views, hosts, servers,
-                                      source.server_groups())
+                                      source.server_groups(),
+                                      self._refused(source))
         for name, reason in self.audited.left_out:
             LOG.info('Cache rebalance audit: %s left out: %s', name, reason)
         if LOG.isEnabledFor(logging.DEBUG):
@@ -146,6 +159,27 @@ class CacheRebalance(base.BaseStrategy):
             LOG.debug('Cache rebalance snapshot: %s', json.dumps(
                 rebalance_snapshot.snapshot_to_dict(self.audited.snapshot),
                 sort_keys=True))
+
+    def _refused(self, source):
+        """The refused ``required`` requests to make room for, or ()."""
+        hours = self.input_parameters.get('refused_within_hours',
+                                          REFUSED_WITHIN_HOURS)
+        if not hours:
+            return ()
+        since = (datetime.datetime.now(datetime.timezone.utc)
+                 - datetime.timedelta(hours=hours))
+        try:
+            pending = source.refused_requests(since)
+        except sources.NovaUnreadable as e:
+            # Without them the audit still restores Clean: go on.
+            LOG.warning('Cache rebalance audit plans without the refused '
+                        'cache_clean=required requests: %s', e)
+            return ()
+        if pending:
+            LOG.info('Cache rebalance audit: %d cache_clean=required '
+                     'requests refused in the last %s hours (vCPUs %s)',
+                     len(pending), hours, list(pending))
+        return pending
 
     def _api_source(self):
         conf = self.config

@@ -5,6 +5,7 @@ answers (a view, an agent that does not answer, a document that does
 not check); the source asks it through a real keystoneauth session.
 """
 
+import datetime
 import json
 import threading
 import types
@@ -12,8 +13,11 @@ from wsgiref import simple_server
 
 import fixtures
 from keystoneauth1 import session
+from openstack.compute.v2 import server as sdk_server
+from openstack import exceptions as sdk_exc
 import testtools
 
+from nova_cacheaware.api import flavor_specs
 from nova_cacheaware.watcher import snapshot
 from nova_cacheaware.watcher import sources
 from tests.unit.watcher import views as v
@@ -111,3 +115,97 @@ class GroupsTest(testtools.TestCase):
              snapshot.ServerGroup('g2', 'affinity', ())),
             source.server_groups())
         self.assertEqual([{'all_projects': True}], asked)
+
+
+def nova_server(uuid, status='ERROR', fault='No valid host was found. ',
+                host=None, vcpus=2, specs=None,
+                updated='2026-11-29T10:00:00Z'):
+    """An openstacksdk ``Server`` as ``GET /servers/detail`` (2.56) gives."""
+    body = {'id': uuid, 'status': status, 'OS-EXT-SRV-ATTR:host': host,
+            'updated': updated,
+            'flavor': {'vcpus': vcpus, 'ram': 512, 'disk': 1,
+                       'original_name': 'f', 'extra_specs': (
+                           REQUIRED if specs is None else specs)}}
+    if fault is not None:
+        body['fault'] = {'code': 500, 'message': fault}
+    return sdk_server.Server.existing(**body)
+
+
+#: The ``required`` flavor's extra specs as ``nova-cacheaware flavor set``
+#: writes them (2 vCPUs).
+REQUIRED = flavor_specs.compute_specs(
+    {'cache_share': 'all', 'workload': 'memory', 'cache_clean': 'required'},
+    2).set
+
+
+class RefusedRequestsTest(testtools.TestCase):
+
+    def test_only_required_requests_no_host_took(self):
+        table = [
+            # (server, counted)
+            (nova_server('r1'), True),
+            (nova_server('r2', vcpus=4, specs=flavor_specs.compute_specs(
+                {'cache_share': 'all', 'workload': 'memory',
+                 'cache_clean': 'required'}, 4).set), True),
+            # Clean preferred, or no cache-aware flavor: not a room request.
+            (nova_server('p1', specs=flavor_specs.compute_specs(
+                {'cache_share': 'all', 'workload': 'memory',
+                 'cache_clean': 'preferred'}, 2).set), False),
+            (nova_server('n1', specs={}), False),
+            # ERROR for another reason, or on a host: not refused.
+            (nova_server('e1', fault='Build of instance aborted'), False),
+            (nova_server('e2', fault=None), False),
+            (nova_server('e3', host='compute1'), False),
+            (nova_server('a1', status='ACTIVE', fault=None), False),
+            # A flavor that does not check, or no vCPUs: left out.
+            (nova_server('b1', specs={'cacheaware:cache_clean': 'maybe'}),
+             False),
+            (nova_server('b2', vcpus=0), False),
+            (nova_server('b3', vcpus=10 ** 9), False),
+        ]
+        for server, counted in table:
+            self.assertEqual(
+                (server.flavor.vcpus,) if counted else (),
+                sources.refused_required([server]), server.id)
+        self.assertEqual((2, 4), sources.refused_required(
+            [s for s, _c in reversed(table)]))
+
+    def test_at_most_the_newest_max_pending(self):
+        many = [nova_server('r%d' % i, vcpus=1 + (i >= 2),
+                            updated='2026-11-29T10:00:%02dZ' % i)
+                for i in range(4)]
+        self.useFixture(fixtures.MockPatchObject(
+            sources.rebalance_snapshot, 'MAX_PENDING', 2))
+        self.assertEqual((2, 2), sources.refused_required(many))
+
+    def test_asks_nova_for_error_servers_since(self):
+        asked = []
+
+        def servers(**kw):
+            asked.append(kw)
+            return [nova_server('r1')]
+
+        nova = types.SimpleNamespace(compute=types.SimpleNamespace(
+            servers=servers))
+        source = sources.ApiSource(session.Session(), nova=nova,
+                                   endpoint='http://127.0.0.1:9')
+        since = datetime.datetime(2026, 11, 29, 8, 0,
+                                  tzinfo=datetime.timezone.utc)
+        self.assertEqual((2,), source.refused_requests(since))
+        self.assertEqual([{'details': True, 'all_projects': True,
+                           'status': 'ERROR',
+                           'changes_since': '2026-11-29T08:00:00Z'}], asked)
+
+    def test_nova_down_is_one_error(self):
+        def servers(**kw):
+            raise sdk_exc.HttpException('Service Unavailable (HTTP 503)')
+
+        nova = types.SimpleNamespace(compute=types.SimpleNamespace(
+            servers=servers))
+        source = sources.ApiSource(session.Session(), nova=nova,
+                                   endpoint='http://127.0.0.1:9')
+        error = self.assertRaises(
+            sources.NovaUnreadable, source.refused_requests,
+            datetime.datetime.now(datetime.timezone.utc))
+        self.assertIn('cannot list the ERROR servers from Nova: ',
+                      str(error))

@@ -10,6 +10,7 @@ against Watcher's ``migrate`` action schema. Only the strategy's own I/O
 edge (:mod:`nova_cacheaware.watcher.sources`) answers fixed host views.
 """
 
+import datetime
 import json
 import logging
 import types
@@ -37,12 +38,18 @@ U = v.UUIDS
 
 
 class FixedSource:
-    """The strategy's edge answering fixed views and server groups."""
+    """The strategy's edge answering fixed views, groups and refusals.
 
-    def __init__(self, host_views, groups=()):
+    ``refused``: the vCPUs of refused ``required`` requests, or an
+    exception the source raises when asked for them.
+    """
+
+    def __init__(self, host_views, groups=(), refused=()):
         self.views = {view.host: view for view in host_views}
         self.groups = tuple(groups)
+        self.refused = refused
         self.asked = None
+        self.refused_since = None
 
     def host_views(self, hosts):
         self.asked = sorted(hosts)
@@ -52,6 +59,12 @@ class FixedSource:
 
     def server_groups(self):
         return self.groups
+
+    def refused_requests(self, since):
+        self.refused_since = since
+        if isinstance(self.refused, Exception):
+            raise self.refused
+        return tuple(self.refused)
 
 
 def watcher_conf():
@@ -93,15 +106,20 @@ def compute_model(placed, nova_changes=None, disabled=()):
     return model
 
 
-def run(model, host_views, groups=(), **parameters):
+def run(model, host_views, groups=(), refused=(), **parameters):
     """Execute the loaded strategy as an audit does; its solution."""
     strategy = load_strategy()
     strategy._compute_model = model
-    strategy.state_source = FixedSource(host_views, groups)
+    strategy.state_source = FixedSource(host_views, groups, refused)
     watcher_utils.StrictDefaultValidatingDraft4Validator(
         strategy.get_schema()).validate(parameters)
     strategy.input_parameters.update(parameters)
     return strategy, strategy.execute()
+
+
+def round_to_s(delta):
+    """``delta`` to the second (the audit ran a moment ago)."""
+    return datetime.timedelta(seconds=round(delta.total_seconds()))
 
 
 def actions(solution):
@@ -125,6 +143,14 @@ DIRTY = ({'a': ['m1', 'm2', 'c1'], 'b': ['c2']},
 SETTLED = ({'a': ['m1', 'c1'], 'b': ['m2', 'c2']},
            (v.q6600('a', {'m1': 'L2-0', 'c1': 'L2-1'}),
             v.q6600('b', {'m2': 'L2-0', 'c2': 'L2-1'})))
+
+
+#: Every memory-bound server Clean, every domain holding one server with
+#: a vCPU free: a refused 2-vCPU ``required`` request fits once one server
+#: joins another host's cpu-bound ``k`` server.
+CROWDED = ({'a': ['m1', 'k1'], 'b': ['m2', 'k2']},
+           (v.q6600('a', {'m1': 'L2-0', 'k1': 'L2-1'}),
+            v.q6600('b', {'m2': 'L2-0', 'k2': 'L2-1'})))
 
 
 def dirty_region(pairs):
@@ -310,6 +336,52 @@ class StrategyTest(testtools.TestCase):
                                   compute_model(DIRTY[0]), ())
         self.assertIn('got no host view from nova-cacheaware-api (2 hosts '
                       'asked; a: no agent)', str(error))
+
+    def test_room_is_made_for_a_refused_required_request(self):
+        strategy, solution = run(compute_model(CROWDED[0]), CROWDED[1],
+                                 refused=(2,))
+        # m1 joins k2, cpu-bound (Clean there too; of the equal moves the
+        # smallest uuid's): host a's L2-0 is Empty for the 2-vCPU request,
+        # every server still Clean and All-share.
+        self.assertEqual([('m1', 'a', 'b')], actions(solution))
+        self.assertEqual((2,), strategy.audited.snapshot.pending)
+        self.assertEqual((0, 1), (strategy.plan.before.room,
+                                  strategy.plan.after.room))
+        self.assertEqual(strategy.plan.before.clean,
+                         strategy.plan.after.clean)
+        asked = strategy.state_source.refused_since
+        self.assertEqual(datetime.timedelta(hours=24), round_to_s(
+            datetime.datetime.now(datetime.timezone.utc) - asked))
+
+    def test_without_refused_requests_nothing_moves(self):
+        _strategy, solution = run(compute_model(CROWDED[0]), CROWDED[1])
+        self.assertEqual([], solution.actions)
+
+    def test_refused_requests_window_zero_does_not_ask_nova(self):
+        strategy, solution = run(compute_model(CROWDED[0]), CROWDED[1],
+                                 refused=(2,), refused_within_hours=0)
+        self.assertEqual([], solution.actions)
+        self.assertIsNone(strategy.state_source.refused_since)
+
+    def test_window_is_the_parameter(self):
+        strategy, _solution = run(compute_model(CROWDED[0]), CROWDED[1],
+                                  refused_within_hours=1.5)
+        self.assertEqual(datetime.timedelta(hours=1.5), round_to_s(
+            datetime.datetime.now(datetime.timezone.utc)
+            - strategy.state_source.refused_since))
+
+    def test_nova_unreadable_audit_goes_on_without_refusals(self):
+        log = self.useFixture(fixtures.FakeLogger(
+            name='nova_cacheaware.watcher.strategy'))
+        strategy, solution = run(
+            compute_model(DIRTY[0]), DIRTY[1],
+            refused=sources.NovaUnreadable('cannot list the ERROR servers '
+                                           'from Nova: HTTP 503'))
+        self.assertEqual([('m1', 'a', 'b')], actions(solution))
+        self.assertEqual((), strategy.audited.snapshot.pending)
+        self.assertIn('Cache rebalance audit plans without the refused '
+                      'cache_clean=required requests: cannot list the '
+                      'ERROR servers from Nova: HTTP 503', log.output)
 
     def test_unknown_parameter_is_refused_as_watcher_does(self):
         self.assertRaises(watcher_exception.AuditParameterNotAllowed, run,

@@ -14,9 +14,9 @@ from nova_cacheaware.contracts import host_view
 #: Short names of servers as uuids; their order is the names' order.
 UUIDS = {name: str(uuid.UUID(int=i + 1))
          for i, name in enumerate(('c1', 'c2', 'c3', 'c4', 'm1', 'm2', 'm3',
-                                   'm4', 'm5', 'm6'))}
+                                   'm4', 'm5', 'm6', 'k1', 'k2'))}
 NAMES = {u: n for n, u in UUIDS.items()}
-CLASSES = {'m': 'memory-bound', 'c': 'cpu-bound'}
+CLASSES = {'m': 'memory-bound', 'c': 'cpu-bound', 'k': 'cpu-bound'}
 #: Flavor extra specs: an ``auto`` All-share flavor, a cpu-bound one.
 AUTO = {'cacheaware:cache_share': 'all'}
 CPU = {'cacheaware:cache_share': 'all', 'cacheaware:workload': 'cpu'}
@@ -26,7 +26,8 @@ def q6600(name, placed, healthy=True):
     """The checked view of host ``name``; ``placed``: ``{server: L2 id}``.
 
     A server's class is its name's first letter (``m``: memory-bound,
-    ``c``: cpu-bound); ``m``/``c`` servers have 1/2 vCPUs.
+    ``c`` and ``k``: cpu-bound); ``m``/``c``/``k`` servers have 1/2/1
+    vCPUs.
     """
     domains = []
     for domain, cpus in (('L2-0', '0-1'), ('L2-1', '2-3')):
@@ -49,8 +50,8 @@ def q6600(name, placed, healthy=True):
 
 
 def vcpus(name):
-    """1 for a memory-bound test server, 2 for a cpu-bound one."""
-    return 1 if name.startswith('m') else 2
+    """1 for a memory-bound or ``k`` test server, 2 for a ``c`` one."""
+    return 2 if name.startswith('c') else 1
 
 
 def specs(name):
