@@ -1,11 +1,12 @@
 """Simulated compute hosts for the region benchmark (``region_state.py``).
 
 Each host has a topology drawn from a region mix and ``vms`` VMs; the
-benchmark asks it for the agent's report dict, the input of
+benchmark asks it for the agent's report, the input of
 :func:`nova_cacheaware.agent.notify.to_host_cache_state` (what
-``agent/placement_side.py`` hands the publisher: ``reporting.host_state``
-plus usable CPUs, providers, domain capacity and the ``vcpu_sizing``
-capability's section with the ``vcpu_affinity`` document), so the real
+``agent/placement_side.py`` hands the publisher: a
+``reporting.HostReport`` with usable CPUs, providers, domain capacity and
+the ``vcpu_sizing`` capability's section, made by the capability's own
+``host_section`` with the parsed ``vcpu_affinity`` document), so the real
 code builds the state, the 2.0 ``pcpu_levels`` and the 1.5 payload.
 
 Topologies (cache domain id -> CPUs):
@@ -26,7 +27,9 @@ a CFS quota. Everything derives from a seed.
 import random
 import uuid as uuid_mod
 
-from nova_cacheaware.contracts import cache_state
+from nova_cacheaware.agent import reporting
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
+from nova_cacheaware.vcpu_sizing import agent as vcpu_sizing
 
 #: kind: ((domain id, number of CPUs), ...) in CPU order.
 TOPOLOGIES = {
@@ -135,7 +138,7 @@ class SimHost:
         return what
 
     def report(self):
-        """The agent's report dict (the same object until a change)."""
+        """The agent's ``HostReport`` (the same object until a change)."""
         if self._report is None:
             self._report = self._build_report()
         return self._report
@@ -158,28 +161,26 @@ class SimHost:
                 cpus = topo.domains[vm.domain]
             else:
                 cpus = topo.cpus
-            vms[uuid] = {'workload': vm.workload, 'movable': True,
-                         'domains': [] if vm.domain is None
-                         else [vm.domain], 'vcpus': vm.vcpus}
+            vms[uuid] = reporting.VmReport(
+                vm.workload, () if vm.domain is None else (vm.domain,),
+                vm.vcpus)
             doc = {'vcpus': {str(i): cpus for i in range(vm.vcpus)}}
             if vm.cap is not None:
                 doc['caps'] = {str(i): vm.cap for i in range(vm.vcpus)}
             affinity[uuid] = doc
             sizing[uuid] = _sizing_entry(vm, cpus, len(topo.cpus))
-        return {
-            'health': 'ok',
-            'domains': {d: {'state': cache_state.cache_state(len(m)),
-                            'memory_vms': m} for d, m in memory.items()},
-            'vms': vms,
-            'usable_cpus': {d: len(c) for d, c in topo.domains.items()},
-            'providers': {d: _provider(self.name, d) for d in topo.ids},
-            'domain_capacity': {d: len(c) * CPU_RATIO
-                                for d, c in topo.domains.items()},
-            'domain_required': {d: 0 for d in topo.ids},
-            'vcpu_sizing': {
-                'vcpu_affinity': {'pcpus': topo.cpus, 'vms': affinity},
-                'vms': sizing},
-        }
+        section = vcpu_sizing.host_section(
+            {'vms': sizing}, pcpu_est.EstimateRequest.from_dict(
+                {'pcpus': topo.cpus, 'vms': affinity}))
+        return reporting.HostReport(
+            memory_vms={d: tuple(m) for d, m in memory.items()},
+            vms=vms,
+            usable_cpus={d: len(c) for d, c in topo.domains.items()},
+            providers={d: _provider(self.name, d) for d in topo.ids},
+            domain_capacity={d: len(c) * CPU_RATIO
+                             for d, c in topo.domains.items()},
+            domain_required={d: 0 for d in topo.ids},
+            sections={'vcpu_sizing': section})
 
 
 def _provider(host, domain):

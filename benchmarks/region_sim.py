@@ -33,7 +33,6 @@ import uuid as uuid_mod
 from nova_cacheaware.agent import notify
 from nova_cacheaware.contracts import state_wire
 from nova_cacheaware import notifications
-from nova_cacheaware.pcpu_est import estimate as pcpu_est
 from nova_cacheaware.pcpu_est import headroom as pcpu_headroom
 from nova_cacheaware.policy import state_cadence
 from nova_cacheaware.scheduler import state_cache
@@ -117,12 +116,12 @@ class AgentMemo:
     def publish(self, publisher, sim):
         """``publisher.publish()`` of ``sim``'s report (a pass)."""
         self.current = sim
-        # The report dict is built only when the memo needs it (a 200-VM
+        # The report is built only when the memo needs it (a 200-VM
         # report is ~300 KB: 10 000 of them do not fit in memory).
         return publisher.publish(_LAZY)
 
 
-class _LazyReport(dict):
+class _LazyReport:
     """Placeholder: :class:`AgentMemo` builds the real report itself."""
 
 
@@ -273,8 +272,7 @@ def agent_pass_ms(sims):
     clock = SimClock()
     for sim in sims:
         report = sim.report()
-        affinity = pcpu_est.EstimateRequest.from_dict(
-            report['vcpu_sizing']['vcpu_affinity'])
+        affinity = report.sizing().affinity
         start = time.process_time()
         pcpu_headroom.share_levels(affinity)
         out['pcpu_levels'].append((time.process_time() - start) * 1e3)

@@ -12,10 +12,11 @@ own rate limits; the agent only guarantees:
 * :meth:`Capability.release` runs when the agent stops, so a capability can
   give back what it took (online all vCPUs, restore memory);
 * what :meth:`Capability.reconcile` returns (a JSON-able dict) is kept in
-  the pass, written into ``--dump-state`` under ``agent.capabilities`` and,
-  through :meth:`Capability.host_state`, added to the
-  ``cacheaware.host.state`` payload under the capability's ``name``; a
-  pass that raised is kept as a :class:`Failed` instead (``{"error":
+  the pass and written into ``--dump-state`` under ``agent.capabilities``;
+  :meth:`Capability.host_state` turns it into the capability's typed
+  section of the pass's :class:`~.reporting.HostReport` (under its
+  ``name``), what the scheduler's live state is made of; a pass that
+  raised is kept as a :class:`Failed` instead (``{"error":
   reason}`` in the JSON documents), which no consumer takes for a report.
 """
 
@@ -39,7 +40,13 @@ class Capability(abc.ABC):
         """Observe/decide/act for this capability; return a JSON-able dict."""
 
     def host_state(self, report):
-        """The part of ``report`` the scheduler should see (None: nothing)."""
+        """The typed section of ``report`` for the host state (None: none).
+
+        A frozen dataclass; ``notify`` puts on the wire what the contract
+        carries of it (the ``vcpu_sizing`` capability's
+        :class:`~.reporting.SizingSection`), the others are the agent's
+        own (logged where no message bus is configured).
+        """
         return None
 
     def format_report(self, report):

@@ -2,8 +2,8 @@
 
 :class:`NotificationStatePublisher` implements
 :class:`~nova_cacheaware.agent.reporting.StatePublisher`: it turns the
-agent's report (:func:`~nova_cacheaware.agent.reporting.host_state`) into the
-scheduler's :class:`~nova_cacheaware.scheduler.host_state.HostCacheState`
+agent's report (:class:`~nova_cacheaware.agent.reporting.HostReport`) into
+the contract's :class:`~nova_cacheaware.contracts.host_state.HostCacheState`
 (:func:`to_host_cache_state`) and emits it with
 :func:`~nova_cacheaware.notifications.publish_host_state` on the scheduler's
 ``[cacheaware_scheduler] host_state_topic``.
@@ -39,7 +39,6 @@ from nova_cacheaware.contracts import state_wire
 from nova_cacheaware.contracts import timestamps
 from nova_cacheaware import exception
 from nova_cacheaware import notifications
-from nova_cacheaware.pcpu_est import estimate as pcpu_est
 from nova_cacheaware.pcpu_est import headroom as pcpu_headroom
 from nova_cacheaware.policy import state_cadence
 
@@ -68,51 +67,40 @@ def notification_transport(conf, url=None):
 
 
 def to_host_cache_state(report, host, now=None, sizing_view=None):
-    """The scheduler's :class:`HostCacheState` of an agent ``report``.
+    """The contract's :class:`HostCacheState` of the agent's ``report``.
 
-    ``report`` is :func:`reporting.host_state`'s dict: ``domains`` (state
-    and memory-bound VMs per domain), ``vms`` (class and domains per VM),
-    ``health``, and optionally ``usable_cpus``, ``providers`` and
-    ``domain_capacity`` (payload 1.4 ``vcpus_capacity``) per domain and
-    ``available_pcpus``; the ``vcpu_sizing`` capability's section carries
-    the host's vCPU affinities (payload 1.1 ``vcpu_affinity``). In the
-    per-host model ``domain_load`` (``{domain: (vCPUs, Clean holders)}``
-    of the agent's domain choice, None when it made none) gives each
-    domain's ``vcpus_used`` and ``clean_holders`` (1.4): the inputs of the
-    agent's next choice, which the scheduler predicts; ``domain_required``
-    (``{domain: n}``, None when it made none) each domain's
-    ``required_holders`` (1.5).
+    ``report`` is the pass's :class:`~.reporting.HostReport`: each domain's
+    state comes from its memory-bound VMs, each VM's domain from its pins
+    (one domain, or none), its ``pcpu_estimate`` and ``spin_storm`` from
+    the ``vcpu_sizing`` section (with the host's vCPU affinities, payload
+    1.1 ``vcpu_affinity``, and ``available_pcpus``, the pCPUs they may
+    use); the per-domain fields as :func:`_domain_states` says.
 
     :param sizing_view: a :class:`SizingView` that remembers the last
         affinities' derived values (the publisher's); None derives them
         anew, ``pcpu_levels`` included.
     """
-    domains = _domain_states(report)
-    sizing = report.get('vcpu_sizing') or {}
-    sized = sizing.get('vms', {})
+    sizing = report.sizing() or reporting.SizingSection()
     vms = []
-    for uuid, doc in sorted(report.get('vms', {}).items()):
-        klass = doc.get('workload', 'unknown')
-        placed = list(doc.get('domains', ()))
+    for uuid, vm in sorted(report.vms.items()):
+        sized = sizing.vms.get(uuid, reporting.NOT_SIZED)
         vms.append(host_state.VmState(
             instance_uuid=uuid,
-            workload_class=(klass if klass in host_state.VM_CLASSES
-                            else 'unknown'),
-            domain_id=placed[0] if len(placed) == 1 else None,
-            **_sizing_fields(sized.get(uuid))))
-    raw = sizing.get('vcpu_affinity')
-    pcpus = report.get('available_pcpus')
-    if pcpus is None and raw is not None and raw.get('pcpus'):
-        pcpus = float(len(raw['pcpus']))
-    affinity, levels = (sizing_view or SizingView()).of(raw)
+            workload_class=(vm.workload if vm.workload in
+                            host_state.VM_CLASSES else 'unknown'),
+            domain_id=vm.domains[0] if len(vm.domains) == 1 else None,
+            pcpu_estimate=sized.pcpu_estimate, spin_storm=sized.spin_storm))
+    affinity = sizing.affinity
+    pcpus = (float(len(affinity.pcpus))
+             if affinity is not None and affinity.pcpus else None)
+    levels = (sizing_view or SizingView()).levels_of(affinity)
     return host_state.HostCacheState(
         host=host, timestamp=now or datetime.datetime.now(
             datetime.timezone.utc),
-        agent_healthy=report.get('health', 'ok') == 'ok',
-        domains=tuple(domains), vms=tuple(vms),
-        available_pcpus=pcpus,
-        host_provider=report.get('host_provider'),
-        vcpu_affinity=affinity, pcpu_levels=levels)
+        agent_healthy=report.healthy, domains=_domain_states(report),
+        vms=tuple(vms), available_pcpus=pcpus,
+        host_provider=report.host_provider, vcpu_affinity=affinity,
+        pcpu_levels=levels)
 
 
 def pcpu_levels(affinity):
@@ -128,68 +116,68 @@ def pcpu_levels(affinity):
 
 
 class SizingView:
-    """The typed vCPU affinities of a report and their pCPU levels.
+    """The pCPU levels of a report's vCPU affinities, derived once.
 
-    Parsing the affinities and computing the levels (pCPU-Est of every VM)
-    was more than half of an agent pass's reporting cost at 200 VMs, and
-    they rarely change between passes: the publisher keeps one view and
-    derives anew only when the ``vcpu_affinity`` section differs from the
-    last one. ``levels=False``: no levels (payload 1.x carries none).
+    Computing the levels (pCPU-Est of every VM) was more than half of an
+    agent pass's reporting cost at 200 VMs, and the affinities rarely
+    change between passes: the publisher keeps one view and derives anew
+    only when they differ from the last ones (the ``vcpu_sizing``
+    capability hands the same object while they do not change).
+    ``levels=False``: no levels (payload 1.x carries none).
     """
 
     def __init__(self, levels=True):
         self.levels = levels
         self._last = None
-        self._derived = (None, None)
+        self._derived = None
 
-    def of(self, raw):
-        """``(EstimateRequest or None, PcpuLevels or None)`` of ``raw``."""
-        if raw is None:
-            return None, None
-        if raw != self._last:
-            affinity = pcpu_est.EstimateRequest.from_dict(raw)
-            self._derived = (affinity,
-                             pcpu_levels(affinity) if self.levels else None)
-            self._last = raw
+    def levels_of(self, affinity):
+        """The :class:`~.state_wire.PcpuLevels` of ``affinity``, or None."""
+        if affinity is None or not self.levels:
+            return None
+        if affinity is not self._last and affinity != self._last:
+            self._derived = pcpu_levels(affinity)
+            self._last = affinity
         return self._derived
 
 
 def _domain_states(report):
-    """The :class:`host_state.DomainState` of each domain of ``report``."""
-    usable = report.get('usable_cpus', {})
-    providers = report.get('providers', {})
-    capacity = report.get('domain_capacity') or {}
-    load = report.get('domain_load')
-    required = report.get('domain_required')
-    used = {}
-    counted = all('vcpus' in doc for doc in report.get('vms', {}).values())
-    for doc in report.get('vms', {}).values() if counted else ():
-        placed = list(doc.get('domains', ()))
-        if len(placed) == 1:
-            used[placed[0]] = used.get(placed[0], 0) + int(doc['vcpus'])
+    """The :class:`host_state.DomainState` of each domain of ``report``.
+
+    ``vcpus_used``: in the per-host model what the agent's domain choice
+    counted (``domain_load``, with ``clean_holders``: the inputs of its
+    next choice, which the scheduler predicts), else the vCPUs of the VMs
+    pinned in the domain (None when a VM's are not counted);
+    ``required_holders``: ``domain_required`` (None: unknown).
+    """
+    used = _vcpus_by_domain(report.vms)
+    load, required = report.domain_load, report.domain_required
     domains = []
-    for domain_id, doc in sorted(report.get('domains', {}).items()):
-        vms = tuple(doc.get('memory_vms', ()))
+    for domain_id, vms in sorted(report.memory_vms.items()):
         vcpus, clean = (load.get(domain_id, (0, 0)) if load is not None
-                        else (used.get(domain_id, 0) if counted else None,
-                              None))
+                        else (None if used is None
+                              else used.get(domain_id, 0), None))
         domains.append(host_state.DomainState(
             id=domain_id, state=host_state.domain_state(len(vms)),
-            memory_bound_vms=vms, usable_cpus=int(usable.get(domain_id, 0)),
-            provider_uuid=providers.get(domain_id), vcpus_used=vcpus,
-            vcpus_capacity=capacity.get(domain_id), clean_holders=clean,
+            memory_bound_vms=tuple(vms),
+            usable_cpus=int(report.usable_cpus.get(domain_id, 0)),
+            provider_uuid=report.providers.get(domain_id), vcpus_used=vcpus,
+            vcpus_capacity=report.domain_capacity.get(domain_id),
+            clean_holders=clean,
             required_holders=(None if required is None
                               else required.get(domain_id, 0))))
-    return domains
+    return tuple(domains)
 
 
-def _sizing_fields(entry):
-    """``pcpu_estimate``/``spin_storm`` of a VM from ``vcpu_sizing``."""
-    if not entry:
-        return {}
-    storm = entry.get('storm')
-    return {'pcpu_estimate': entry.get('available_pcpus'),
-            'spin_storm': None if storm is None else bool(storm['storm'])}
+def _vcpus_by_domain(vms):
+    """``{domain: vCPUs}`` of the VMs pinned in one; None: not counted."""
+    if any(vm.vcpus is None for vm in vms.values()):
+        return None
+    used = {}
+    for vm in vms.values():
+        if len(vm.domains) == 1:
+            used[vm.domains[0]] = used.get(vm.domains[0], 0) + vm.vcpus
+    return used
 
 
 class NotificationStatePublisher(reporting.StatePublisher):
@@ -253,9 +241,10 @@ class NotificationStatePublisher(reporting.StatePublisher):
                 self._requested_at, self._clock() + max(0.0, delay_s))
 
     def publish(self, state):
-        """Send what ``state`` (the agent's report) calls for.
+        """Send what the agent's report ``state`` calls for.
 
-        True when it was delivered or nothing was due.
+        ``state``: the pass's :class:`~.reporting.HostReport`. True when
+        it was delivered or nothing was due.
         """
         built = to_host_cache_state(state, self.host,
                                     sizing_view=self._sizing)

@@ -244,7 +244,8 @@ class PlacementSide:
 
         ``domain_set`` and ``usable``: as for :meth:`held`.
         ``reports``: the ``capabilities``' reports of the pass, whose
-        ``host_state`` sections join the payload.
+        typed ``host_state`` sections join the host report
+        (:meth:`host_report`).
         """
         # Reporting never stops pinning: log and go on.
         if self.sync(domain_set, usable):
@@ -259,25 +260,37 @@ class PlacementSide:
                 LOG.warning('setting MEMBOUND reserved failed (%s); '
                             'retrying next pass', e)
         try:
-            state = reporting.host_state(plan, decisions)
-            state['usable_cpus'] = {
-                d['id']: len(d['cpus']) for d in repinning.usable_domains(
-                    domain_set, usable)}
-            state['providers'] = self.placement.provider_uuids()
-            state['domain_capacity'] = self.placement.domain_capacity()
-            if not self.placement.per_domain:
-                state['host_provider'] = self.placement.host_provider_uuid()
-                state['domain_load'] = self._choice_loads
-            state['domain_required'] = self._required_loads
-            for capability in capabilities:
-                report = capability_mod.report_of(reports, capability.name)
-                extra = (capability.host_state(report)
-                         if report is not None else None)
-                if extra is not None:
-                    state[capability.name] = extra
-            self.publisher.publish(state)
+            self.publisher.publish(self.host_report(
+                plan, decisions, domain_set, usable, reports, capabilities))
         except Exception as e:
             LOG.warning('publishing the host state failed: %s', e)
+
+    def host_report(self, plan, decisions, domain_set, usable, reports,
+                    capabilities):
+        """The pass's :class:`~.reporting.HostReport`, sections included.
+
+        Each capability with a report adds its typed section
+        (:meth:`~.capability.Capability.host_state`; None: nothing).
+        """
+        sections = {}
+        for capability in capabilities:
+            report = capability_mod.report_of(reports, capability.name)
+            section = (capability.host_state(report)
+                       if report is not None else None)
+            if section is not None:
+                sections[capability.name] = section
+        per_host = not self.placement.per_domain
+        return reporting.host_report(
+            plan, decisions,
+            usable_cpus={d['id']: len(d['cpus'])
+                         for d in repinning.usable_domains(domain_set,
+                                                           usable)},
+            providers=self.placement.provider_uuids(),
+            domain_capacity=self.placement.domain_capacity(),
+            host_provider=(self.placement.host_provider_uuid()
+                           if per_host else None),
+            domain_load=self._choice_loads if per_host else None,
+            domain_required=self._required_loads, sections=sections)
 
     def withdraw(self):
         """Stop promising pinning: the agent's trait leaves its providers.

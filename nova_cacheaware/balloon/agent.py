@@ -40,6 +40,16 @@ from nova_cacheaware import exception
 LOG = logging.getLogger(__name__)
 
 
+@dataclasses.dataclass(frozen=True)
+class HeldMemory:
+    """Ballooning's section of the agent's host report."""
+
+    #: MiB held back from the opted-in instances.
+    held_mib: int
+    #: Instances it manages.
+    instances: int
+
+
 @dataclasses.dataclass
 class _Vm:
     """What the capability remembers about one managed instance."""
@@ -283,11 +293,11 @@ class BalloonCapability(capability.Capability):
     # -- reporting and release ---------------------------------------------
 
     def host_state(self, report):
-        """Memory held back from opted-in instances (for the scheduler)."""
+        """Memory held back from opted-in instances (:class:`HeldMemory`)."""
         if not report or 'held_mib' not in report:
             return None
-        return {'held_mib': report['held_mib'],
-                'instances': len(report.get('vms', {}))}
+        return HeldMemory(held_mib=report['held_mib'],
+                          instances=len(report.get('vms', {})))
 
     def format_report(self, report):
         """One line per managed instance for ``--once``."""

@@ -43,6 +43,14 @@ from nova_cacheaware.topology import cpulist
 LOG = logging.getLogger(__name__)
 
 
+@dataclasses.dataclass(frozen=True)
+class Division:
+    """The full-NUMA hand-off's section of the agent's host report."""
+
+    #: ``{instance uuid: {node (str): its CPUs there}}``.
+    vms: ty.Mapping[str, ty.Mapping[str, ty.List[int]]]
+
+
 @dataclasses.dataclass
 class _Member:
     allowed: ty.Dict[int, ty.Tuple[int, ...]]
@@ -357,14 +365,14 @@ class NumaBalance(capability.Capability):
     # -- reporting ----------------------------------------------------------
 
     def host_state(self, report):
-        """The division per VM, for the scheduler's host-state payload.
+        """The division per VM (:class:`Division`), for the host report.
 
         None when the balance was refused (the floors do not fit): the
         pins stayed as they were.
         """
         if 'refused' in report:
             return None
-        return {'vms': {u: v['cpus'] for u, v in report['vms'].items()}}
+        return Division(vms={u: v['cpus'] for u, v in report['vms'].items()})
 
     def format_report(self, report):
         """One line per full-NUMA VM, and the moves."""

@@ -50,6 +50,7 @@ import time
 from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import guest_agent as ga_mod
 from nova_cacheaware.agent import hypervisor as hv
+from nova_cacheaware.agent import reporting
 from nova_cacheaware.conf import vcpu_sizing as conf_mod
 from nova_cacheaware.contracts import extra_specs as specs_mod
 from nova_cacheaware import exception
@@ -106,6 +107,8 @@ class VcpuSizing(capability.Capability):
         self.apply_when = apply_when
         self.storms = storm_states.StormWatch(storm_thresholds)
         self._vms = {}            # uuid -> _VmState
+        self._affinity_doc = None  # the last report's affinity document
+        self._affinity = None      # ... parsed
 
     # -- one pass -------------------------------------------------------------
 
@@ -330,16 +333,17 @@ class VcpuSizing(capability.Capability):
     # -- plug-in interface --------------------------------------------------
 
     def host_state(self, report):
-        """The VMs' affinities (payload 1.1 ``vcpu_affinity``), estimates."""
-        return {
-            'vcpu_affinity': report['affinity'],
-            'vms': {uuid: {k: v for k, v in entry.items()
-                           if k in ('mode', 'vcpus', 'available_pcpus',
-                                    'recommended_vcpus', 'online',
-                                    'run_delay', 'kvm_stats_per_s',
-                                    'kvm_exits_per_s', 'storm')}
-                    for uuid, entry in report['vms'].items()},
-        }
+        """The VMs' affinities (payload 1.1 ``vcpu_affinity``), estimates.
+
+        The affinity document is parsed when it changed since the last
+        pass only: the section then hands the same object, and the
+        publisher derives its pCPU levels once.
+        """
+        doc = report['affinity']
+        if doc != self._affinity_doc:
+            self._affinity = pcpu_est.EstimateRequest.from_dict(doc)
+            self._affinity_doc = doc
+        return host_section(report, self._affinity)
 
     def format_report(self, report):
         """One line per instance for ``--once``."""
@@ -397,3 +401,17 @@ def factory(conf, hypervisor):
             enter_periods=opts.storm_enter_periods,
             leave_periods=opts.storm_leave_periods,
             max_leave_periods=opts.storm_max_leave_periods))
+
+
+def host_section(report, affinity):
+    """The typed host-state section of a pass's ``report``.
+
+    ``affinity``: the report's affinity document, parsed. Each VM's
+    pCPU-Est estimate and spin-storm verdict (None: unknown).
+    """
+    return reporting.SizingSection(affinity=affinity, vms={
+        uuid: reporting.VmSizing(
+            pcpu_estimate=entry['available_pcpus'],
+            spin_storm=(None if entry['storm'] is None
+                        else bool(entry['storm']['storm'])))
+        for uuid, entry in report['vms'].items()})

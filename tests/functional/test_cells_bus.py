@@ -36,6 +36,7 @@ import kombu
 from oslo_config import fixture as config_fixture
 import oslo_messaging
 
+from nova_cacheaware.agent import reporting
 from nova_cacheaware.cmd import agent as agent_cmd
 from nova_cacheaware import conf as ca_conf
 from nova_cacheaware import notifications
@@ -57,12 +58,10 @@ HEARTBEAT = 1.0
 
 VM = '0e6f7a2c-1d4b-4f3e-9a8b-7c6d5e4f3a21'
 
-#: An agent's report (``agent.reporting.host_state``'s shape).
-REPORT = {'health': 'ok',
-          'domains': {'L3-0': {'state': 'dirty', 'memory_vms': [VM]},
-                      'L3-1': {'state': 'empty', 'memory_vms': []}},
-          'vms': {VM: {'workload': 'memory', 'movable': True,
-                       'domains': ['L3-0'], 'vcpus': 2}}}
+#: An agent's report (``agent.reporting.HostReport``).
+REPORT = reporting.HostReport(
+    memory_vms={'L3-0': (VM,), 'L3-1': ()},
+    vms={VM: reporting.VmReport('memory', ('L3-0',), 2)})
 
 
 @functools.lru_cache(maxsize=1)

@@ -11,6 +11,7 @@ import subprocess
 
 import kombu
 
+from nova_cacheaware.agent import reporting
 from tests.functional import test_cells_bus as cells
 from tests.functional import test_host_state_bus as bus
 
@@ -20,9 +21,8 @@ SCRIPT = os.path.join(os.path.dirname(__file__), '..', '..', 'deploy',
 
 def report(n):
     """An agent report whose content differs with ``n``: a new state."""
-    return {'health': 'ok',
-            'domains': {'L3-0': {'memory_vms': []}},
-            'usable_cpus': {'L3-0': n + 1}}
+    return reporting.HostReport(memory_vms={'L3-0': ()},
+                                usable_cpus={'L3-0': n + 1})
 
 
 class PoliciesTest(cells.VhostTestCase):

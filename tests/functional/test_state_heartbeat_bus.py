@@ -11,6 +11,7 @@ import time
 import testtools
 
 from nova_cacheaware.agent import notify
+from nova_cacheaware.agent import reporting
 from nova_cacheaware.contracts import host_state
 from nova_cacheaware.contracts import state_wire
 from nova_cacheaware import notifications
@@ -23,11 +24,10 @@ VM_B = '00000000-0000-4000-8000-00000000000b'
 
 def report(*memory_vms):
     """An agent report: two domains, ``memory_vms`` in the first."""
-    return {'health': 'ok',
-            'domains': {'L3-0': {'memory_vms': list(memory_vms)},
-                        'L3-1': {'memory_vms': []}},
-            'vms': {u: {'workload': 'memory', 'domains': ['L3-0'],
-                        'vcpus': 2} for u in memory_vms}}
+    return reporting.HostReport(
+        memory_vms={'L3-0': memory_vms, 'L3-1': ()},
+        vms={u: reporting.VmReport('memory', ('L3-0',), 2)
+             for u in memory_vms})
 
 
 def bound(cache, host):

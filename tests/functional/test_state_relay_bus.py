@@ -29,6 +29,7 @@ import time
 from oslo_config import cfg
 
 from nova_cacheaware.agent import notify
+from nova_cacheaware.agent import reporting
 from nova_cacheaware import notifications
 from nova_cacheaware.policy import liveness
 from nova_cacheaware.scheduler import state_cache
@@ -44,12 +45,9 @@ VM = cells.VM
 
 def report(vms=()):
     """A cell compute's agent report with ``vms`` memory-bound in L3-0."""
-    return {'health': 'ok',
-            'domains': {'L3-0': {'state': 'dirty' if vms else 'empty',
-                                 'memory_vms': list(vms)},
-                        'L3-1': {'state': 'empty', 'memory_vms': []}},
-            'vms': {u: {'workload': 'memory', 'movable': True,
-                        'domains': ['L3-0'], 'vcpus': 2} for u in vms}}
+    return reporting.HostReport(
+        memory_vms={'L3-0': tuple(vms), 'L3-1': ()},
+        vms={u: reporting.VmReport('memory', ('L3-0',), 2) for u in vms})
 
 
 class StateRelayBusTest(cells.VhostTestCase):

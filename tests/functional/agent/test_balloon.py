@@ -180,7 +180,7 @@ class BalloonTestDriverTest(base.AgentTestCase):
         self.assertIn('balloon: %s ok 3584 -> 4096 MiB (target 4096, low '
                       '1088, flavor 4096, hit ratio 0.500)' % low,
                       cap.format_report(third))
-        self.assertEqual({'held_mib': 1024, 'instances': 2},
+        self.assertEqual(balloon.HeldMemory(held_mib=1024, instances=2),
                          cap.host_state(third))
         agent.release_capabilities()
         self.assertEqual((4096, 4096), (self.memory(low), self.memory(full)))

@@ -1,5 +1,6 @@
 """Capabilities plug into the agent's pass (test:/// driver)."""
 
+import dataclasses
 import threading
 
 from nova_cacheaware.agent import capability
@@ -8,6 +9,13 @@ from nova_cacheaware import exception
 from tests.functional.agent import base
 
 FOUR = base.domain_set((0, 1), (2, 3), (4, 5), (6, 7))
+
+
+@dataclasses.dataclass(frozen=True)
+class Count:
+    """Recording's host-state section."""
+
+    count: int
 
 
 class Recording(capability.Capability):
@@ -24,7 +32,7 @@ class Recording(capability.Capability):
         return {'instances': len(snapshot.instances)}
 
     def host_state(self, report):
-        return {'count': report['instances']}
+        return Count(report['instances'])
 
     def format_report(self, report):
         return ['recording: %d instance(s)' % report['instances']]
@@ -67,8 +75,7 @@ class CapabilityTest(base.AgentTestCase):
         self.assertEqual({'failing': capability.Failed('guest agent exploded'),
                           'recording': {'instances': 1}}, one.capabilities)
         self.assertEqual([[uuid]], rec.seen)
-        self.assertEqual({'count': 1}, bus.sent[-1]['recording'])
-        self.assertNotIn('failing', bus.sent[-1])
+        self.assertEqual({'recording': Count(1)}, bus.sent[-1].sections)
         dump = agent.dump_state(one.snapshot, one.capabilities)
         self.assertEqual({'failing': {'error': 'guest agent exploded'},
                           'recording': {'instances': 1}},

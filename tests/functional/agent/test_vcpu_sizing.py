@@ -97,10 +97,11 @@ class TestDriverTest(SizingMixin, base.AgentTestCase):
         self.assertEqual('not answering', report['vms'][vm]['guest_agent'])
         self.assertEqual('recommend', self.sizing_metadata(vm)[0])
         # Published for the scheduler: the affinity document and estimate.
-        published = bus.sent[-1]['vcpu_sizing']
-        doc = pcpu_est.EstimateRequest.from_dict(published['vcpu_affinity'])
-        self.assertEqual({vm, other, capped}, set(doc.vms))
-        self.assertEqual(1.5, published['vms'][vm]['available_pcpus'])
+        published = bus.sent[-1].sections['vcpu_sizing']
+        self.assertEqual(pcpu_est.EstimateRequest.from_dict(
+            report['affinity']), published.affinity)
+        self.assertEqual({vm, other, capped}, set(published.affinity.vms))
+        self.assertEqual(1.5, published.vms[vm].pcpu_estimate)
         self.assertTrue(any('vcpu_sizing' in line for line in
                             cap.format_report(report)))
 

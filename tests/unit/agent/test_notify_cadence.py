@@ -4,11 +4,15 @@ The transport records what oslo.messaging would be handed (the real bus is
 in tests/functional/agent/test_reporting.py and test_host_state_bus.py).
 """
 
+import dataclasses
+
 import testtools
 
 from nova_cacheaware.agent import notify
+from nova_cacheaware.agent import reporting
 from nova_cacheaware.contracts import host_state
 from nova_cacheaware.contracts import state_wire
+from nova_cacheaware.pcpu_est import estimate as pcpu_est
 from nova_cacheaware.policy import state_cadence
 
 VM = '00000000-0000-4000-8000-000000000001'
@@ -34,11 +38,10 @@ class Clock:
 
 
 def report(memory_vms=()):
-    return {'health': 'ok',
-            'domains': {'L3-0': {'memory_vms': list(memory_vms)},
-                        'L3-1': {'memory_vms': []}},
-            'vms': {u: {'workload': 'memory', 'domains': ['L3-0'],
-                        'vcpus': 2} for u in memory_vms}}
+    return reporting.HostReport(
+        memory_vms={'L3-0': tuple(memory_vms), 'L3-1': ()},
+        vms={u: reporting.VmReport('memory', ('L3-0',), 2)
+             for u in memory_vms})
 
 
 class PublisherTest(testtools.TestCase):
@@ -153,14 +156,14 @@ class PublisherTest(testtools.TestCase):
                           self.transport, 'cmp1', 'topic', version='3.0')
 
 
-def sized(report_doc, pcpus=(0, 1, 2, 3), vcpus=((0, 1, 2, 3),) * 2):
-    """``report_doc`` with a vcpu_sizing section: one VM's affinities."""
-    doc = dict(report_doc)
-    doc['vcpu_sizing'] = {'vcpu_affinity': {
+def sized(host_report, pcpus=(0, 1, 2, 3), vcpus=((0, 1, 2, 3),) * 2):
+    """``host_report`` with a vcpu_sizing section: one VM's affinities."""
+    affinity = pcpu_est.EstimateRequest.from_dict({
         'pcpus': list(pcpus),
         'vms': {VM: {'vcpus': {str(i): list(v)
-                               for i, v in enumerate(vcpus)}}}}}
-    return doc
+                               for i, v in enumerate(vcpus)}}}})
+    return dataclasses.replace(host_report, sections={
+        'vcpu_sizing': reporting.SizingSection(affinity=affinity)})
 
 
 class SizingViewTest(testtools.TestCase):

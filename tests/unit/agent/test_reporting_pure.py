@@ -1,11 +1,14 @@
 """Pure parts of the agent's reporting (sampling:
 tests/unit/cachedomain/test_trials.py)."""
 
+import dataclasses
 import datetime
 
 import testtools
 
 from nova_cacheaware.agent import notify
+from nova_cacheaware.agent import reporting
+from nova_cacheaware.balloon import agent as balloon
 from nova_cacheaware.contracts import host_state
 from nova_cacheaware.pcpu_est import estimate as pcpu_est
 
@@ -15,19 +18,14 @@ NOW = datetime.datetime(2026, 11, 22, 12, 0, tzinfo=datetime.timezone.utc)
 class HostCacheStateTest(testtools.TestCase):
 
     def test_report_to_scheduler_state(self):
-        report = {
-            'health': 'ok',
-            'domains': {'L2-0': {'state': 'clean', 'memory_vms': ['a']},
-                        'L2-1': {'state': 'empty', 'memory_vms': []}},
-            'vms': {'a': {'workload': 'memory', 'movable': True,
-                          'domains': ['L2-0']},
-                    'b': {'workload': 'unknown', 'movable': True,
-                          'domains': ['L2-0', 'L2-1']},
-                    'c': {'workload': 'weird', 'movable': False,
-                          'domains': []}},
-            'usable_cpus': {'L2-0': 2, 'L2-1': 2},
-            'providers': {'L2-0': 'rp-0'},
-            'balloon': {'ignored': True}}
+        report = reporting.HostReport(
+            memory_vms={'L2-0': ('a',), 'L2-1': ()},
+            vms={'a': reporting.VmReport('memory', ('L2-0',)),
+                 'b': reporting.VmReport('unknown', ('L2-0', 'L2-1')),
+                 'c': reporting.VmReport('weird', ())},
+            usable_cpus={'L2-0': 2, 'L2-1': 2},
+            providers={'L2-0': 'rp-0'},
+            sections={'balloon': balloon.HeldMemory(512, 1)})
         state = notify.to_host_cache_state(report, 'cn1', NOW)
         self.assertEqual(host_state.HostCacheState(
             host='cn1', timestamp=NOW, agent_healthy=True,
@@ -42,17 +40,12 @@ class HostCacheStateTest(testtools.TestCase):
             host_state.to_payload(state)))
 
     def test_capacity_and_choice_load_payload_1_4(self):
-        report = {
-            'health': 'ok',
-            'domains': {'L2-0': {'state': 'clean', 'memory_vms': ['a']},
-                        'L2-1': {'state': 'empty', 'memory_vms': []},
-                        'L2-2': {'state': 'empty', 'memory_vms': []}},
-            'vms': {'a': {'workload': 'memory', 'domains': ['L2-0'],
-                          'vcpus': 2},
-                    'b': {'workload': 'unknown', 'domains': ['L2-1'],
-                          'vcpus': 1}},
-            'usable_cpus': {'L2-0': 2, 'L2-1': 2, 'L2-2': 2},
-            'domain_capacity': {'L2-0': 2, 'L2-1': 2, 'L2-2': 2}}
+        report = reporting.HostReport(
+            memory_vms={'L2-0': ('a',), 'L2-1': (), 'L2-2': ()},
+            vms={'a': reporting.VmReport('memory', ('L2-0',), 2),
+                 'b': reporting.VmReport('unknown', ('L2-1',), 1)},
+            usable_cpus={'L2-0': 2, 'L2-1': 2, 'L2-2': 2},
+            domain_capacity={'L2-0': 2, 'L2-1': 2, 'L2-2': 2})
         table = [
             # (domain_load in the report, (vcpus_used, clean_holders) of
             #  L2-0, L2-1, L2-2)
@@ -64,7 +57,7 @@ class HostCacheStateTest(testtools.TestCase):
         ]
         for load, expected in table:
             state = notify.to_host_cache_state(
-                dict(report, domain_load=load), 'cn1', NOW)
+                dataclasses.replace(report, domain_load=load), 'cn1', NOW)
             self.assertEqual(
                 expected, tuple((d.vcpus_used, d.clean_holders)
                                 for d in state.domains), load)
@@ -74,8 +67,8 @@ class HostCacheStateTest(testtools.TestCase):
                 host_state.to_payload(state)))
         # Payload 1.5: the cache_clean=required instances per domain.
         state = notify.to_host_cache_state(
-            dict(report, domain_load={'L2-0': (2, 1)},
-                 domain_required={'L2-0': 1}), 'cn1', NOW)
+            dataclasses.replace(report, domain_load={'L2-0': (2, 1)},
+                                domain_required={'L2-0': 1}), 'cn1', NOW)
         self.assertEqual([1, 0, 0],
                          [d.required_holders for d in state.domains])
         self.assertEqual(frozenset({'L2-0'}), state.required_domains)
@@ -86,7 +79,7 @@ class HostCacheStateTest(testtools.TestCase):
                                           report, 'cn1', NOW).domains])
         # An agent that knows no capacity (no Placement): null.
         state = notify.to_host_cache_state(
-            dict(report, domain_capacity={}), 'cn1', NOW)
+            dataclasses.replace(report, domain_capacity={}), 'cn1', NOW)
         self.assertEqual([None] * 3,
                          [d.vcpus_capacity for d in state.domains])
 
@@ -94,26 +87,26 @@ class HostCacheStateTest(testtools.TestCase):
         affinity = {'pcpus': [0, 1],
                     'vms': {'a': {'vcpus': {'0': [0, 1], '1': [0, 1]},
                                   'caps': {'0': 1.0, '1': 0.5}}}}
-        report = {'health': 'ok',
-                  'vcpu_sizing': {'vcpu_affinity': affinity, 'vms': {}}}
+        parsed = pcpu_est.EstimateRequest.from_dict(affinity)
+        report = reporting.HostReport(sections={
+            'vcpu_sizing': reporting.SizingSection(affinity=parsed)})
         state = notify.to_host_cache_state(report, 'cn1', NOW)
         self.assertEqual(pcpu_est.EstimateRequest.from_dict(affinity),
                          state.vcpu_affinity)
         back = host_state.from_payload(host_state.to_payload(state))
         self.assertEqual(state.vcpu_affinity, back.vcpu_affinity)
         self.assertIsNone(notify.to_host_cache_state(
-            {'health': 'ok'}, 'cn1', NOW).vcpu_affinity)
+            reporting.HostReport(), 'cn1', NOW).vcpu_affinity)
 
     def test_vcpu_sizing_fills_estimates_and_storms(self):
-        affinity = {'pcpus': [0, 1, 2, 3], 'vms': {}}
-        report = {
-            'health': 'ok',
-            'vms': {'a': {'workload': 'unknown', 'domains': []},
-                    'b': {'workload': 'unknown', 'domains': []},
-                    'c': {'workload': 'unknown', 'domains': []}},
-            'vcpu_sizing': {'vcpu_affinity': affinity, 'vms': {
-                'a': {'available_pcpus': 1.5, 'storm': {'storm': True}},
-                'b': {'available_pcpus': 4.0}}}}
+        affinity = pcpu_est.EstimateRequest.from_dict(
+            {'pcpus': [0, 1, 2, 3], 'vms': {}})
+        report = reporting.HostReport(
+            vms={u: reporting.VmReport('unknown') for u in 'abc'},
+            sections={'vcpu_sizing': reporting.SizingSection(
+                affinity=affinity, vms={
+                    'a': reporting.VmSizing(1.5, True),
+                    'b': reporting.VmSizing(4.0)})})
         state = notify.to_host_cache_state(report, 'cn1', NOW)
         self.assertEqual(
             [('a', 1.5, True), ('b', 4.0, None), ('c', None, None)],
@@ -125,7 +118,8 @@ class HostCacheStateTest(testtools.TestCase):
         self.assertEqual(state.vms, back.vms)
 
     def test_unhealthy(self):
-        state = notify.to_host_cache_state({'health': 'degraded'}, 'h', NOW)
+        state = notify.to_host_cache_state(
+            reporting.HostReport(healthy=False), 'h', NOW)
         self.assertFalse(state.agent_healthy)
         self.assertEqual((), state.domains)
 

@@ -85,4 +85,4 @@ class RefusedBalanceTest(testtools.TestCase):
                           'need 6 CPUs, the host has 4'],
                          cap.format_report(report))
         del report['refused']
-        self.assertEqual({'vms': {}}, cap.host_state(report))
+        self.assertEqual(numa_agent.Division(vms={}), cap.host_state(report))

@@ -11,6 +11,7 @@ import testtools
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import guest_agent as ga_mod
 from nova_cacheaware.agent import hypervisor as hv
+from nova_cacheaware.agent import reporting
 from nova_cacheaware.agent import service
 from nova_cacheaware import exception
 from nova_cacheaware.pcpu_est import estimate as pcpu_est
@@ -304,10 +305,16 @@ class VcpuSizingTest(testtools.TestCase):
         self.assertEqual({'0': 0.25, '1': 0.0}, entry['run_delay'])
         self.assertEqual({'vm.exits': 50.0}, entry['kvm_stats_per_s'])
         state = cap.host_state(report)
-        doc = pcpu_est.EstimateRequest.from_dict(state['vcpu_affinity'])
-        self.assertEqual((0, 1, 2, 3), doc.pcpus)
-        self.assertEqual(4.0, state['vms']['vm']['available_pcpus'])
-        self.assertIn('run_delay', state['vms']['vm'])
+        self.assertEqual(pcpu_est.EstimateRequest.from_dict(
+            report['affinity']), state.affinity)
+        self.assertEqual((0, 1, 2, 3), state.affinity.pcpus)
+        self.assertEqual(
+            {'vm': reporting.VmSizing(4.0, entry['storm']['storm'])},
+            state.vms)
+        # The next pass's unchanged affinities: the same parsed object.
+        again = cap.host_state(cap.reconcile(snapshot(
+            [self.vm], {}, {'vm': {0: 2.5e9, 1: 10}})))
+        self.assertIs(state.affinity, again.affinity)
         lines = cap.format_report(report)
         self.assertIn('4.00 pCPUs -> 4', lines[1])
 
@@ -372,10 +379,12 @@ class SpinStormTest(testtools.TestCase):
             {'storm': False, 'vote': 'quiet', 'run_delay': 0.0,
              'pause_exits_per_s': None, 'storms': 1, 'hold_periods': 3},
             quiet[-1]['storm'])
-        published = self.cap.host_state(
-            self.cap.reconcile(snapshot([self.vm], {'vm': APPLY},
-                                        {'vm': dict(self.delay)})))
-        self.assertIn('storm', published['vms']['vm'])
+        report = self.cap.reconcile(snapshot([self.vm], {'vm': APPLY},
+                                             {'vm': dict(self.delay)}))
+        published = self.cap.host_state(report)
+        self.assertEqual(report['vms']['vm']['storm']['storm'],
+                         published.vms['vm'].spin_storm)
+        self.assertIsNotNone(published.vms['vm'].spin_storm)
 
     def test_offlined_vcpus_are_left_out_of_the_signal(self):
         for _ in range(3):
