@@ -2,42 +2,38 @@
 
 Counts cycles, instructions and last-level-cache misses of each vCPU thread
 (``pid`` = the thread id, ``cpu`` = -1: the thread wherever it runs). The
-file descriptors stay open between samples, so a sample is a few ``read``
-calls; counts are cumulative and the caller takes differences.
+agent runs unprivileged: the counters are opened and held by the privsep
+daemon (:mod:`nova_cacheaware.privsep.perf`, started on the first call),
+one group per thread, and a sample is one round trip that reads them all;
+counts are cumulative and the caller takes differences.
 
 Hosts without a hardware PMU (most nested/KVM guests, this project's CI)
 answer ENOENT, ENODEV or EOPNOTSUPP: :class:`PerfCounterSource` logs that
 once, switches itself off and returns nothing, and the agent goes on with
-declared workloads.
+declared workloads. So does a daemon that cannot start or is refused.
 """
 
 import abc
-import ctypes
-import errno
 import json
 import logging
 import os
-import platform
-import struct
 import threading
 
+from oslo_privsep import daemon as privsep_daemon
+
 from nova_cacheaware.cachedomain import trials
+from nova_cacheaware.privsep import perf
 
 LOG = logging.getLogger(__name__)
 
-PERF_TYPE_HARDWARE = 0
-PERF_TYPE_SOFTWARE = 1
+PERF_TYPE_HARDWARE = perf.PERF_TYPE_HARDWARE
+PERF_TYPE_SOFTWARE = perf.PERF_TYPE_SOFTWARE
 PERF_COUNT_HW_CPU_CYCLES = 0
 PERF_COUNT_HW_INSTRUCTIONS = 1
 PERF_COUNT_HW_CACHE_MISSES = 3      # last-level cache misses (generic)
 PERF_COUNT_SW_CPU_CLOCK = 0
 PERF_COUNT_SW_TASK_CLOCK = 1
-PERF_FLAG_FD_CLOEXEC = 1 << 3
-PERF_ATTR_SIZE_VER5 = 112
-# Bit positions in perf_event_attr's flags word.
-_FLAG_EXCLUDE_HV = 1 << 6
-
-_SYSCALL = {'x86_64': 298, 'aarch64': 241, 'ppc64le': 319, 's390x': 331}
+PERF_COUNT_SW_CONTEXT_SWITCHES = 3
 
 #: The events the agent uses: name -> (type, config).
 HARDWARE_EVENTS = {
@@ -46,83 +42,15 @@ HARDWARE_EVENTS = {
     'llc_misses': (PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES),
 }
 
-# Errors meaning "this host cannot count that event at all".
-_NO_PMU = (errno.ENOENT, errno.ENODEV, errno.EOPNOTSUPP)
+# vcpu_sizing's tracepoint counter (vcpu_sizing/spin.py) still opens its
+# events in the agent's own process, through the syscall layer's names.
+make_attr = perf.make_attr
+perf_event_open = perf.perf_event_open
+read_count = perf.read_count
+PerfUnsupported = perf.PerfUnsupported
 
-
-class PerfEventAttr(ctypes.Structure):
-    """``struct perf_event_attr`` up to ``PERF_ATTR_SIZE_VER5`` (112 bytes)."""
-
-    _fields_ = [
-        ('type', ctypes.c_uint32),
-        ('size', ctypes.c_uint32),
-        ('config', ctypes.c_uint64),
-        ('sample_period', ctypes.c_uint64),
-        ('sample_type', ctypes.c_uint64),
-        ('read_format', ctypes.c_uint64),
-        ('flags', ctypes.c_uint64),
-        ('wakeup_events', ctypes.c_uint32),
-        ('bp_type', ctypes.c_uint32),
-        ('config1', ctypes.c_uint64),
-        ('config2', ctypes.c_uint64),
-        ('branch_sample_type', ctypes.c_uint64),
-        ('sample_regs_user', ctypes.c_uint64),
-        ('sample_stack_user', ctypes.c_uint32),
-        ('clockid', ctypes.c_int32),
-        ('sample_regs_intr', ctypes.c_uint64),
-        ('aux_watermark', ctypes.c_uint32),
-        ('sample_max_stack', ctypes.c_uint16),
-        ('reserved_2', ctypes.c_uint16),
-    ]
-
-
-def make_attr(event_type, config):
-    """An attr counting ``(event_type, config)`` in user and kernel mode."""
-    attr = PerfEventAttr()
-    attr.type = event_type
-    attr.size = ctypes.sizeof(PerfEventAttr)
-    attr.config = config
-    attr.flags = _FLAG_EXCLUDE_HV  # enabled at once; hypervisor excluded
-    return attr
-
-
-class PerfUnsupported(OSError):
-    """The host cannot count this event (no PMU, unknown event)."""
-
-
-def _syscall_number():
-    number = _SYSCALL.get(platform.machine())
-    if number is None:
-        raise PerfUnsupported(errno.ENOSYS, 'perf_event_open: unknown '
-                              'syscall number on %s' % platform.machine())
-    return number
-
-
-_libc = None
-
-
-def perf_event_open(attr, tid, cpu=-1, group_fd=-1,
-                    flags=PERF_FLAG_FD_CLOEXEC):
-    """The raw syscall; returns an fd or raises OSError/PerfUnsupported."""
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    fd = _libc.syscall(_syscall_number(), ctypes.byref(attr), tid, cpu,
-                       group_fd, ctypes.c_ulong(flags))
-    if fd < 0:
-        err = ctypes.get_errno()
-        if err in _NO_PMU:
-            raise PerfUnsupported(err, os.strerror(err))
-        raise OSError(err, os.strerror(err))
-    return fd
-
-
-def read_count(fd):
-    """The 64-bit count of a counter opened with ``read_format`` 0."""
-    data = os.read(fd, 8)
-    if len(data) != 8:
-        raise OSError(errno.EIO, 'short read from perf fd')
-    return struct.unpack('=Q', data)[0]
+# What a privileged call answers when the daemon is not there.
+_DAEMON_DOWN = (privsep_daemon.FailedToDropPrivileges, OSError)
 
 
 class CounterSource(abc.ABC):
@@ -169,19 +97,21 @@ class NoCounterSource(CounterSource):
 
 
 class PerfCounterSource(CounterSource):
-    """Counters of each thread through ``perf_event_open``.
+    """Counters of each thread, one group per thread in the privsep daemon.
 
     ``events`` maps names to ``(type, config)``; the default is
-    :data:`HARDWARE_EVENTS`. The first "unsupported" answer switches the
-    source off for good (logged once): a host without a PMU never gains one.
+    :data:`HARDWARE_EVENTS`. ``groups`` opens, reads and closes the groups:
+    the daemon's entrypoints (:mod:`nova_cacheaware.privsep.perf`), or a
+    :class:`~nova_cacheaware.privsep.perf.CounterGroups` in this process.
+    The first "unsupported" or "not permitted" answer, or a daemon that
+    does not start, switches the source off for good (logged once): a
+    host without a PMU never gains one.
     """
 
-    def __init__(self, events=None, opener=perf_event_open,
-                 reader=read_count):
+    def __init__(self, events=None, groups=perf):
         self.events = dict(events or HARDWARE_EVENTS)
-        self._open = opener
-        self._read = reader
-        self._fds = {}          # (tid, event) -> fd
+        self._groups = groups
+        self._handles = {}       # tid -> handle
         self.unsupported = None  # the reason, once known
         self._probed = False
 
@@ -189,7 +119,7 @@ class PerfCounterSource(CounterSource):
         """Probe once on the calling thread: can the host count at all?
 
         Lets the agent skip reading vCPU thread ids (a QEMU monitor
-        command) on hosts without a PMU.
+        command) on hosts without a PMU. The probe starts the daemon.
         """
         if self.unsupported is None and not self._probed:
             self._probed = True
@@ -203,55 +133,80 @@ class PerfCounterSource(CounterSource):
         An event the host cannot count (a PMU without a generic LLC-miss
         event, say) is dropped for good with one warning, and the others
         go on: the classifier then uses what is left (CPI, MPKI or both).
+        A thread that ended is skipped.
         """
         if self.unsupported:
             return {}
-        out = {}
-        live = set()
-        dropped = {}
-        for key, tid in threads.items():
-            counts = {}
-            for name, (etype, config) in list(self.events.items()):
-                live.add((tid, name))
-                try:
-                    fd = self._fds.get((tid, name))
-                    if fd is None:
-                        fd = self._open(make_attr(etype, config), tid)
-                        self._fds[(tid, name)] = fd
-                    counts[name] = self._read(fd)
-                except PerfUnsupported as e:
-                    del self.events[name]
-                    dropped[name] = str(e)
-                except OSError as e:
-                    # ESRCH: the thread ended; EACCES: perf_event_paranoid.
-                    LOG.debug('no %s for thread %s: %s', name, tid, e)
-            if counts:
-                out[key] = counts
-        if dropped and not self.events:
-            self.unsupported = '; '.join('%s: %s' % i
-                                         for i in sorted(dropped.items()))
-            LOG.warning('hardware counters are not available on this host '
-                        '(%s); classifying by declared workloads only',
-                        self.unsupported)
-            self.close()
+        tids = set(threads.values())
+        self._close([t for t in self._handles if t not in tids])
+        for tid in sorted(tids - set(self._handles)):
+            self._open(tid)
+            if self.unsupported:
+                return {}
+        if not self._handles:
             return {}
+        try:
+            answer = self._groups.read_groups(list(self._handles.values()))
+        except _DAEMON_DOWN as e:
+            # The groups went with the daemon; oslo.privsep starts a new
+            # one on the next call, and the next pass opens them again.
+            LOG.warning('counters not read this pass: %s', e)
+            self._handles.clear()
+            return {}
+        counts = answer['counts']
+        by_tid = {}
+        for tid, handle in list(self._handles.items()):
+            if handle in counts:
+                by_tid[tid] = counts[handle]
+            else:           # the thread ended, or the daemon restarted
+                del self._handles[tid]
+        return {key: {n: c for n, c in by_tid[tid].items()
+                      if n in self.events}
+                for key, tid in threads.items() if tid in by_tid}
+
+    def _open(self, tid):
+        try:
+            handle, dropped = self._groups.open_group(tid, self.events)
+        except (perf.NothingToCount, perf.CountingNotPermitted) as e:
+            self._off(str(e))
+            return
+        except _DAEMON_DOWN as e:
+            self._off('the privsep daemon did not start or stopped (%s): '
+                      'see [nova_cacheaware_privileged]' % e)
+            return
+        except perf.TooManyGroups as e:
+            LOG.warning('no counters for thread %s: %s', tid, e)
+            return
+        except (perf.ThreadNotFound, perf.OpenFailed) as e:
+            LOG.debug('no counters for thread %s: %s', tid, e)
+            return
+        self._handles[tid] = handle
         if dropped:
+            for name in dropped:
+                del self.events[name]
             LOG.warning('%s not counted on this host (%s); the classifier '
                         'goes on with %s', ', '.join(sorted(dropped)),
                         '; '.join(sorted(dropped.values())),
                         ', '.join(sorted(self.events)))
-            out = {k: {n: c for n, c in v.items() if n in self.events}
-                   for k, v in out.items()}
-        self._close_stale({(t, n) for t, n in live if n in self.events})
-        return out
 
-    def _close_stale(self, live):
-        for key in [k for k in self._fds if k not in live]:
-            os.close(self._fds.pop(key))
+    def _off(self, reason):
+        self.unsupported = reason
+        LOG.warning('hardware counters are not available on this host '
+                    '(%s); classifying by declared workloads only', reason)
+        self.close()
+
+    def _close(self, tids):
+        handles = [self._handles.pop(t) for t in tids]
+        if not handles:
+            return
+        try:
+            self._groups.close_groups(handles)
+        except _DAEMON_DOWN as e:
+            LOG.debug('counter groups not closed: %s', e)
 
     def close(self):
-        """Close every open counter."""
-        close_all(self._fds)
+        """Close every open counter group (no daemon call when none is)."""
+        self._close(list(self._handles))
 
 
 class TraceCounterSource(CounterSource):

@@ -34,6 +34,7 @@ from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.conf import opts as conf_opts
 from nova_cacheaware import exception
 from nova_cacheaware.policy import state_cadence
+from nova_cacheaware import privsep
 from nova_cacheaware.topology import cpulist
 from nova_cacheaware.topology import domains
 from nova_cacheaware.topology import source as topology_source
@@ -311,6 +312,7 @@ def main(argv=None, planner=None, hv=None):
     argv = sys.argv[1:] if argv is None else argv
     conf = make_conf(argv)
     logging.setup(conf, 'nova-cacheaware-agent')
+    privsep.init(conf)
     try:
         if planner is None:
             planner = repinning.Planner(objective=conf.agent.plan_objective)

@@ -23,7 +23,8 @@ import importlib
 SCHEDULER_MODULES = ('scheduler',)
 #: The groups in the agent's own configuration file.
 AGENT_MODULES = ('agent', 'balloon', 'nova', 'numa_balance', 'placement',
-                 'reporting', 'status', 'topology', 'vcpu_sizing')
+                 'privileged', 'reporting', 'status', 'topology',
+                 'vcpu_sizing')
 #: The groups of ``nova-cacheaware-api``'s file: the state topic and TTL
 #: (``[cacheaware_scheduler]``), the describe RPC, how it serves.
 API_MODULES = ('api', 'scheduler', 'status')

@@ -4,6 +4,7 @@ import os
 import uuid as uuid_mod
 
 import fixtures
+from oslo_config import cfg
 
 from nova_cacheaware.agent import actuator
 from nova_cacheaware.agent import hypervisor
@@ -34,6 +35,10 @@ class AgentTestCase(base.FunctionalTestCase):
 
     def setUp(self):
         super().setUp()
+        # The agent's main() parses the global CONF for its privsep
+        # daemon (privsep.init) with this test's config file: forget it
+        # after the test, as a new process would.
+        self.addCleanup(cfg.CONF.reset)
         self.mine = set()
         self.specs = {}
         self.hv = self.make_hypervisor()

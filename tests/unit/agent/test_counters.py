@@ -1,133 +1,150 @@
-"""perf_event_open counters: struct layout, error mapping, the real syscall."""
+"""The agent's counter sources: groups in the privsep daemon, traces."""
 
-import ctypes
 import errno
-import os
 import threading
 
 import fixtures
 import testtools
 
 from nova_cacheaware.agent import counters
-
-
-class AttrLayoutTest(testtools.TestCase):
-    """Offsets of ``struct perf_event_attr`` (linux/perf_event.h)."""
-
-    def test_size_is_ver5(self):
-        self.assertEqual(counters.PERF_ATTR_SIZE_VER5,
-                         ctypes.sizeof(counters.PerfEventAttr))
-
-    def test_offsets(self):
-        a = counters.PerfEventAttr
-        self.assertEqual(
-            [('type', 0), ('size', 4), ('config', 8), ('sample_period', 16),
-             ('sample_type', 24), ('read_format', 32), ('flags', 40),
-             ('wakeup_events', 48), ('bp_type', 52), ('config1', 56),
-             ('config2', 64), ('branch_sample_type', 72),
-             ('sample_regs_user', 80), ('sample_stack_user', 88),
-             ('clockid', 92), ('sample_regs_intr', 96),
-             ('aux_watermark', 104), ('sample_max_stack', 108)],
-            [(name, getattr(a, name).offset) for name in (
-                'type', 'size', 'config', 'sample_period', 'sample_type',
-                'read_format', 'flags', 'wakeup_events', 'bp_type',
-                'config1', 'config2', 'branch_sample_type',
-                'sample_regs_user', 'sample_stack_user', 'clockid',
-                'sample_regs_intr', 'aux_watermark', 'sample_max_stack')])
-
-    def test_make_attr(self):
-        attr = counters.make_attr(counters.PERF_TYPE_HARDWARE,
-                                  counters.PERF_COUNT_HW_INSTRUCTIONS)
-        self.assertEqual((0, 112, 1), (attr.type, attr.size, attr.config))
-        # Enabled at once (disabled bit clear), hypervisor excluded.
-        self.assertEqual(1 << 6, attr.flags)
-
-
-class FakeOpener:
-    """Replaces only the syscall: raises ``error`` for chosen events."""
-
-    def __init__(self, error=None):
-        self.error = error
-        self.calls = 0
-        self.fds = []
-
-    def __call__(self, attr, tid):
-        self.calls += 1
-        if self.error:
-            raise self.error
-        r, w = os.pipe()
-        os.close(w)
-        self.fds.append(r)
-        return r
+from nova_cacheaware.privsep import perf
+from tests.fixtures import privsep as privsep_fixture
+from tests.unit.privsep import test_perf
 
 
 class PerfCounterSourceTest(testtools.TestCase):
+    """The source on an in-process :class:`perf.CounterGroups`."""
 
     def setUp(self):
         super().setUp()
         self.log = self.useFixture(fixtures.FakeLogger())
+        self.kernel = test_perf.FakeKernel()
+        self.groups = perf.CounterGroups(opener=self.kernel.open,
+                                         reader=self.kernel.read)
+        self.addCleanup(self.groups.close_all)
+
+    def source(self):
+        return counters.PerfCounterSource(groups=self.groups)
 
     def test_no_pmu_is_said_once_and_then_nothing(self):
         for err in (errno.ENOENT, errno.ENODEV, errno.EOPNOTSUPP):
-            opener = FakeOpener(counters.PerfUnsupported(err, 'x'))
-            source = counters.PerfCounterSource(opener=opener)
+            self.kernel.calls = []
+            self.kernel.errors = dict.fromkeys(
+                (0, 1, 3), counters.PerfUnsupported(err, 'x'))
+            source = self.source()
             self.assertEqual({}, source.sample({'vm/0': 123}))
             self.assertEqual({}, source.sample({'vm/0': 123}))
-            self.assertEqual(3, opener.calls)  # each event once
-            self.assertTrue(source.unsupported)
+            self.assertEqual(3, len(self.kernel.calls))  # each event once
+            self.assertIn('cycles: x', source.unsupported)
         self.assertEqual(3, self.log.output.count(
             'hardware counters are not available on this host'))
 
     def test_an_event_the_host_cannot_count_is_dropped_alone(self):
-        def opener(attr, tid):
-            if attr.config == counters.PERF_COUNT_HW_CACHE_MISSES:
-                raise counters.PerfUnsupported(errno.ENOENT, 'x')
-            return FakeOpener()(attr, tid)
-
-        source = counters.PerfCounterSource(opener=opener,
-                                            reader=lambda fd: 7)
+        self.kernel.errors = {counters.PERF_COUNT_HW_CACHE_MISSES:
+                              counters.PerfUnsupported(errno.ENOENT, 'x')}
+        source = self.source()
         self.addCleanup(source.close)
-        self.assertEqual({'vm/0': {'cycles': 7, 'instructions': 7}},
+        self.assertEqual({'vm/0': {'cycles': 1, 'instructions': 1}},
                          source.sample({'vm/0': 1}))
-        self.assertEqual({'vm/0': {'cycles': 7, 'instructions': 7}},
-                         source.sample({'vm/0': 1}))
+        self.assertEqual({'vm/0': {'cycles': 2, 'instructions': 2},
+                          'vm/1': {'cycles': 1, 'instructions': 1}},
+                         source.sample({'vm/0': 1, 'vm/1': 2}))
         self.assertIsNone(source.unsupported)
         self.assertEqual(1, self.log.output.count(
             'llc_misses not counted on this host'))
+        # The second thread's group was opened without the dropped event.
+        self.assertEqual(5, len(self.kernel.calls))
 
-    def test_available_probes_once(self):
-        opener = FakeOpener(counters.PerfUnsupported(errno.ENOENT, 'x'))
-        source = counters.PerfCounterSource(opener=opener)
+    def test_available_probes_once_and_closes_the_probe(self):
+        self.kernel.errors = {0: counters.PerfUnsupported(errno.ENOENT, 'x'),
+                              1: counters.PerfUnsupported(errno.ENOENT, 'x'),
+                              3: counters.PerfUnsupported(errno.ENOENT, 'x')}
+        source = self.source()
         self.assertFalse(source.available())
         self.assertFalse(source.available())
-        self.assertEqual(3, opener.calls)
-        ok = counters.PerfCounterSource(opener=FakeOpener(),
-                                        reader=lambda fd: 0)
+        self.assertEqual(3, len(self.kernel.calls))
+        self.kernel.errors = {}
+        ok = self.source()
         self.assertTrue(ok.available())
-        self.assertEqual({}, ok._fds)  # the probe's counters are closed
+        self.assertEqual(0, len(self.groups))  # the probe's group is closed
         self.assertFalse(counters.NoCounterSource().available())
 
-    def test_other_errors_skip_the_thread_only(self):
-        opener = FakeOpener(OSError(errno.ESRCH, 'No such process'))
-        source = counters.PerfCounterSource(opener=opener)
+    def test_an_ended_thread_is_skipped_and_tried_again(self):
+        self.kernel.errors = {0: OSError(errno.ESRCH, 'No such process')}
+        source = self.source()
         self.assertEqual({}, source.sample({'vm/0': 1}))
         self.assertIsNone(source.unsupported)
-        self.assertEqual(3, opener.calls)  # tried every event; retried later
+        self.kernel.errors = {}
+        self.assertEqual({'vm/0': {'cycles': 1, 'instructions': 1,
+                                   'llc_misses': 1}},
+                         source.sample({'vm/0': 1}))
 
-    def test_fds_kept_between_samples_and_closed_for_gone_threads(self):
-        opener = FakeOpener()
-        reads = iter(range(100))
-        source = counters.PerfCounterSource(
-            opener=opener, reader=lambda fd: next(reads))
+    def test_not_permitted_switches_the_source_off(self):
+        self.kernel.errors = {0: OSError(errno.EACCES, 'Permission denied')}
+        source = self.source()
+        self.assertEqual({}, source.sample({'vm/0': 1}))
+        self.assertIn('CAP_PERFMON', source.unsupported)
+        self.assertIn('hardware counters are not available', self.log.output)
+
+    def test_groups_kept_between_samples_and_closed_for_gone_threads(self):
+        source = self.source()
         first = source.sample({'a': 1, 'b': 2})
-        self.assertEqual({'cycles': 0, 'instructions': 1, 'llc_misses': 2},
+        self.assertEqual({'cycles': 1, 'instructions': 1, 'llc_misses': 1},
                          first['a'])
-        self.assertEqual(6, opener.calls)
-        source.sample({'a': 1})
-        self.assertEqual(6, opener.calls)  # reused
-        self.assertEqual(3, len(source._fds))
+        self.assertEqual(6, len(self.kernel.calls))
+        self.assertEqual({'a': {'cycles': 2, 'instructions': 2,
+                                'llc_misses': 2}}, source.sample({'a': 1}))
+        self.assertEqual(6, len(self.kernel.calls))  # reused
+        self.assertEqual(1, len(self.groups))
         source.close()
-        self.assertEqual({}, source._fds)
+        self.assertEqual(0, len(self.groups))
+        self.assertEqual(self.kernel.open_fds, self.kernel.closed())
+
+    def test_a_group_that_cannot_be_read_is_dropped_and_reopened(self):
+        source = self.source()
+        source.sample({'a': 1, 'b': 2})
+        self.kernel.broken.add(2)
+        self.assertEqual({'a'}, set(source.sample({'a': 1, 'b': 2})))
+        self.assertEqual(1, len(self.groups))
+        self.kernel.broken.clear()
+        self.assertEqual({'a', 'b'}, set(source.sample({'a': 1, 'b': 2})))
+
+    def test_a_restarted_daemon_means_new_groups(self):
+        source = self.source()
+        source.sample({'a': 1})
+        self.groups.close_all()         # what a daemon restart loses
+        self.assertEqual({}, source.sample({'a': 1}))
+        self.assertEqual({'a': {'cycles': 1, 'instructions': 1,
+                                'llc_misses': 1}}, source.sample({'a': 1}))
+
+    def test_a_daemon_that_does_not_start_switches_the_source_off(self):
+        from oslo_privsep import daemon
+
+        class NoDaemon:
+            def open_group(self, tid, events):
+                raise daemon.FailedToDropPrivileges(
+                    'privsep helper command exited non-zero (1)')
+
+        source = counters.PerfCounterSource(groups=NoDaemon())
+        self.assertFalse(source.available())
+        self.assertIn('privsep daemon did not start', source.unsupported)
+        self.assertIn('[nova_cacheaware_privileged]', self.log.output)
+
+    def test_a_daemon_gone_while_reading_is_one_lost_pass(self):
+        groups = self.groups
+
+        class Dying:
+            open_group = groups.open_group
+            close_groups = groups.close_groups
+
+            def read_groups(self, handles):
+                raise OSError('Premature eof waiting for privileged '
+                              'process')
+
+        source = counters.PerfCounterSource(groups=Dying())
+        self.assertEqual({}, source.sample({'a': 1}))
+        self.assertIsNone(source.unsupported)
+        self.assertIn('counters not read this pass', self.log.output)
 
     def test_derived(self):
         self.assertEqual(
@@ -178,11 +195,15 @@ class TraceCounterSourceTest(testtools.TestCase):
 
 
 class RealSyscallTest(testtools.TestCase):
-    """The real perf_event_open path.
+    """The real perf_event_open path, privsep in unprivileged in-process mode.
 
     A software event works without a PMU; the hardware events are counted
     or reported missing.
     """
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(privsep_fixture.PrivsepFixture())
 
     def test_task_clock_of_this_thread(self):
         tid = threading.get_native_id()
@@ -190,10 +211,10 @@ class RealSyscallTest(testtools.TestCase):
             'task_clock': (counters.PERF_TYPE_SOFTWARE,
                            counters.PERF_COUNT_SW_TASK_CLOCK)})
         self.addCleanup(source.close)
-        try:
-            before = source.sample({'me': tid})
-        except PermissionError:
-            self.skipTest('perf_event_open not permitted here')
+        before = source.sample({'me': tid})
+        if source.unsupported:
+            self.skipTest('perf_event_open not permitted here: %s'
+                          % source.unsupported)
         self.assertIn('me', before)
         sum(range(200000))
         after = source.sample({'me': tid})
