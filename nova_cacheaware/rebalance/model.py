@@ -13,26 +13,49 @@ choice, so the plan expects what the agents will really do. Pure.
 
 import collections
 import dataclasses
+import functools
 import typing as ty
 
 from nova_cacheaware.cachedomain import assignment as domain_assignment
 
 
-@dataclasses.dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclasses.dataclass(frozen=True)
 class Score:
-    """What a region's placement achieves, compared in this order.
+    """What a region's placement achieves.
 
     ``clean``: memory-bound servers alone (Clean) in their domain;
     ``all_share``: servers of cache-aware flavors pinned into one domain;
     ``room``: refused ``required`` requests that would fit now (each in
     its own domain without a memory-bound server); ``relieved``: storming
     servers moved to a host whose pCPUs hold all its guests' vCPUs.
+
+    Compared by :meth:`key`: first Clean servers counting each refused
+    ``required`` request that fits as the Clean server it becomes when
+    its owner boots it again, then those requests (at an equal count, a
+    move that gives a request's room to a running server is no gain),
+    then All-share, then storms relieved.
     """
 
     clean: int = 0
     all_share: int = 0
     room: int = 0
     relieved: int = 0
+
+    def key(self):
+        """The tuple scores are compared by."""
+        return (self.clean + self.room, self.room, self.all_share,
+                self.relieved)
+
+    def __eq__(self, other):
+        return (isinstance(other, Score)
+                and dataclasses.astuple(self) == dataclasses.astuple(other))
+
+    def __hash__(self):
+        return hash(dataclasses.astuple(self))
+
+    def __lt__(self, other):
+        return self.key() < other.key()
 
     def first_gain(self, before):
         """The name of the first part higher than in ``before``, or None."""

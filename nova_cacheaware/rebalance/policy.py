@@ -10,10 +10,13 @@ proposes an ordered list of live migrations within a budget. Pure: no
 I/O, no clock; the later Watcher strategy turns the plan into actions.
 
 The objective is the region's :class:`~.rebalance_model.Score`, compared
-lexicographically: (a) Clean memory-bound servers, then (b) All-share
-servers, then (c) refused ``required`` requests that would fit (a whole
-Empty domain with room each), then (d) storming servers relieved (moved
-to a host whose pCPUs hold all its guests' vCPUs). The plan, in steps:
+by :meth:`~.rebalance_model.Score.key`: (a) Clean memory-bound servers
+plus refused ``required`` requests that would fit (a whole domain with
+room and no Clean-wanting server each: the Clean server each becomes when
+booted again), then (b) those requests (a room is not given to a running
+server for nothing), then (c) All-share servers, then (d) storming
+servers relieved (moved to a host whose pCPUs
+hold all its guests' vCPUs). The plan, in steps:
 
 1. **Settle first.** Every host's agent places what it would place with
    no migration at all (:class:`~.rebalance_model.Region`): no
@@ -170,7 +173,7 @@ def _best_trial(region, snapshot, memo):
 
 def _descending(key):
     score, minus_vcpus, minus_disturbed = key
-    return (tuple(-n for n in dataclasses.astuple(score)), -minus_vcpus,
+    return (tuple(-n for n in score.key()), -minus_vcpus,
             -minus_disturbed)
 
 

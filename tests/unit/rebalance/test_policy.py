@@ -87,6 +87,53 @@ class SituationTableTest(testtools.TestCase):
         self.assertEqual(rm.Score(4, 6), plan.after)
 
 
+class RefusedRequestOrderTest(testtools.TestCase):
+    """A refused ``required`` request that fits counts as a Clean server."""
+
+    def test_score_order(self):
+        table = [
+            # (lower, higher)
+            # Clean plus room first.
+            (rm.Score(4, 9, 0, 5), rm.Score(3, 0, 2, 0)),
+            # Equal sums: a request's room is not given for one Clean.
+            (rm.Score(5, 0, 0, 0), rm.Score(4, 0, 1, 0)),
+            # Then All-share, then storms relieved.
+            (rm.Score(5, 1, 0, 9), rm.Score(5, 2, 0, 0)),
+            (rm.Score(5, 2, 0, 0), rm.Score(5, 2, 0, 1)),
+            # Without refused requests: Clean, All-share, relieved.
+            (rm.Score(4, 9, 0, 9), rm.Score(5, 0, 0, 0)),
+        ]
+        for lower, higher in table:
+            self.assertLess(lower, higher)
+            self.assertGreater(higher, lower)
+            self.assertNotEqual(lower, higher)
+        self.assertEqual(rm.Score(1, 2, 3, 4), rm.Score(1, 2, 3, 4))
+
+    def crowded(self, pending):
+        # z1's L3-0 holds three memory-bound servers (Dirty), its other
+        # CCXs are full; z2's L3-3 is the region's only Empty domain.
+        return f.snapshot(
+            f.zen('z1', f.mem('m1', 2, 'L3-0'), f.mem('m2', 2, 'L3-0'),
+                  f.mem('m3', 2, 'L3-0'),
+                  *(f.cpu('c%d' % n, 8, 'L3-%d' % n) for n in (1, 2, 3))),
+            f.zen('z2', *(f.cpu('d%d' % n, 8, 'L3-%d' % n)
+                          for n in (0, 1, 2))),
+            pending=pending)
+
+    def test_no_running_server_takes_the_room_a_request_needs(self):
+        # Without a refused request, m1 moves to the Empty CCX: one more
+        # Clean server (m2 and m3 stay Dirty together).
+        plan = rebalance.plan_moves(self.crowded(()), 3)
+        self.assertEqual([('m1', 'z1', 'z2', 'L3-3')], moves(plan))
+        self.assertEqual((rm.Score(0, 9), rm.Score(1, 9)),
+                         (plan.before, plan.after))
+        # With a refused 8-vCPU request, that CCX is its room: the move
+        # would trade the request's Clean for m1's, and is not made.
+        plan = rebalance.plan_moves(self.crowded((8,)), 3)
+        self.assertEqual([], moves(plan))
+        self.assertEqual(rm.Score(0, 9, 1), plan.after)
+
+
 class RuleTableTest(testtools.TestCase):
     """Servers that must not move, and moves that must not happen."""
 
