@@ -22,6 +22,21 @@ watcher_hosts`` (source first):
   SUCCEEDS with one action plan, already SUCCEEDED, without actions
   (Watcher 17's weight planner marks an empty plan SUCCEEDED), and the
   goal's efficacy indicators say no migration for one server.
+* ``test_refused_required_request_gets_room``: the source's one cache
+  domain holds K vCPUs, the destination's largest Ky < K. A memory-bound
+  ``cache_clean=required`` server M (1 vCPU) is Clean on the destination;
+  a cache-aware CPU-bound server C (All-share, ``cacheaware:workload=cpu``,
+  K - Ky vCPUs) on the source leaves too little room there for a
+  ``required`` request R of Ky + 1 vCPUs, which no domain of the
+  destination holds: R ends in ERROR with Nova's "No valid host was
+  found". The audit reads that refused request from Nova and proposes
+  exactly one live migration, C to the destination (M leaving frees no
+  domain big enough); the applier runs it, M stays Clean, and R's
+  request made again on the source is ACTIVE, alone and Clean in its
+  domain. Skipped unless Nova and Placement take servers of Ky + 1 vCPUs
+  on the source: in the devcloud only with ``DEVCLOUD_CPU_ALLOCATION_RATIO
+  =1.0`` (K = 2, Ky = 1; at Nova's default ratio 4.0, K = 8 and Ky = 4
+  but one server has at most 2 vCPUs there, the hosts' CPUs).
 
 Audits are scoped to the two hosts (every other compute host excluded):
 the devcloud's fake computes cannot run a libvirt guest, and with
@@ -47,6 +62,9 @@ DATA_MODEL_VERSION = 'infra-optim 1.3'
 GOAL = 'cache_isolation'
 STRATEGY = 'cache_rebalance'
 MEMORY_BOUND = 'memory-bound'
+#: Nova's fault of a server its scheduler refused (what the strategy
+#: reads, nova_cacheaware.watcher.NO_VALID_HOST).
+NO_VALID_HOST = 'No valid host was found'
 #: A memory-bound workload's counts per agent pass and vCPU: 14 and 16
 #: LLC misses per 1000 instructions (the agent's rule: >= 10 is
 #: memory-bound). Instructions and LLC misses only, as a host whose PMU
@@ -251,6 +269,111 @@ class WatcherRebalanceTest(base.CacheAwareScenarioTest):
         self.wait_for('%s pinned to %s on %s' % (server_id, cpus, host),
                       lambda: set(view.pins(server_id).values()) == {cpus})
 
+    def capacities(self, host):
+        """``{domain id: vCPUs it holds}`` of the host's agent's view.
+
+        Each domain's CPUs (the view) at the allocation ratio of the
+        host's ``domain_resource_class`` inventory in Placement (what
+        Placement and the audit count).
+        """
+        try:
+            view = self.view(host)
+        except lib_exc.NotFound:
+            raise self.skipException('no view of %s from nova-cacheaware-'
+                                     'api: no agent there' % host)
+        rc = CONF.cacheaware.domain_resource_class
+        ratios = {inv[rc]['allocation_ratio']
+                  for inv in self.cache_inventories(host).values()}
+        if len(ratios) != 1:
+            raise self.skipException(
+                '%s: its cache providers have %s allocation ratios of %s '
+                'in Placement (one wanted)' % (host, sorted(ratios) or 'no',
+                                               rc))
+        ratio = ratios.pop()
+        return {d['id']: int(len(_cpulist(d['cpus'])) * ratio)
+                for d in view['domains']}
+
+    def roots(self, host):
+        """The compute node provider uuids of ``host``."""
+        return [h['id'] for h in
+                self.os_admin.hypervisor_client.list_hypervisors(
+                    detail=True)['hypervisors']
+                if h['service']['host'] == host]
+
+    def largest_server(self, host):
+        """The most vCPUs of one All-share server Placement puts on host.
+
+        Nova's ``VCPU`` ``max_unit`` of the host (its CPUs) and the
+        largest ``max_unit`` of its cache providers' domain vCPUs.
+        """
+        rc = CONF.cacheaware.domain_resource_class
+        units = [inv[rc]['max_unit'] for inv in
+                 self.cache_inventories(host).values()]
+        for root in self.roots(host):
+            inv = self.rp_client.list_resource_provider_inventories(root)[
+                'inventories'].get('VCPU')
+            if inv:
+                units = [min(u, inv['max_unit']) for u in units]
+        return max(units or [0])
+
+    def cache_inventories(self, host):
+        """``{rp uuid: inventories}`` of the host's cache providers.
+
+        Those with the domain vCPU class: the host's one cache provider
+        (per-host model) or its domain providers (per-domain model).
+        """
+        out = {}
+        for root in self.roots(host):
+            for rp in self.rp_client.list_resource_providers(
+                    in_tree=root)['resource_providers']:
+                inv = self.rp_client.list_resource_provider_inventories(
+                    rp['uuid'])['inventories']
+                if CONF.cacheaware.domain_resource_class in inv:
+                    out[rp['uuid']] = inv
+        return out
+
+    def room_for_required(self, host, vcpus):
+        """True when Placement has room for a ``required`` request.
+
+        One of the host's cache providers has ``vcpus`` free, within its
+        ``max_unit``, and a free memory-bound slot.
+        """
+        rc = CONF.cacheaware.domain_resource_class
+        membound = CONF.cacheaware.domain_membound_class
+        for rp, inv in self.cache_inventories(host).items():
+            used = self.rp_client.list_resource_provider_usages(rp)['usages']
+
+            def free(name):
+                if name not in inv:
+                    return 0
+                i = inv[name]
+                return ((i['total'] - i['reserved']) * i['allocation_ratio']
+                        - used.get(name, 0))
+            if (free(rc) >= vcpus and inv[rc]['max_unit'] >= vcpus
+                    and free(membound) >= 1):
+                return True
+        return False
+
+    def server_in_domain(self, host, server_id, workload_class):
+        """The server's entry in the host's view, or None.
+
+        None until the agent has it of ``workload_class`` and in one
+        domain (All-share).
+        """
+        try:
+            view = self.view(host)
+        except lib_exc.NotFound:
+            return None
+        for server in view['servers']:
+            if (server['uuid'] == server_id and server['domain']
+                    and server['class'] == workload_class):
+                return server
+        return None
+
+    def no_servers(self, hosts):
+        """True when no host's view lists a server (earlier tests gone)."""
+        return all(not self.view(h)['servers'] for h in hosts)
+
     def domain_count(self, host):
         """How many cache domains the host's agent reports."""
         try:
@@ -361,6 +484,147 @@ class WatcherRebalanceTest(base.CacheAwareScenarioTest):
         self.assertEqual(
             self.source, self.admin_servers_client.show_server(
                 server['id'])['server']['OS-EXT-SRV-ATTR:host'])
+
+    @decorators.idempotent_id('c7935774-19d6-4778-980a-9ae2ddd266e5')
+    def test_refused_required_request_gets_room(self):
+        """A refused required request: one live migration frees a domain.
+
+        The source's one domain holds K vCPUs, the destination's largest
+        Ky < K. M (``required`` memory-bound, 1 vCPU) is Clean on the
+        destination; C (CPU-bound, All-share, K - Ky vCPUs) on the source
+        leaves too little room there for R (``required``, Ky + 1 vCPUs,
+        more than any domain of the destination holds): Nova refuses R.
+        The audit moves C to the destination, the one move that frees a
+        domain with room for R (M's moving frees none that is big
+        enough), and R's request made again is ACTIVE, alone and Clean in
+        the source's domain.
+
+        Why R is bigger than every domain of the destination: were M's
+        domain big enough for R once M left (both hosts with one domain
+        of K >= 3, C of K - 1 vCPUs), M moving to the source would free
+        it too, and the audit prefers that cheaper move (1 vCPU against
+        K - 1; with K = 2 the smaller uuid decides).
+        """
+        full, other = self.source, self.dest
+        domains = self.capacities(full)
+        if len(domains) != 1:
+            raise self.skipException(
+                'the source %s must have one cache domain (C fills it, R '
+                'waits for it), not %d' % (full, len(domains)))
+        (domain_id, kx), = domains.items()
+        there = self.capacities(other)
+        ky = max(there.values() or [0])
+        refused_vcpus, blocker_vcpus = ky + 1, kx - ky
+        # C and M fit the destination's domains, C beside M or in
+        # another one.
+        room_there = sorted(there.values())
+        room_there[-1] -= 1
+        if (blocker_vcpus < 1 or refused_vcpus > kx
+                or max(room_there) < blocker_vcpus):
+            raise self.skipException(
+                'the source\'s domain holds %d vCPUs, the destination\'s '
+                '%s: the scenario needs one of K vCPUs on the source and '
+                'room for 1 + (K - Ky) vCPUs on the destination, Ky < K '
+                'its largest domain' % (kx, sorted(there.values())))
+        # Placement's max_unit of a per-host provider follows its load.
+        self.wait_for('no server left on %s and %s in their agents\' views'
+                      % (full, other),
+                      lambda: self.no_servers((full, other)))
+        too_big = [(host, vcpus, self.largest_server(host))
+                   for host, vcpus in ((full, refused_vcpus),
+                                       (other, blocker_vcpus))
+                   if vcpus > self.largest_server(host)]
+        if too_big:
+            raise self.skipException(
+                'the source\'s domain holds %d vCPUs, the destination\'s '
+                'largest %d: a server of %s vCPUs on %s, more than Nova and '
+                'Placement place in one server there (max_unit %s; the '
+                'devcloud: DEVCLOUD_CPU_ALLOCATION_RATIO=1.0)'
+                % (kx, ky, too_big[0][1], too_big[0][0], too_big[0][2]))
+        image = CONF.cacheaware.guest_image_ref or None
+        rc = CONF.cacheaware.domain_resource_class
+        specs = self.allshare_specs(domain_model=False)
+        specs['resources_CACHE:' + rc] = '1'
+        clean = self.boot(self.create_flavor(specs, vcpus=1), host=other,
+                          image=image)
+        self.wait_for('%s alone in a Clean domain of %s'
+                      % (clean['id'], other),
+                      lambda: self.clean_domain(other, clean['id']))
+        blocker = self.boot(self.create_flavor({
+            'cacheaware:cache_share': 'all',
+            'cacheaware:workload': 'cpu',
+            'resources_CACHE:' + rc: str(blocker_vcpus),
+            'group_policy': 'none'}, vcpus=blocker_vcpus),
+            host=full, image=image)
+        self.wait_for('%s cpu-bound in a domain of %s'
+                      % (blocker['id'], full),
+                      lambda: self.server_in_domain(full, blocker['id'],
+                                                    'cpu-bound'))
+        specs = self.allshare_specs(domain_model=False)
+        specs['resources_CACHE:' + rc] = str(refused_vcpus)
+        required = self.create_flavor(specs, vcpus=refused_vcpus)
+        refused = self.boot(required, host=full, image=image,
+                            status='ERROR')
+        self.assertIn(NO_VALID_HOST,
+                      (refused.get('fault') or {}).get('message', ''),
+                      refused)
+        self.assertIsNone(refused.get('OS-EXT-SRV-ATTR:host'))
+        self.wait_for('Watcher\'s compute model has %s and %s'
+                      % (clean['id'], blocker['id']),
+                      lambda: self.in_watcher_model(full, [blocker['id']])
+                      and self.in_watcher_model(other, [clean['id']]))
+
+        audit, plans = self.audit()
+        self.assertEqual(1, len(plans), plans)
+        plan = plans[0]
+        self.assertEqual('RECOMMENDED', plan['state'])
+        actions = self.actions(plan)
+        self.assertEqual(1, len(actions), actions)
+        params = actions[0]['input_parameters']
+        self.assertEqual(
+            ('migrate', 'live', blocker['id'], full, other),
+            (actions[0]['action_type'], params['migration_type'],
+             params['resource_id'], params['source_node'],
+             params['destination_node']))
+        self.assertEqual(
+            {'instance_migrations_count': 1, 'instances_count': 2,
+             'clean_servers_gained': 0, 'all_share_servers_gained': 0},
+            self.efficacy(plan))
+
+        self.watcher.post_json('v1/action_plans/%s/start' % plan['uuid'],
+                               {}, expected=200)
+
+        def finished():
+            now = self.watcher.get_json('v1/action_plans/%s' % plan['uuid'])
+            return now if now['state'] in ('SUCCEEDED', 'FAILED',
+                                           'CANCELLED') else None
+        plan = self.wait_for('action plan %s' % plan['uuid'], finished)
+        self.assertEqual('SUCCEEDED', plan['state'], self.actions(plan))
+        self.assertEqual(['SUCCEEDED'],
+                         [a['state'] for a in self.actions(plan)])
+        hosts = {u: self.admin_servers_client.show_server(u)['server'][
+            'OS-EXT-SRV-ATTR:host'] for u in (blocker['id'], clean['id'])}
+        self.assertEqual({blocker['id']: other, clean['id']: other}, hosts)
+        self.wait_for('%s cpu-bound in a domain of %s'
+                      % (blocker['id'], other),
+                      lambda: self.server_in_domain(other, blocker['id'],
+                                                    'cpu-bound'))
+        self.wait_for('%s still alone in a Clean domain of %s'
+                      % (clean['id'], other),
+                      lambda: self.clean_domain(other, clean['id']))
+
+        # The source's agent gives Placement the domain's room back.
+        self.wait_for('room for %d vCPUs and a Clean slot on %s in '
+                      'Placement' % (refused_vcpus, full),
+                      lambda: self.room_for_required(full, refused_vcpus))
+        again = self.boot(required, host=full, image=image)
+        domain = self.wait_for(
+            '%s memory-bound and alone in a Clean domain of %s'
+            % (again['id'], full),
+            lambda: self.clean_domain(full, again['id']))
+        self.assertEqual((domain_id, [again['id']]),
+                         (domain['id'], domain['servers']))
+        self.assert_pinned_into(full, again['id'], domain)
 
 
 def _cpulist(text):
