@@ -45,7 +45,7 @@ from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
 from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.numa_balance import agent as numa_balance
-from nova_cacheaware.numa_balance import policy
+from nova_cacheaware.numa_balance import model
 from nova_cacheaware.numa_balance import shapes as numa_shapes
 from nova_cacheaware.topology import domains
 from tests.fixtures import linux_guest
@@ -108,7 +108,7 @@ def main(argv=None):
             repinning.Planner(), None,
             spec_source=specs.StaticSpecSource(spec))
         cap = numa_balance.NumaBalance(
-            hv, HOST, policy.Thresholds(per_node_floor=False),
+            hv, HOST, model.Thresholds(per_node_floor=False),
             guest_agent=ga)
 
         # -- cpu pass: b joins (a gives CPU 1) / leaves (a takes it) --

@@ -43,6 +43,7 @@ import time
 
 from benchmarks import pcpu_est_bench as pcb
 from nova_cacheaware.pcpu_est import estimate as pcpu_est
+from nova_cacheaware.vcpu_sizing import model as storm_model
 from nova_cacheaware.vcpu_sizing import spin_storm as storm_policy
 from nova_cacheaware.vcpu_sizing import storm_states as spin_storm
 
@@ -268,7 +269,7 @@ def main(argv=None):
         'machine': pcb.machine(),
         'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
         'loadavg_before': pcb._read('/proc/loadavg').split()[:3],
-        'thresholds': storm_policy.to_dict(storm_policy.StormThresholds()),
+        'thresholds': storm_model.to_dict(storm_model.StormThresholds()),
         'args': vars(args), 'scenarios': {}}
     groups = pcb.CpuCgroups(parent_shares=args.parent_shares)
     # This driver (job starts, 20 ms polls) runs inside the parent group

@@ -33,21 +33,12 @@ from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import guest_agent as ga_mod
 from nova_cacheaware.agent import hypervisor as hv_mod
 from nova_cacheaware.balloon import guest_report
+from nova_cacheaware.balloon import model
 from nova_cacheaware.balloon import policy
 from nova_cacheaware.balloon import view
 from nova_cacheaware import exception
 
 LOG = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class HeldMemory:
-    """Ballooning's section of the agent's host report."""
-
-    #: MiB held back from the opted-in instances.
-    held_mib: int
-    #: Instances it manages.
-    instances: int
 
 
 @dataclasses.dataclass
@@ -171,7 +162,7 @@ class BalloonCapability(capability.Capability):
             self.memory.forget(uuid)
 
     def _observe(self, uuid, request, memories, now=None):
-        """A :class:`~.policy.VmInput` for ``uuid`` (None: gone)."""
+        """A :class:`~.model.VmInput` for ``uuid`` (None: gone)."""
         try:
             mem = self.memory.read(uuid)
         except hv_mod.DomainGone:
@@ -183,12 +174,12 @@ class BalloonCapability(capability.Capability):
         memory = self._trusted_memory(uuid, vm, mem, floor)
         if vm.due is not None and now is not None and now < vm.due:
             # Not its time yet (adaptive interval): it keeps its memory.
-            vm.last = {'status': policy.PENDING}
-            return policy.VmInput(
+            vm.last = {'status': model.PENDING}
+            return model.VmInput(
                 id=uuid, memory_mib=memory, flavor_mib=mem.flavor_mib,
                 floor_mib=min(floor, mem.flavor_mib),
                 used_mib=policy.bounded_used(mem.used_mib, memory),
-                status=policy.PENDING, state=vm.state)
+                status=model.PENDING, state=vm.state)
         status, stats = self._collect(uuid, vm, mem)
         if vm.token is None:
             # Nothing in flight: measure over the coming interval.
@@ -199,12 +190,12 @@ class BalloonCapability(capability.Capability):
                 LOG.info('balloon: %s', e)
                 vm.token = None
                 vm.silent = True
-                status = policy.SILENT
+                status = model.SILENT
             except (ga_mod.GuestAgentError, hv_mod.DomainGone) as e:
                 LOG.warning('balloon: cannot start the helper: %s', e)
                 vm.token = None
         vm.last = {'status': status}
-        return policy.VmInput(
+        return model.VmInput(
             id=uuid, memory_mib=memory, flavor_mib=mem.flavor_mib,
             floor_mib=min(floor, mem.flavor_mib),
             used_mib=policy.bounded_used(mem.used_mib, memory),
@@ -226,21 +217,21 @@ class BalloonCapability(capability.Capability):
         """``(status, GuestStats or None)`` of the helper run in flight."""
         if vm.token is None:
             # Nothing in flight: the first round, or the last start failed.
-            return (policy.SILENT if vm.silent
-                    else policy.PENDING), None
+            return (model.SILENT if vm.silent
+                    else model.PENDING), None
         try:
             out = self.helper.collect(uuid, vm.token)
         except ga_mod.GuestAgentUnavailable as e:
             LOG.info('balloon: %s', e)
             vm.token = None
             vm.silent = True
-            return policy.SILENT, None
+            return model.SILENT, None
         except (ga_mod.GuestAgentError, hv_mod.DomainGone) as e:
             LOG.warning('balloon: %s', e)
             vm.token = None
-            return policy.INVALID, None
+            return model.INVALID, None
         if out is None:
-            return policy.PENDING, None
+            return model.PENDING, None
         vm.token = None
         try:
             doc = view.parse_line(out)
@@ -251,9 +242,9 @@ class BalloonCapability(capability.Capability):
             LOG.warning('balloon: %s: %s; it keeps its memory', uuid, e)
             # A reboot also resets the counters: start afresh next round.
             vm.previous = None
-            return policy.INVALID, None
+            return model.INVALID, None
         vm.previous = stats
-        return policy.OK, stats
+        return model.OK, stats
 
     def _budget(self, now):
         while self._moves and self._moves[0][0] <= now - self.rate_period_s:
@@ -293,11 +284,11 @@ class BalloonCapability(capability.Capability):
     # -- reporting and release ---------------------------------------------
 
     def host_state(self, report):
-        """Memory held back from opted-in instances (:class:`HeldMemory`)."""
+        """Memory held back from opted-in instances (``HeldMemory``)."""
         if not report or 'held_mib' not in report:
             return None
-        return HeldMemory(held_mib=report['held_mib'],
-                          instances=len(report.get('vms', {})))
+        return model.HeldMemory(held_mib=report['held_mib'],
+                                instances=len(report.get('vms', {})))
 
     def format_report(self, report):
         """One line per managed instance for ``--once``."""
@@ -331,7 +322,7 @@ def factory(conf, hypervisor):
             reason='[balloon] min_report_interval_s (%s) must not exceed '
                    'max_report_interval_s (%s)' % (b.min_report_interval_s,
                                                    b.max_report_interval_s))
-    params = policy.RoundParams(
+    params = model.RoundParams(
         policy=b.policy, pool_mib=b.pool_mib, margin_mib=b.margin_mib,
         max_step_mib=b.max_step_mib, threshold=b.threshold, alpha=b.alpha,
         beta=b.beta, interval_s=b.interval_s,

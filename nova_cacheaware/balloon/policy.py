@@ -1,118 +1,78 @@
 """One round of the agent's memory balancer: policy plus safety guard.
 
-Pure: the agent's ``balloon`` capability (nova_cacheaware/balloon/agent.py)
-reads the domains and the guests' reports, calls :func:`decide_round` and
-applies what it returns.  Everything that makes ballooning safe for a VM is
-decided here, where it can be tested exhaustively:
+Pure (no I/O, no CONF, no clock): the agent's ``balloon`` capability
+(:mod:`.agent`) reads the domains and the guests' reports, builds the
+round's :class:`~.model.VmInput` values (their sizes bounded first by
+:func:`bounded_memory` and :func:`bounded_used`: the host's numbers win
+over a guest's claims), calls :func:`decide_round` and applies the
+:class:`~.model.RoundResult`. Everything that makes ballooning safe for a
+VM is decided here, where it can be tested exhaustively. A round, in
+steps:
 
-* **bounds**: a VM's memory stays in ``[low, flavor]``.  ``flavor`` is its
-  flavor RAM (the domain's ``<memory>``); ``low`` is the larger of its
-  floor (``cacheaware:memory_min_mb`` or the configured floor) and what the
-  guest uses plus a margin, capped at ``flavor``.  "What the guest uses" is
-  the host's balloon statistics ``available - usable`` (MemTotal minus
-  MemAvailable: memory the guest cannot give up without swapping or
-  OOM-killing); without those statistics the VM is never shrunk.
-* **who moves**: only VMs with an accepted, fresh guest report take part in
-  the policy.  A rejected report keeps the VM where it is; a guest whose
-  agent does not answer is restored towards its flavor RAM (we cannot see
-  it, so we must not starve it; the most a silent guest wins is the memory
-  Nova accounted to it anyway).
-* **the pool**: the operator's ``pool_mib`` bounds the memory held back
-  from the opted-in VMs together: ``sum(flavor - memory) <= pool_mib``
-  after a round, or no more than before the round when that was larger.
-  Memory above what the VMs hold back is handed to the policy as free
-  memory to give back.
-* **rate**: a VM moves at most ``max_step_mib`` per round and the host at
-  most ``budget_mib`` (what is left of the period's allowance) per round;
-  growth is served first, and shrinking only as far as it pays for growth
-  or stays within the pool.
-* **filling the pool**: Nova boots every instance at its flavor RAM and no
-  instance ever gets more, so no policy finds room to move memory into
-  until something was held back. While the instances together are held
-  back less than ``pool_mib``, a satisfied instance whose policy target
-  is its current size gives the memory its guest leaves free (MemFree
-  beyond the default policy's ``pad_mib``), down to its lower bound, the
-  largest idle first, until the pool is full (:func:`reclaim_idle`).
-* **when it reports next** (study 002's adaptive interval, with
-  ``report_interval_s`` gamma > 0): a VM whose report took part gets
-  ``next_report_s`` from :func:`next_report_s`: gamma below the threshold,
-  1.5 gamma over it, 0.5 gamma once over it three rounds in a row, within
-  the operator's ``[min_report_s, max_report_s]``. With gamma 0 (the
-  default) every VM reports every round.
+1. **Refuse** duplicate VM ids
+   (:class:`~nova_cacheaware.exception.InvalidInput`).
+2. **Bounds** (:func:`low_bound`): a VM's memory stays in ``[low,
+   flavor]``. ``flavor`` is its flavor RAM (the domain's ``<memory>``);
+   ``low`` is the larger of its floor (``cacheaware:memory_min_mb`` or
+   the configured floor) and what the guest uses plus ``margin_mib``,
+   capped at ``flavor``. "What the guest uses" is the host's balloon
+   statistics ``available - usable`` (MemTotal minus MemAvailable: memory
+   the guest cannot give up without swapping or OOM-killing); without
+   those statistics ``low`` is the VM's current memory: never shrunk.
+3. **Players**: only VMs with an accepted, fresh guest report
+   (:data:`~.model.OK` and its stats) take part in the policy. The memory
+   held back beyond ``pool_mib`` (``sum(flavor - memory) - pool_mib``, at
+   least 0) is handed to the policy as free memory to give back.
+4. **Policy targets**: the chosen policy (:data:`~.model.POLICIES`:
+   ``default`` is :mod:`.default_balancer`, ``study_a`` and ``study_b``
+   are study 002's modes in :mod:`.study_balancer`) gives each player a
+   target within ``[min(low, memory), max(flavor, memory)]`` and its
+   state for the next round; an unknown policy is refused.
+5. **When it reports next** (study 002's adaptive interval, only with
+   ``report_interval_s`` gamma > 0): each player gets ``next_report_s``
+   from :func:`next_report_s`: gamma below the threshold, 1.5 gamma over
+   it, 0.5 gamma once over it three rounds in a row, within the
+   operator's ``[min_report_s, max_report_s]``. With gamma 0 (the default)
+   every VM reports every round.
+6. **Targets of the others**: a silent guest (its agent does not answer)
+   is restored towards its flavor RAM (we cannot see it, so we must not
+   starve it; the most it wins is the memory Nova accounted to it
+   anyway); a rejected or pending report keeps the VM where it is. Every
+   target is then clamped to ``[low, flavor]``.
+7. **Filling the pool** (:func:`reclaim_idle`): Nova boots every instance
+   at its flavor RAM and no instance ever gets more, so no policy finds
+   room to move memory into until something was held back. While the
+   instances together are held back less than ``pool_mib``, a satisfied
+   player (hit ratio at or over ``threshold``) whose target is its
+   current size gives the memory its guest leaves free (MemFree beyond
+   the default policy's ``pad_mib``), down to ``low``, until the pool is
+   full.
+8. **Guard** (:func:`guard`, rate and pool): growth is served first, each
+   VM at most ``max_step_mib`` and the host at most ``budget_mib`` (what
+   is left of the period's allowance) in all; shrinking then only as far
+   as it pays for that growth or keeps ``sum(flavor - memory) <=
+   pool_mib`` (or no more than before the round when that was larger).
+9. **Outcome**: per VM its new memory, target, lower bound, policy state
+   and ``next_report_s`` (:class:`~.model.VmOutcome`), with the memory
+   held back after the round and the MiB moved.
+
+Orderings and tie-breaks:
+
+* growth (step 8): VMs below their lower bound first, then the largest
+  request (target minus memory), then the smaller id;
+* shrinking (step 8): the largest request first, then the smaller id;
+* filling the pool (step 7): the largest idle offer first, then the
+  smaller id; the last one served may give less than it offers;
+* within a policy (step 4): the orders documented in
+  :mod:`.default_balancer` and :mod:`.study_balancer`.
 """
 
-import dataclasses
 import math
-import typing as ty
 
 from nova_cacheaware.balloon import default_balancer
+from nova_cacheaware.balloon import model
 from nova_cacheaware.balloon import study_balancer
 from nova_cacheaware import exception
-
-POLICIES = ('default', 'study_a', 'study_b')
-
-#: Why a VM did not take part in the policy this round.
-OK = 'ok'
-SILENT = 'silent'
-INVALID = 'invalid'
-PENDING = 'pending'
-STATUSES = (OK, SILENT, INVALID, PENDING)
-
-
-@dataclasses.dataclass(frozen=True)
-class RoundParams:
-    """The balancer's knobs (from ``[balloon]``)."""
-
-    policy: str = 'default'
-    pool_mib: int = 0
-    margin_mib: int = 64
-    max_step_mib: int = 256
-    threshold: float = 0.99
-    alpha: float = 0.1
-    beta: float = 0.1
-    interval_s: float = 10.0
-    #: Study 002's gamma (0: every VM reports every round).
-    report_interval_s: float = 0.0
-    min_report_s: float = 5.0
-    max_report_s: float = 60.0
-
-
-@dataclasses.dataclass(frozen=True)
-class VmInput:
-    """One opted-in VM at the start of a round."""
-
-    id: str
-    memory_mib: int
-    flavor_mib: int
-    floor_mib: int
-    #: Host balloon stats ``available - usable`` in MiB; None: unknown.
-    used_mib: ty.Optional[float]
-    #: The accepted report (:class:`~.guest_report.GuestStats`) or None.
-    stats: object = None
-    status: str = OK
-    #: The policy's state from the previous round (JSON-able dict).
-    state: ty.Mapping = dataclasses.field(default_factory=dict)
-
-
-@dataclasses.dataclass(frozen=True)
-class VmOutcome:
-    """What the round decided for one VM."""
-
-    memory_mib: int
-    target_mib: int
-    low_mib: int
-    state: dict
-    #: Seconds until this VM's next report is used (None: next round).
-    next_report_s: ty.Optional[float] = None
-
-
-@dataclasses.dataclass(frozen=True)
-class RoundResult:
-    """Per-VM outcomes, the memory held back after the round, MiB moved."""
-
-    vms: dict
-    held_mib: int
-    moved_mib: int
 
 
 def bounded_memory(flavor_mib, floor_mib, actual_mib, target_mib=None):
@@ -238,16 +198,16 @@ def _policy_targets(params, vms, lows, free_mib):
                 {k: {'streak': d.streak} for k, d in plan.vms.items()})
     raise exception.InvalidInput(
         reason='unknown balloon policy %r (known: %s)'
-        % (params.policy, ', '.join(POLICIES)))
+        % (params.policy, ', '.join(model.POLICIES)))
 
 
 def guard(vms, targets, pool_mib, max_step_mib, budget_mib, lows=None):
     """Move each VM towards its target within the safety limits.
 
-    ``vms`` are :class:`VmInput` (for ``memory_mib`` and ``flavor_mib``),
-    ``targets`` ``{id: MiB}`` already inside each VM's bounds, ``lows``
-    their lower bounds (optional).  Growth is served first (VMs below their
-    lower bound first, then the largest requests),
+    ``vms`` are :class:`~.model.VmInput` (for ``memory_mib`` and
+    ``flavor_mib``), ``targets`` ``{id: MiB}`` already inside each VM's
+    bounds, ``lows`` their lower bounds (optional).  Growth is served
+    first (VMs below their lower bound first, then the largest requests),
     each VM at most ``max_step_mib``, the host at most ``budget_mib`` in
     all; shrinking is then allowed only as far as it pays for that growth
     or keeps the memory held back within ``pool_mib``.  Returns
@@ -300,7 +260,7 @@ def reclaim_idle(params, vms, targets, lows):
     pad = default_balancer.DefaultParams().pad_mib
     offers = []
     for vm in vms:
-        if (vm.status != OK or vm.stats is None
+        if (vm.status != model.OK or vm.stats is None
                 or _hit_ratio(vm.stats) < params.threshold
                 or targets[vm.id] != vm.memory_mib):
             continue
@@ -317,10 +277,10 @@ def reclaim_idle(params, vms, targets, lows):
 
 
 def decide_round(params, vms, budget_mib):
-    """One balancer round over the opted-in ``vms`` (:class:`VmInput`).
+    """One balancer round over the opted-in ``vms`` (``VmInput``).
 
-    Returns a :class:`RoundResult`; nothing is modified.  See the module
-    docstring for the rules.
+    Returns a :class:`~.model.RoundResult`; nothing is modified.  See the
+    module docstring for the steps.
     """
     ids = [vm.id for vm in vms]
     if len(set(ids)) != len(ids):
@@ -328,7 +288,7 @@ def decide_round(params, vms, budget_mib):
     lows = {vm.id: low_bound(vm, params.margin_mib) for vm in vms}
     held = sum(vm.flavor_mib - vm.memory_mib for vm in vms)
     players = [vm for vm in vms
-               if vm.status == OK and vm.stats is not None]
+               if vm.status == model.OK and vm.stats is not None]
     free = max(0, held - params.pool_mib)
     wanted, states = _policy_targets(params, players, lows, free)
     report_in = (_report_times(params, players, states)
@@ -337,7 +297,7 @@ def decide_round(params, vms, budget_mib):
     for vm in vms:
         if vm.id in wanted:
             target = wanted[vm.id]
-        elif vm.status == SILENT:
+        elif vm.status == model.SILENT:
             target = vm.flavor_mib
         else:
             target = vm.memory_mib
@@ -347,12 +307,12 @@ def decide_round(params, vms, budget_mib):
                 budget_mib, lows)
     outcomes = {}
     for vm in vms:
-        outcomes[vm.id] = VmOutcome(
+        outcomes[vm.id] = model.VmOutcome(
             memory_mib=new[vm.id], target_mib=targets[vm.id],
             low_mib=lows[vm.id],
             state=states.get(vm.id, dict(vm.state)),
             next_report_s=report_in.get(vm.id))
-    return RoundResult(
+    return model.RoundResult(
         vms=outcomes,
         held_mib=sum(vm.flavor_mib - new[vm.id] for vm in vms),
         moved_mib=sum(abs(new[vm.id] - vm.memory_mib) for vm in vms))

@@ -36,19 +36,12 @@ from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import guest_agent as ga_mod
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware import exception
+from nova_cacheaware.numa_balance import model
 from nova_cacheaware.numa_balance import policy
 from nova_cacheaware.numa_balance import shapes as numa_shapes
 from nova_cacheaware.topology import cpulist
 
 LOG = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class Division:
-    """The full-NUMA hand-off's section of the agent's host report."""
-
-    #: ``{instance uuid: {node (str): its CPUs there}}``.
-    vms: ty.Mapping[str, ty.Mapping[str, ty.List[int]]]
 
 
 @dataclasses.dataclass
@@ -69,7 +62,7 @@ class NumaBalance(capability.Capability):
                  clock=time.monotonic, dry_run=False):
         self.hypervisor = hypervisor
         self.host_nodes = {n: tuple(c) for n, c in host_nodes.items()}
-        self.thresholds = thresholds or policy.Thresholds()
+        self.thresholds = thresholds or model.Thresholds()
         self.guest_agent = guest_agent or ga_mod.GuestAgent(hypervisor)
         self.min_memory_mib = min_memory_mib
         self._clock = clock
@@ -216,12 +209,12 @@ class NumaBalance(capability.Capability):
                             for n, d in shape.virtio_mem.items()})
         min_mib = max(self.min_memory_mib,
                       snapshot.requests[uuid].memory_min_mb or 0)
-        vms[uuid] = policy.VM(
+        vms[uuid] = model.VM(
             id=uuid, nodes=shape.nodes,
             node_memory_mib=shape.node_memory_mib,
             use=self._use(uuid, shape, snapshot.stats.get(uuid, {}), now),
             free_mib=free,
-            virtio_mem={n: policy.VirtioMem(d.requested_mib, d.size_mib)
+            virtio_mem={n: model.VirtioMem(d.requested_mib, d.size_mib)
                         for n, d in shape.virtio_mem.items()},
             # The balloon only where there is no virtio-mem: libvirt
             # counts plugged memory in the balloon's size, not its limit.
@@ -365,14 +358,15 @@ class NumaBalance(capability.Capability):
     # -- reporting ----------------------------------------------------------
 
     def host_state(self, report):
-        """The division per VM (:class:`Division`), for the host report.
+        """The division per VM (``Division``), for the host report.
 
         None when the balance was refused (the floors do not fit): the
         pins stayed as they were.
         """
         if 'refused' in report:
             return None
-        return Division(vms={u: v['cpus'] for u, v in report['vms'].items()})
+        return model.Division(
+            vms={u: v['cpus'] for u, v in report['vms'].items()})
 
     def format_report(self, report):
         """One line per full-NUMA VM, and the moves."""
@@ -401,11 +395,11 @@ def factory(conf, hypervisor):
     group = conf.numa_balance
     return NumaBalance(
         hypervisor, numa_shapes.host_nodes_from_conf(conf),
-        policy.Thresholds(busy=group.busy_threshold,
-                          low_free_mib=group.low_free_mib,
-                          step_mib=group.step_mib,
-                          max_cpu_moves=group.max_cpu_moves,
-                          per_node_floor=group.per_node_floor),
+        model.Thresholds(busy=group.busy_threshold,
+                         low_free_mib=group.low_free_mib,
+                         step_mib=group.step_mib,
+                         max_cpu_moves=group.max_cpu_moves,
+                         per_node_floor=group.per_node_floor),
         guest_agent=ga_mod.GuestAgent(
             hypervisor, timeout_s=group.guest_agent_timeout_s),
         min_memory_mib=group.min_memory_mib,

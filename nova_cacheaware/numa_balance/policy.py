@@ -5,152 +5,74 @@ To keep the guests' NUMA-aware schedulers from running two threads on one
 physical CPU, each host node's usable CPUs are divided between the VMs
 (disjoint sets) and in every guest node only as many vCPUs are online as
 the VM holds CPUs of that host node. :func:`balance` computes that division
-for one pass:
+for one pass, over the values of :mod:`.model` (no I/O, no CONF, no clock;
+the inputs are not modified):
+
+0. **Validate** (:func:`validate`): thresholds in range, no CPU in two
+   host nodes, no VM twice, every VM a full mirror of the host nodes, no
+   vCPU in two guest nodes, no negative use, virtio-mem devices within
+   their size; otherwise
+   :class:`~nova_cacheaware.exception.InvalidInput`.
+
+Steps 1 to 4 run on each host node, in ascending node order:
 
 1. **Keep** the current division where it is still valid: CPUs still usable
-   on the node, not claimed by an earlier VM (VMs in id order), at most one
-   CPU per vCPU of the guest node.
+   on the node, not claimed by an earlier VM, at most one CPU per vCPU of
+   the guest node (the lowest CPUs kept when there are more).
 2. **Floors**: a VM holds at least one CPU of every node whose guest node
    has memory (and of the node holding vCPU 0, which Linux cannot take
-   offline). Missing floors are served from free CPUs, then from the VM
-   holding most CPUs above its floor (highest id on ties). If the floors
-   alone do not fit a node, :class:`~nova_cacheaware.exception.InvalidInput`
-   names it: the scheme cannot run there without double use.
-3. **Free CPUs** go, one at a time, to the VM with most use per held CPU,
-   then fewest CPUs, then lowest id, while it has vCPUs left on the node.
-4. **Hand-off**: on each node, at most ``max_cpu_moves`` times, the busiest
-   VM whose use per held CPU is at or over ``busy`` takes one CPU from the
-   least busy VM that stays under ``busy`` after giving it (so a CPU never
-   bounces back the next pass) and keeps its floor. The giver's highest CPU
-   moves.
-5. **Memory**: the VM with the least free memory under ``low_free_mib``
-   takes ``step_mib`` from the VM with most free memory that keeps at least
-   ``low_free_mib + step_mib`` free after giving and stays at or above its
-   ``min_mib``. Per node (virtio-mem) on the node where the taker's CPU use
-   is highest, when both VMs have a device there with room; otherwise whole
-   VM (balloon) when both have balloon room. One move per pass.
+   offline; only that node with ``per_node_floor`` off). Missing floors are
+   served from free CPUs, then from the VM holding most CPUs above its
+   floor. If the floors alone do not fit a node,
+   :class:`~nova_cacheaware.exception.InvalidInput` names it: the scheme
+   cannot run there without double use.
+3. **Free CPUs** go, one at a time, to the VM with most use per held CPU
+   while it has vCPUs left on the node.
+4. **Hand-off**: at most ``max_cpu_moves`` times, the busiest VM whose use
+   per held CPU is at or over ``busy`` takes one CPU from the least busy
+   VM that stays under ``busy`` after giving it (so a CPU never bounces
+   back the next pass) and keeps its floor.
 
-Online vCPUs are the lowest ids of each guest node; every vCPU of a guest
-node (online or not) is pinned to the VM's whole set on that node, or to the
-whole node where the VM holds none (its vCPUs there are all offline). The
-result is deterministic: the same input gives the same output.
+Then, for the whole host:
+
+5. **Pins** (:func:`_pins`): online vCPUs are the lowest ids of each guest
+   node, as many as the VM holds CPUs of that host node; every vCPU of a
+   guest node (online or not) is pinned to the VM's whole set on that
+   node, or to the whole node where the VM holds none (its vCPUs there are
+   all offline).
+6. **Memory**: a VM with free memory under ``low_free_mib`` takes
+   ``step_mib`` from a VM that keeps at least ``low_free_mib + step_mib``
+   free after giving and stays at or above its ``min_mib``. Per node
+   (virtio-mem) on the node where the taker's CPU use is highest, when
+   both VMs have a device there with room; otherwise whole VM (balloon)
+   when both have balloon room. One move per pass.
+
+The adapter checks the pins against what Nova allows with
+:func:`outside_allowed` before it acts.
+
+Orderings and tie-breaks (the result is deterministic: the same input
+gives the same output, whatever the order of the VMs given):
+
+* VMs are taken in id order; in step 1 an earlier VM keeps a CPU two VMs
+  claim;
+* step 2: a floor comes from the lowest free CPU; without one, the donor
+  is the VM with most CPUs above its floor, the highest id on ties, and
+  gives its highest CPU;
+* step 3: the lowest free CPU goes to the VM with most use per held CPU,
+  then fewest CPUs held, then the lowest id (a VM holding no CPU on the
+  node is ranked by its use per CPU held on all nodes);
+* step 4: the taker is the VM with most use per held CPU, the lowest id
+  on ties; the giver the VM with least use per held CPU, the lowest id on
+  ties; the giver's highest CPU moves;
+* step 6: takers from the least free memory up, givers from the most free
+  memory down, the lowest id on ties in both; the taker's node is the one
+  where it uses most CPU, the lowest node on ties; the first pair that
+  can move wins.
 """
 
-import dataclasses
-import typing as ty
-
 from nova_cacheaware import exception
+from nova_cacheaware.numa_balance import model
 from nova_cacheaware.topology import cpulist
-
-
-@dataclasses.dataclass(frozen=True)
-class VirtioMem:
-    """One virtio-mem device: ``requested`` of ``size`` MiB plugged."""
-
-    requested_mib: int
-    size_mib: int
-
-
-@dataclasses.dataclass(frozen=True)
-class VM:
-    """A full-NUMA VM.
-
-    ``nodes``: ``{guest node: (vCPU ids)}``; ``node_memory_mib``: boot
-    memory of each guest node (a node with 0 is memoryless); ``use``:
-    ``{guest node: busy CPUs}`` (CPU time per wall time over the last
-    period); ``free_mib``: guest free memory (None: unknown, never a taker);
-    ``virtio_mem``: ``{guest node: VirtioMem}``; ``balloon_mib`` /
-    ``max_mib``: the balloon's current size and the most it may grow to
-    (None: no balloon); ``min_mib``: memory floor of the whole VM.
-    """
-
-    id: str
-    nodes: ty.Dict[int, ty.Tuple[int, ...]]
-    node_memory_mib: ty.Dict[int, int] = dataclasses.field(
-        default_factory=dict)
-    use: ty.Dict[int, float] = dataclasses.field(default_factory=dict)
-    free_mib: ty.Optional[int] = None
-    virtio_mem: ty.Dict[int, VirtioMem] = dataclasses.field(
-        default_factory=dict)
-    balloon_mib: ty.Optional[int] = None
-    max_mib: ty.Optional[int] = None
-    min_mib: int = 0
-
-    def total_mib(self):
-        """Memory the VM has now: balloon (or boot) plus plugged virtio-mem."""
-        base = (self.balloon_mib if self.balloon_mib is not None
-                else sum(self.node_memory_mib.values()))
-        return base + sum(d.requested_mib for d in self.virtio_mem.values())
-
-    def floor_nodes(self, per_node=True):
-        """Guest nodes on which the VM must keep one CPU.
-
-        Every node with memory (``per_node``) and always the node of vCPU 0,
-        which Linux cannot take offline.
-        """
-        out = {n for n, vcpus in self.nodes.items() if 0 in vcpus}
-        if per_node:
-            out |= {n for n, mib in self.node_memory_mib.items() if mib > 0}
-        return out & set(self.nodes)
-
-
-@dataclasses.dataclass(frozen=True)
-class Thresholds:
-    """When CPUs and memory move.
-
-    ``busy``: use per held CPU that asks for one more (study: busy CPU);
-    ``low_free_mib``: free memory under which a VM takes memory (400);
-    ``step_mib``: memory moved at once; ``max_cpu_moves``: CPUs moved per
-    node and pass (the study moves one); ``per_node_floor``: keep one CPU
-    on every guest node with memory (the study's floor); False keeps one
-    only on the node of vCPU 0, for hosts with fewer CPUs per node than
-    full-NUMA VMs (a guest node may then run with every vCPU offline; its
-    memory stays usable, remotely).
-    """
-
-    busy: float = 0.9
-    low_free_mib: int = 400
-    step_mib: int = 400
-    max_cpu_moves: int = 1
-    per_node_floor: bool = True
-
-
-@dataclasses.dataclass(frozen=True)
-class MemoryMove:
-    """``mib`` MiB from ``giver`` to ``taker``.
-
-    Per ``node`` (virtio-mem), or whole VM (``node`` None: balloon).
-    """
-
-    giver: str
-    taker: str
-    mib: int
-    node: ty.Optional[int] = None
-
-    @property
-    def kind(self):
-        """``virtio-mem`` or ``balloon``."""
-        return 'balloon' if self.node is None else 'virtio-mem'
-
-
-@dataclasses.dataclass(frozen=True)
-class Result:
-    """One pass's division.
-
-    ``cpus``: ``{host node: {vm: (CPUs)}}``, disjoint per node;
-    ``online``: ``{vm: (online vCPUs)}``; ``pins``: ``{vm: {vcpu: (CPUs)}}``;
-    ``cpu_moves``: ``[(node, giver, taker, cpu)]``; ``memory_moves``;
-    ``virtio_mem``: ``{vm: {node: requested MiB}}`` and ``balloon``:
-    ``{vm: MiB}`` after the moves (only what changed).
-    """
-
-    cpus: ty.Dict[int, ty.Dict[str, ty.Tuple[int, ...]]]
-    online: ty.Dict[str, ty.Tuple[int, ...]]
-    pins: ty.Dict[str, ty.Dict[int, ty.Tuple[int, ...]]]
-    cpu_moves: ty.List[tuple]
-    memory_moves: ty.List[MemoryMove]
-    virtio_mem: ty.Dict[str, ty.Dict[int, int]]
-    balloon: ty.Dict[str, int]
 
 
 def _bad(reason):
@@ -285,7 +207,7 @@ def _give_floors(vms, held, free, floors):
 
 
 def _memory_move(vms, thresholds):
-    """Step 5: at most one :class:`MemoryMove`, or None."""
+    """Step 6: at most one :class:`~.model.MemoryMove`, or None."""
     step, low = thresholds.step_mib, thresholds.low_free_mib
     takers = sorted((vm for vm in vms
                      if vm.free_mib is not None and vm.free_mib < low),
@@ -305,13 +227,13 @@ def _memory_move(vms, thresholds):
                 if (t is not None and g is not None
                         and t.requested_mib + step <= t.size_mib
                         and g.requested_mib >= step):
-                    return MemoryMove(giver.id, taker.id, step, node)
+                    return model.MemoryMove(giver.id, taker.id, step, node)
             if (taker.balloon_mib is not None
                     and giver.balloon_mib is not None
                     and taker.max_mib is not None
                     and taker.balloon_mib + step <= taker.max_mib
                     and giver.balloon_mib - step > 0):
-                return MemoryMove(giver.id, taker.id, step, None)
+                return model.MemoryMove(giver.id, taker.id, step, None)
     return None
 
 
@@ -326,7 +248,7 @@ def _pins(vm, host_nodes, cpus):
     return tuple(sorted(online)), pins
 
 
-def balance(host_nodes, vms, current=None, thresholds=Thresholds()):
+def balance(host_nodes, vms, current=None, thresholds=model.Thresholds()):
     """One pass of the hand-off; returns a :class:`Result`.
 
     ``host_nodes``: ``{node: (usable CPUs)}``; ``vms``: :class:`VM` list;
@@ -361,9 +283,9 @@ def balance(host_nodes, vms, current=None, thresholds=Thresholds()):
             else:
                 virtio_mem.setdefault(vid, {})[move.node] = (
                     vm.virtio_mem[move.node].requested_mib + sign * move.mib)
-    return Result(cpus=cpus, online=online, pins=pins, cpu_moves=moves,
-                  memory_moves=memory_moves, virtio_mem=virtio_mem,
-                  balloon=balloon)
+    return model.Result(cpus=cpus, online=online, pins=pins,
+                        cpu_moves=moves, memory_moves=memory_moves,
+                        virtio_mem=virtio_mem, balloon=balloon)
 
 
 def outside_allowed(pins, allowed):

@@ -1,6 +1,7 @@
 """The ``vcpu_sizing`` capability: the CPU a VM really gets (studies 001, 004).
 
-Pure: :mod:`.policy` (the sizing decisions, on
+Pure: :mod:`.model` (the typed values, and the spin-storm detector's
+replay JSON), :mod:`.policy` (the sizing decisions, on
 :mod:`nova_cacheaware.pcpu_est`) and :mod:`.spin_storm` (is a VM in a
 lock-holder-preemption storm). Adapters: :mod:`.spin` (vCPU spinning,
 measured), :mod:`.storm_states` (the detector's per-VM states across

@@ -56,6 +56,7 @@ from nova_cacheaware.contracts import extra_specs as specs_mod
 from nova_cacheaware import exception
 from nova_cacheaware.pcpu_est import estimate as pcpu_est
 from nova_cacheaware.topology import cpulist
+from nova_cacheaware.vcpu_sizing import model
 from nova_cacheaware.vcpu_sizing import policy
 from nova_cacheaware.vcpu_sizing import spin as vcpu_spin
 from nova_cacheaware.vcpu_sizing import spin_storm as storm_policy
@@ -393,7 +394,7 @@ def factory(conf, hypervisor):
         hysteresis=opts.hysteresis, stable_passes=opts.stable_passes,
         guest_file=opts.guest_file, guest_refresh_s=opts.guest_refresh_s,
         apply_when=opts.apply_when,
-        storm_thresholds=storm_policy.StormThresholds(
+        storm_thresholds=model.StormThresholds(
             enter_delay=opts.storm_enter_delay,
             leave_delay=opts.storm_leave_delay,
             enter_pause_exits=opts.storm_enter_pause_exits,

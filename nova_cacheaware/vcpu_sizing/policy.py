@@ -2,28 +2,51 @@
 
 The agent capability (:mod:`nova_cacheaware.vcpu_sizing.agent`) reads
 affinities and caps from libvirt and talks to guests; everything it decides
-is here, without I/O:
+is here or in :mod:`.spin_storm`, over the values of :mod:`.model`, without
+I/O, CONF or clock. One instance's decision in a pass, in steps:
 
-* :func:`cap_from_quota` turns libvirt ``<cputune>`` quota/period values
-  into the per-vCPU caps of :mod:`~nova_cacheaware.pcpu_est.estimate`;
-* :func:`new_instance_estimate` is what the scheduler's weigher (its pCPU
-  part) asks: how many pCPUs would a new instance get next to a host's
-  current VMs;
-* :func:`target_online` is the ``apply`` mode's hysteresis and
-  :func:`plan_online` the vCPUs to online or offline to reach a count
-  (never vCPU 0);
-* :func:`delay_fraction` and :func:`rate` turn cumulative counters into
-  per-second figures; :func:`guest_file` is the text applications read in
-  the guest.
+1. **Caps** (:func:`cap_from_quota`, :func:`combine_caps`): libvirt's
+   ``<cputune>`` quota and period become a per-vCPU cap in ``0..1`` for
+   :mod:`~nova_cacheaware.pcpu_est.estimate`; a quota of 0 or less (or
+   none) is no cap, a missing period is libvirt's
+   :data:`~.model.DEFAULT_PERIOD_US`, a whole-domain quota
+   (``global_quota``) is spread evenly over the vCPUs, and the tightest of
+   the per-vCPU and the whole-domain cap wins.
+2. **Estimate**: the pCPUs each instance really gets, by
+   :mod:`~nova_cacheaware.pcpu_est.estimate` (max-min fair share). For the
+   scheduler's weigher (its pCPU part), :func:`new_instance_estimate`
+   adds a hypothetical new floating instance next to a host's current VMs.
+3. **Spinning figures** (:func:`delay_fraction`, :func:`rate`): cumulative
+   counters become per-second figures, None without an earlier sample,
+   over an empty interval or when the counter went back (domain
+   restarted); :mod:`.spin_storm` votes on them.
+4. **Online target** (``apply`` only): with ``apply_when = storm``,
+   :func:`.spin_storm.online_target`; with ``always``,
+   :func:`target_online`: the current count stays while the estimate lies
+   within ``(current - 1 - band, current + band]``; outside, the
+   recommended count is acted on once it was wanted ``stable_passes``
+   passes in a row (:class:`~.model.Target`).
+5. **Which vCPUs** (:func:`plan_online`): the vCPUs to online or offline
+   to reach the target, the count kept within ``[1, vCPUs]``; vCPU 0 is
+   never offlined, whatever the guest claims, so the result may stay above
+   the target when too few are offlinable.
+6. **Guest file** (:func:`guest_file`): the text applications read in the
+   guest, the count alone on line one.
+
+Orderings and tie-breaks:
+
+* step 1: the smaller of two caps; None only when both are None;
+* step 2: the new instance floats over the request's pCPUs, or over every
+  pCPU some VM uses (ascending) when the request names none;
+* step 4: a new wanted count restarts the count of passes; a count equal
+  to the current one is never pending;
+* step 5: the highest-numbered offlinable vCPUs are offlined first, the
+  lowest-numbered offline vCPUs onlined first.
 """
-
-import dataclasses
 
 from nova_cacheaware import exception
 from nova_cacheaware.pcpu_est import estimate as pcpu_est
-
-#: libvirt's default CFS period (µs) when a quota is given without one.
-DEFAULT_PERIOD_US = 100000
+from nova_cacheaware.vcpu_sizing import model
 
 #: Name of the hypothetical instance in :func:`new_instance_estimate`.
 NEW_VM = '\x00new'
@@ -41,7 +64,7 @@ def cap_from_quota(quota_us, period_us=None, vcpus=1):
         return None
     try:
         quota = int(quota_us)
-        period = int(period_us) if period_us else DEFAULT_PERIOD_US
+        period = int(period_us) if period_us else model.DEFAULT_PERIOD_US
     except (TypeError, ValueError):
         raise exception.InvalidInput(
             reason='CPU quota %r / period %r are not integers'
@@ -90,15 +113,6 @@ def new_instance_estimate(affinity_request, vcpus, cap=None):
     return result.vms[NEW_VM]
 
 
-@dataclasses.dataclass(frozen=True)
-class Target:
-    """What ``apply`` wants online next, and whether it is time to act."""
-
-    online: int
-    act: bool
-    reason: str
-
-
 def target_online(current, available, vcpus, band=0.25, pending=None,
                   stable_passes=2):
     """The online vCPU count ``apply`` aims for, with hysteresis.
@@ -118,17 +132,17 @@ def target_online(current, available, vcpus, band=0.25, pending=None,
         raise exception.InvalidInput(
             reason='hysteresis band and stable passes must be >= 0 / >= 1')
     if current - 1 - band < available <= current + band:
-        return Target(current, False, 'within hysteresis band'), None
+        return model.Target(current, False, 'within hysteresis band'), None
     want = pcpu_est.recommended_vcpus(available, vcpus)
     if want == current:
         # Only reachable with a band of 0 at an exact integer.
-        return Target(current, False, 'at recommendation'), None
+        return model.Target(current, False, 'at recommendation'), None
     seen = pending[1] + 1 if pending and pending[0] == want else 1
     if seen < stable_passes:
-        return (Target(want, False, 'waiting (%d/%d passes)'
-                       % (seen, stable_passes)), (want, seen))
-    return Target(want, True, 'recommendation %d held %d passes'
-                  % (want, seen)), None
+        return (model.Target(want, False, 'waiting (%d/%d passes)'
+                             % (seen, stable_passes)), (want, seen))
+    return model.Target(want, True, 'recommendation %d held %d passes'
+                        % (want, seen)), None
 
 
 def plan_online(every, online, offlinable, count):

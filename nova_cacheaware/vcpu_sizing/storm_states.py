@@ -3,7 +3,7 @@
 :class:`StormWatch` turns what :class:`~.spin.SpinMeter` measured of
 one instance in one pass (run delay per vCPU, pause-loop exits per vCPU
 where the ``kvm:kvm_exit`` tracepoint is counted) into a
-:class:`~nova_cacheaware.vcpu_sizing.spin_storm.StormSignal` of its *online*
+:class:`~nova_cacheaware.vcpu_sizing.model.StormSignal` of its *online*
 vCPUs, keeps each instance's hysteresis state between passes and hands
 both to :func:`~nova_cacheaware.vcpu_sizing.spin_storm.step`. The
 ``vcpu_sizing`` capability calls it every pass and acts on the decision
@@ -13,6 +13,7 @@ both to :func:`~nova_cacheaware.vcpu_sizing.spin_storm.step`. The
 
 import logging
 
+from nova_cacheaware.vcpu_sizing import model
 from nova_cacheaware.vcpu_sizing import spin_storm as policy
 
 LOG = logging.getLogger(__name__)
@@ -31,16 +32,16 @@ def signal_of(entry, offlined=frozenset()):
     exits = [rates['pause_exits']
              for v, rates in sorted(entry.get('kvm_exits_per_s', {}).items())
              if int(v) not in offlined and 'pause_exits' in rates]
-    return policy.StormSignal(run_delay=delays,
-                              pause_exits_per_s=tuple(exits) or None)
+    return model.StormSignal(run_delay=delays,
+                             pause_exits_per_s=tuple(exits) or None)
 
 
 class StormWatch:
     """Every instance's detector state, one :meth:`observe` per pass."""
 
     def __init__(self, thresholds=None):
-        self.thresholds = thresholds or policy.StormThresholds()
-        self.states = {}          # uuid -> policy.StormState
+        self.thresholds = thresholds or model.StormThresholds()
+        self.states = {}          # uuid -> model.StormState
         self.inputs = {}          # uuid -> the last step's replay input
 
     def observe(self, uuid, entry, offlined=frozenset()):
@@ -50,11 +51,11 @@ class StormWatch:
         ``nova-cacheaware spin-storm``).
         """
         signal = signal_of(entry, offlined)
-        before = self.states.get(uuid, policy.StormState())
+        before = self.states.get(uuid, model.StormState())
         decision = policy.step(before, signal, self.thresholds)
         self.states[uuid] = decision.state
-        self.inputs[uuid] = {'state': policy.to_dict(before),
-                             'signals': [policy.to_dict(signal)]}
+        self.inputs[uuid] = {'state': model.to_dict(before),
+                             'signals': [model.to_dict(signal)]}
         if decision.changed:
             LOG.warning('vcpu_sizing: %s: spin storm %s (run delay %s, '
                         'pause exits/s %s)', uuid,
@@ -71,7 +72,7 @@ class StormWatch:
 
     def replay_doc(self):
         """``{"thresholds", "vms": {uuid: {"state", "signals"}}}``."""
-        return {'thresholds': policy.to_dict(self.thresholds),
+        return {'thresholds': model.to_dict(self.thresholds),
                 'vms': dict(sorted(self.inputs.items()))}
 
 

@@ -17,6 +17,7 @@ delay and pause exits), per instance for a dump.
 
 from nova_cacheaware.cmd import common
 from nova_cacheaware import exception
+from nova_cacheaware.vcpu_sizing import model
 from nova_cacheaware.vcpu_sizing import spin_storm
 
 NAME = 'spin-storm'
@@ -34,18 +35,18 @@ def configure(parser):
 def replay(doc, thresholds=None):
     """The decisions of ``doc``'s signals, stepped from its state."""
     try:
-        t = thresholds or spin_storm.thresholds_from_dict(
+        t = thresholds or model.thresholds_from_dict(
             doc.get('thresholds', {}))
-        state = spin_storm.state_from_dict(doc.get('state', {}))
+        state = model.state_from_dict(doc.get('state', {}))
         signals = doc.get('signals')
         if not isinstance(signals, list):
             raise ValueError('"signals" must be a list')
         out = []
         for raw in signals:
-            decision = spin_storm.step(state, spin_storm.signal_from_dict(
+            decision = spin_storm.step(state, model.signal_from_dict(
                 raw), t)
             state = decision.state
-            out.append(spin_storm.to_dict(decision))
+            out.append(model.to_dict(decision))
         return out
     except (TypeError, ValueError, AttributeError) as e:
         raise exception.InvalidInput(reason='spin-storm input: %s' % e)
@@ -67,7 +68,7 @@ def run(args):
                        'spin_storm (run the agent with --once --dump-state '
                        'and the vcpu_sizing capability)')
         try:
-            t = spin_storm.thresholds_from_dict(dump.get('thresholds', {}))
+            t = model.thresholds_from_dict(dump.get('thresholds', {}))
         except (TypeError, ValueError) as e:
             raise exception.InvalidInput(reason='spin-storm input: %s' % e)
         vms = dump.get('vms') or {}

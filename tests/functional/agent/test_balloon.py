@@ -17,7 +17,7 @@ import fixtures
 from nova_cacheaware.agent import capability
 from nova_cacheaware.agent import guest_agent
 from nova_cacheaware.balloon import agent as balloon
-from nova_cacheaware.balloon import policy as balloon_round
+from nova_cacheaware.balloon import model as balloon_model
 from nova_cacheaware.balloon import view as balloon_view
 from nova_cacheaware.cmd import agent as agent_cmd
 from nova_cacheaware import exception
@@ -131,7 +131,7 @@ class BalloonTestDriverTest(base.AgentTestCase):
 
     def capability(self, policy='default', pool_mib=1024, step=512,
                    budget=100000, floor=256, margin=64, gamma=0.0):
-        params = balloon_round.RoundParams(
+        params = balloon_model.RoundParams(
             policy=policy, pool_mib=pool_mib, margin_mib=margin,
             max_step_mib=step, report_interval_s=gamma, min_report_s=5.0,
             max_report_s=60.0)
@@ -180,7 +180,7 @@ class BalloonTestDriverTest(base.AgentTestCase):
         self.assertIn('balloon: %s ok 3584 -> 4096 MiB (target 4096, low '
                       '1088, flavor 4096, hit ratio 0.500)' % low,
                       cap.format_report(third))
-        self.assertEqual(balloon.HeldMemory(held_mib=1024, instances=2),
+        self.assertEqual(balloon_model.HeldMemory(held_mib=1024, instances=2),
                          cap.host_state(third))
         agent.release_capabilities()
         self.assertEqual((4096, 4096), (self.memory(low), self.memory(full)))

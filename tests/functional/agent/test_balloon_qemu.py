@@ -10,7 +10,7 @@ import time
 
 from nova_cacheaware.agent import guest_agent
 from nova_cacheaware.balloon import agent as balloon
-from nova_cacheaware.balloon import policy as balloon_round
+from nova_cacheaware.balloon import model as balloon_model
 from nova_cacheaware.balloon import view as balloon_view
 from tests.functional.agent import base
 
@@ -62,7 +62,7 @@ class BalloonQemuTest(base.QemuTestCase):
 
     def capability(self, pool_mib,
                    helper_path='/usr/sbin/cacheaware-guest-stats'):
-        params = balloon_round.RoundParams(pool_mib=pool_mib, margin_mib=32,
+        params = balloon_model.RoundParams(pool_mib=pool_mib, margin_mib=32,
                                            max_step_mib=256)
         return balloon.BalloonCapability(
             params, balloon_view.LibvirtMemory(self.hv),

@@ -11,7 +11,7 @@ import time
 
 from nova_cacheaware.agent import guest_agent
 from nova_cacheaware.numa_balance import agent as numa_balance
-from nova_cacheaware.numa_balance import policy
+from nova_cacheaware.numa_balance import model
 from nova_cacheaware.numa_balance import shapes as numa_shapes
 from tests.functional.agent import base
 from tests.functional.agent import test_qemu
@@ -38,7 +38,7 @@ class NumaBalanceQemuTest(base.QemuTestCase):
 
     def capability(self, **kw):
         cap = numa_balance.NumaBalance(
-            self.hv, HOST, policy.Thresholds(per_node_floor=False, **kw),
+            self.hv, HOST, model.Thresholds(per_node_floor=False, **kw),
             guest_agent=self.ga)
         self.addCleanup(cap.release)
         return cap
@@ -58,7 +58,7 @@ class NumaBalanceQemuTest(base.QemuTestCase):
         a, b = self.boot_pair(b_full=False)
         # A dry run reports the division and changes nothing.
         dry = numa_balance.NumaBalance(
-            self.hv, HOST, policy.Thresholds(per_node_floor=False),
+            self.hv, HOST, model.Thresholds(per_node_floor=False),
             guest_agent=self.ga, dry_run=True)
         report = self.run_pass(dry)
         self.assertEqual({'0': [0], '1': [1]}, report['vms'][a]['cpus'])
@@ -125,9 +125,9 @@ class NumaBalanceQemuTest(base.QemuTestCase):
         # a is under the threshold; b has about 256 MiB more and can give
         # (it keeps threshold + step free). The margins absorb the guests'
         # own free-memory drift between the statistics and the pass.
-        cap.thresholds = policy.Thresholds(per_node_floor=False,
-                                           step_mib=128,
-                                           low_free_mib=free_a + 48)
+        cap.thresholds = model.Thresholds(per_node_floor=False,
+                                          step_mib=128,
+                                          low_free_mib=free_a + 48)
         report = self.run_pass(cap)
         [move] = report['memory_moves']
         node = move['node']

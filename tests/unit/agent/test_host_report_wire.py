@@ -20,11 +20,11 @@ import testtools
 
 from nova_cacheaware.agent import notify
 from nova_cacheaware.agent import reporting
-from nova_cacheaware.balloon import agent as balloon
+from nova_cacheaware.balloon import model as balloon
 from nova_cacheaware.cachedomain import model
 from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.contracts import state_wire
-from nova_cacheaware.numa_balance import agent as numa_balance
+from nova_cacheaware.numa_balance import model as numa_balance
 from nova_cacheaware.vcpu_sizing import agent as vcpu_sizing
 
 NOW = datetime.datetime(2026, 11, 29, 12, 0, tzinfo=datetime.timezone.utc)

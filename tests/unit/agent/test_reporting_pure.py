@@ -8,7 +8,7 @@ import testtools
 
 from nova_cacheaware.agent import notify
 from nova_cacheaware.agent import reporting
-from nova_cacheaware.balloon import agent as balloon
+from nova_cacheaware.balloon import model as balloon
 from nova_cacheaware.contracts import host_state
 from nova_cacheaware.pcpu_est import estimate as pcpu_est
 

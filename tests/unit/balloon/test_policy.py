@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 import testtools
 
 from nova_cacheaware.balloon import guest_report as gr
+from nova_cacheaware.balloon import model as bm
 from nova_cacheaware.balloon import policy as br
 from nova_cacheaware import exception
 
@@ -17,13 +18,13 @@ def stats(hit_ratio, cache=100.0, free=0.0, used=50.0, memory=512.0):
 
 
 def vm(id, memory, flavor=1024, floor=256, used=100.0, s=None,
-       status=br.OK, state=None):
-    return br.VmInput(id=id, memory_mib=memory, flavor_mib=flavor,
+       status=bm.OK, state=None):
+    return bm.VmInput(id=id, memory_mib=memory, flavor_mib=flavor,
                       floor_mib=floor, used_mib=used, stats=s,
                       status=status, state=state or {})
 
 
-P = br.RoundParams(pool_mib=512, margin_mib=64, max_step_mib=256)
+P = bm.RoundParams(pool_mib=512, margin_mib=64, max_step_mib=256)
 
 
 class TestLowBound(testtools.TestCase):
@@ -44,7 +45,7 @@ class TestDecideRound(testtools.TestCase):
         # of its guest idle.  Held back 256 = pool: b pays for a.
         vms = [vm('a', 768, s=stats(0.5, cache=600, free=0, used=100)),
                vm('b', 1024, s=stats(1.0, cache=100, free=600, used=100))]
-        out = br.decide_round(br.RoundParams(pool_mib=256), vms, 4096)
+        out = br.decide_round(bm.RoundParams(pool_mib=256), vms, 4096)
         self.assertEqual(1024, out.vms['a'].memory_mib)
         self.assertEqual(768, out.vms['b'].memory_mib)
         self.assertEqual(256, out.held_mib)
@@ -52,7 +53,7 @@ class TestDecideRound(testtools.TestCase):
 
     def test_study_a_mode_and_its_streak_state(self):
         vms = [vm('a', 512, s=stats(0.5)), vm('b', 1024, s=stats(1.0))]
-        params = br.RoundParams(policy='study_a', pool_mib=1024,
+        params = bm.RoundParams(policy='study_a', pool_mib=1024,
                                 max_step_mib=1024)
         out = br.decide_round(params, vms, 4096)
         # b gives 1024*0.1 then 10 % of 921.6; a gives 51.2: pool 245.76,
@@ -64,30 +65,30 @@ class TestDecideRound(testtools.TestCase):
 
     def test_study_a_gives_back_what_capped_receivers_cannot_take(self):
         vms = [vm('a', 1024, s=stats(0.5)), vm('b', 1024, s=stats(1.0))]
-        params = br.RoundParams(policy='study_a', pool_mib=64)
+        params = bm.RoundParams(policy='study_a', pool_mib=64)
         out = br.decide_round(params, vms, 4096)
         self.assertEqual(0, out.held_mib)
 
     def test_zero_pool_gives_back_and_never_shrinks(self):
         vms = [vm('a', 512, s=stats(1.0, free=300)),
                vm('b', 1024, s=stats(1.0, free=900))]
-        out = br.decide_round(br.RoundParams(policy='study_b', pool_mib=0),
+        out = br.decide_round(bm.RoundParams(policy='study_b', pool_mib=0),
                               vms, 4096)
         self.assertEqual(768, out.vms['a'].memory_mib)   # one step back
         self.assertEqual(1024, out.vms['b'].memory_mib)
 
     def test_rejected_and_pending_keep_silent_restores(self):
-        vms = [vm('bad', 512, status=br.INVALID),
-               vm('wait', 512, status=br.PENDING),
-               vm('mute', 512, status=br.SILENT)]
+        vms = [vm('bad', 512, status=bm.INVALID),
+               vm('wait', 512, status=bm.PENDING),
+               vm('mute', 512, status=bm.SILENT)]
         out = br.decide_round(P, vms, 4096)
         self.assertEqual(512, out.vms['bad'].memory_mib)
         self.assertEqual(512, out.vms['wait'].memory_mib)
         self.assertEqual(768, out.vms['mute'].memory_mib)
 
     def test_below_its_use_grows_first_even_when_rate_limited(self):
-        vms = [vm('tight', 300, used=400.0, status=br.INVALID),
-               vm('other', 500, status=br.SILENT)]
+        vms = [vm('tight', 300, used=400.0, status=bm.INVALID),
+               vm('other', 500, status=bm.SILENT)]
         out = br.decide_round(P, vms, 100)
         self.assertEqual(400, out.vms['tight'].memory_mib)
         self.assertEqual(500, out.vms['other'].memory_mib)
@@ -96,12 +97,12 @@ class TestDecideRound(testtools.TestCase):
     def test_no_reads_counts_as_satisfied(self):
         vms = [vm('a', 768, s=stats(0.2, cache=600, free=0, used=100)),
                vm('idle', 1024, s=stats(None, cache=10, free=900, used=50))]
-        out = br.decide_round(br.RoundParams(pool_mib=256), vms, 4096)
+        out = br.decide_round(bm.RoundParams(pool_mib=256), vms, 4096)
         self.assertLess(out.vms['idle'].memory_mib, 1024)
 
     def test_unknown_policy_and_duplicates(self):
         self.assertRaises(exception.InvalidInput, br.decide_round,
-                          br.RoundParams(policy='greedy'),
+                          bm.RoundParams(policy='greedy'),
                           [vm('a', 512, s=stats(0.5))], 100)
         self.assertRaises(exception.InvalidInput, br.decide_round, P,
                           [vm('a', 512), vm('a', 512)], 100)
@@ -169,7 +170,7 @@ class TestUntrustedGuest(testtools.TestCase):
 class TestReclaimIdle(testtools.TestCase):
     """Filling the pool: Nova boots every instance at its flavor RAM."""
 
-    def booted(self, id, floor, free=180.0, ratio=None, status=br.OK):
+    def booted(self, id, floor, free=180.0, ratio=None, status=bm.OK):
         # A 256-MiB guest as Nova boots it; nothing read: satisfied.
         return vm(id, 256, flavor=256, floor=floor, used=40.0,
                   s=stats(ratio, cache=20, free=free, used=40, memory=256),
@@ -178,8 +179,8 @@ class TestReclaimIdle(testtools.TestCase):
     def test_without_it_nothing_would_ever_move(self):
         # Every policy leaves instances at their flavor RAM alone: there is
         # no room to grow into. Only the pool's room makes memory move.
-        for policy in br.POLICIES:
-            params = br.RoundParams(policy=policy, pool_mib=96,
+        for policy in bm.POLICIES:
+            params = bm.RoundParams(policy=policy, pool_mib=96,
                                     margin_mib=32)
             out = br.decide_round(params, [self.booted('floor', 224),
                                            self.booted('idle', 128)], 4096)
@@ -189,7 +190,7 @@ class TestReclaimIdle(testtools.TestCase):
             self.assertEqual(96, out.held_mib)
 
     def test_floor_binds_then_the_pool(self):
-        params = br.RoundParams(pool_mib=96, margin_mib=32)
+        params = bm.RoundParams(pool_mib=96, margin_mib=32)
         vms = [self.booted('floor', 224)]
         out = br.decide_round(params, vms, 4096)
         self.assertEqual((224, 224), (out.vms['floor'].memory_mib,
@@ -204,7 +205,7 @@ class TestReclaimIdle(testtools.TestCase):
         self.assertEqual(96, out.held_mib)
 
     def test_full_pool_is_stable(self):
-        params = br.RoundParams(pool_mib=96, margin_mib=32)
+        params = bm.RoundParams(pool_mib=96, margin_mib=32)
         vms = [vm('idle', 160, flavor=256, floor=128, used=40.0,
                   s=stats(None, cache=20, free=84, used=40, memory=160))]
         out = br.decide_round(params, vms, 4096)
@@ -212,9 +213,9 @@ class TestReclaimIdle(testtools.TestCase):
                                     out.moved_mib))
 
     def test_only_idle_satisfied_reporting_instances_give(self):
-        params = br.RoundParams(pool_mib=512, margin_mib=32)
+        params = bm.RoundParams(pool_mib=512, margin_mib=32)
         vms = [self.booted('missing', 128, ratio=0.5),
-               self.booted('rejected', 128, status=br.INVALID),
+               self.booted('rejected', 128, status=bm.INVALID),
                self.booted('busy', 128, free=10.0),
                self.booted('idle', 128, free=100.0)]
         out = br.decide_round(params, vms, 4096)
@@ -227,13 +228,13 @@ class TestReclaimIdle(testtools.TestCase):
                self.booted('b', 128, free=150.0)]
         targets = {'a': 256, 'b': 256}
         lows = {'a': 128, 'b': 128}
-        params = br.RoundParams(pool_mib=150)
+        params = bm.RoundParams(pool_mib=150)
         self.assertEqual(150, br.reclaim_idle(params, vms, targets, lows))
         # b gives all it has above its low (134 idle, capped at 128), a
         # the pool's rest.
         self.assertEqual({'a': 234, 'b': 128}, targets)
         targets = {'a': 256, 'b': 256}
-        self.assertEqual(0, br.reclaim_idle(br.RoundParams(pool_mib=0), vms,
+        self.assertEqual(0, br.reclaim_idle(bm.RoundParams(pool_mib=0), vms,
                                             targets, lows))
         self.assertEqual({'a': 256, 'b': 256}, targets)
 
@@ -266,7 +267,7 @@ def _vms(draw_list):
             draw_list):
         memory = max(1, int(flavor * frac))
         s = None
-        if status == br.OK:
+        if status == bm.OK:
             s = stats(ratio, cache=memory / 2.0, free=memory / 8.0,
                       used=memory / 4.0)
         out.append(vm('vm%d' % i, memory, flavor=flavor,
@@ -279,18 +280,18 @@ vm_strategy = st.tuples(
     st.integers(256, 8192), st.floats(0.1, 1.0), st.integers(128, 1024),
     st.one_of(st.none(), st.floats(0, 4096)),
     st.one_of(st.none(), st.floats(0, 1)),
-    st.sampled_from(br.STATUSES))
+    st.sampled_from(bm.STATUSES))
 
 
 class TestProperties(testtools.TestCase):
 
     @settings(max_examples=300, deadline=None)
     @given(st.lists(vm_strategy, min_size=1, max_size=6),
-           st.sampled_from(br.POLICIES), st.integers(0, 4096),
+           st.sampled_from(bm.POLICIES), st.integers(0, 4096),
            st.integers(1, 1024), st.integers(-100, 4096))
     def test_safety(self, raw, policy, pool, step, budget):
         vms = _vms(raw)
-        params = br.RoundParams(policy=policy, pool_mib=pool,
+        params = bm.RoundParams(policy=policy, pool_mib=pool,
                                 max_step_mib=step)
         out = br.decide_round(params, vms, budget)
         held_before = sum(v.flavor_mib - v.memory_mib for v in vms)
@@ -304,7 +305,7 @@ class TestProperties(testtools.TestCase):
                                                    v.memory_mib))
             self.assertGreaterEqual(o.memory_mib, min(low, v.memory_mib))
             self.assertLessEqual(abs(o.memory_mib - v.memory_mib), step)
-            if v.status != br.OK:
+            if v.status != bm.OK:
                 # Sitting out: kept, or (silent) only given memory back.
                 self.assertGreaterEqual(o.memory_mib, v.memory_mib)
             moved += abs(o.memory_mib - v.memory_mib)
@@ -317,7 +318,7 @@ class TestReportInterval(testtools.TestCase):
     """Study 002's adaptive reporting interval (gamma), in the bounds."""
 
     def test_table(self):
-        params = br.RoundParams(report_interval_s=10.0, min_report_s=6.0,
+        params = bm.RoundParams(report_interval_s=10.0, min_report_s=6.0,
                                 max_report_s=12.0)
         for ratio, streak, want in [
                 (0.5, 0, 10.0),         # under the threshold: gamma
@@ -327,17 +328,17 @@ class TestReportInterval(testtools.TestCase):
                 (1.0, 7, 6.0)]:
             self.assertEqual(want, br.next_report_s(params, ratio, streak),
                              (ratio, streak))
-        self.assertIsNone(br.next_report_s(br.RoundParams(), 1.0, 3))
+        self.assertIsNone(br.next_report_s(bm.RoundParams(), 1.0, 3))
         self.assertRaises(exception.InvalidInput, br.next_report_s,
-                          br.RoundParams(report_interval_s=10.0,
+                          bm.RoundParams(report_interval_s=10.0,
                                          min_report_s=9.0, max_report_s=8.0),
                           0.5, 0)
 
     def test_the_round_sets_the_time_and_keeps_the_streak(self):
-        params = br.RoundParams(pool_mib=256, report_interval_s=10.0)
+        params = bm.RoundParams(pool_mib=256, report_interval_s=10.0)
         vms = [vm('a', 768, s=stats(0.5)),
                vm('b', 1024, s=stats(1.0), state={'report_streak': 2}),
-               vm('c', 1024, status=br.PENDING)]
+               vm('c', 1024, status=bm.PENDING)]
         out = br.decide_round(params, vms, 4096)
         self.assertEqual((10.0, 0), (out.vms['a'].next_report_s,
                                      out.vms['a'].state['report_streak']))
@@ -345,7 +346,7 @@ class TestReportInterval(testtools.TestCase):
                                     out.vms['b'].state['report_streak']))
         self.assertIsNone(out.vms['c'].next_report_s)
         # Off (gamma 0): no time, no streak kept.
-        off = br.decide_round(br.RoundParams(pool_mib=256), vms[:1], 4096)
+        off = br.decide_round(bm.RoundParams(pool_mib=256), vms[:1], 4096)
         self.assertIsNone(off.vms['a'].next_report_s)
         self.assertNotIn('report_streak', off.vms['a'].state)
 
@@ -354,7 +355,7 @@ class TestReportInterval(testtools.TestCase):
            st.floats(1, 100), st.floats(1, 30), st.floats(0, 100))
     def test_always_within_the_bounds(self, ratio, streak, gamma, low,
                                       extra):
-        params = br.RoundParams(report_interval_s=gamma, min_report_s=low,
+        params = bm.RoundParams(report_interval_s=gamma, min_report_s=low,
                                 max_report_s=low + extra)
         got = br.next_report_s(params, ratio, streak)
         self.assertTrue(low <= got <= low + extra)

@@ -4,6 +4,7 @@ import testtools
 
 from nova_cacheaware import exception
 from nova_cacheaware.numa_balance import agent as numa_agent
+from nova_cacheaware.numa_balance import model as numa_model
 from nova_cacheaware.numa_balance import shapes as nb
 
 LIVE = """<domain type='qemu'><name>x</name>
@@ -85,4 +86,4 @@ class RefusedBalanceTest(testtools.TestCase):
                           'need 6 CPUs, the host has 4'],
                          cap.format_report(report))
         del report['refused']
-        self.assertEqual(numa_agent.Division(vms={}), cap.host_state(report))
+        self.assertEqual(numa_model.Division(vms={}), cap.host_state(report))

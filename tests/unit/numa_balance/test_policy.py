@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 import testtools
 
 from nova_cacheaware import exception
+from nova_cacheaware.numa_balance import model as nm
 from nova_cacheaware.numa_balance import policy as nb
 
 # Two host nodes of four CPUs (the study's 2-node Xeon, scaled down).
@@ -16,12 +17,12 @@ MEM = {0: 1024, 1: 1024}
 
 def vm(vid, use=None, free=None, vmem=None, balloon=None, max_mib=None,
        nodes=NODES, mem=MEM, min_mib=0):
-    return nb.VM(vid, nodes, dict(mem), dict(use or {}), free,
+    return nm.VM(vid, nodes, dict(mem), dict(use or {}), free,
                  dict(vmem or {}), balloon, max_mib, min_mib)
 
 
 def dev(requested, size=1024):
-    return nb.VirtioMem(requested, size)
+    return nm.VirtioMem(requested, size)
 
 
 class DivisionTest(testtools.TestCase):
@@ -105,7 +106,7 @@ class DivisionTest(testtools.TestCase):
         host = {0: (0,), 1: (1,)}
         a_nodes = {0: (0, 1), 1: (2, 3)}
         b_nodes = {0: (2, 3), 1: (0, 1)}
-        low = nb.Thresholds(per_node_floor=False)
+        low = nm.Thresholds(per_node_floor=False)
         alone = nb.balance(host, [vm('a', nodes=a_nodes)], thresholds=low)
         self.assertEqual({0: {'a': (0,)}, 1: {'a': (1,)}}, alone.cpus)
         self.assertEqual((0, 2), alone.online['a'])
@@ -124,7 +125,7 @@ class DivisionTest(testtools.TestCase):
     def test_busy_vm_without_a_cpu_on_a_node_takes_one_there(self):
         host = {0: (0, 1), 1: (2, 3)}
         nodes = {0: (0, 1), 1: (2, 3)}
-        low = nb.Thresholds(per_node_floor=False)
+        low = nm.Thresholds(per_node_floor=False)
         cur = {'a': {0: (0,), 1: ()}, 'b': {0: (1,), 1: (2, 3)}}
         r = nb.balance(host, [vm('a', nodes=nodes, use={0: 1.0}),
                               vm('b', nodes=nodes)], cur, low)
@@ -149,8 +150,8 @@ class MemoryTest(testtools.TestCase):
         a = vm('a', use={0: 0.1, 1: 3.5}, free=300,
                vmem={0: dev(0), 1: dev(0)})
         b = vm('b', free=1500, vmem={0: dev(512), 1: dev(512)})
-        r = nb.balance(HOST, [a, b], thresholds=nb.Thresholds(step_mib=400))
-        self.assertEqual([nb.MemoryMove('b', 'a', 400, 1)], r.memory_moves)
+        r = nb.balance(HOST, [a, b], thresholds=nm.Thresholds(step_mib=400))
+        self.assertEqual([nm.MemoryMove('b', 'a', 400, 1)], r.memory_moves)
         self.assertEqual({'a': {1: 400}, 'b': {1: 112}}, r.virtio_mem)
         self.assertEqual({}, r.balloon)
 
@@ -158,7 +159,7 @@ class MemoryTest(testtools.TestCase):
         a = vm('a', free=100, balloon=1024, max_mib=2048)
         b = vm('b', free=1500, balloon=2048, max_mib=2048)
         r = nb.balance(HOST, [a, b])
-        self.assertEqual([nb.MemoryMove('b', 'a', 400, None)],
+        self.assertEqual([nm.MemoryMove('b', 'a', 400, None)],
                          r.memory_moves)
         self.assertEqual({'a': 1424, 'b': 1648}, r.balloon)
 
@@ -207,7 +208,7 @@ def scenarios(draw):
         current[v.id] = {n: tuple(draw(st.sets(st.integers(0, cpu + 1),
                                                max_size=4)))
                          for n in host}
-    return host, vms, current, nb.Thresholds(
+    return host, vms, current, nm.Thresholds(
         per_node_floor=draw(st.booleans()), busy=draw(st.floats(0.1, 1)),
         max_cpu_moves=draw(st.integers(0, 2)))
 

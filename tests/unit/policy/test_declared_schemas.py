@@ -23,7 +23,7 @@ from nova_cacheaware.cachedomain import replan as allshare_replan
 from nova_cacheaware.contracts import cpu_sets
 from nova_cacheaware.contracts import vcpu_affinity
 from nova_cacheaware import exception
-from nova_cacheaware.vcpu_sizing import spin_storm
+from nova_cacheaware.vcpu_sizing import model as vcpu_model
 
 ODD = [None, True, False, 0, 1, 2, 3, -1, 0.5, 1.5, 2.0, 8191, 8192, 4096,
        4097, 1 << 20, (1 << 20) + 1, 10 ** 30, '', 'a', 'b', '0', '1', '01',
@@ -155,8 +155,8 @@ class RandomDocumentsTest(testtools.TestCase):
         self._parsed(allshare_replan.previous_from_dict, data, PREVIOUS)
 
     @settings(max_examples=300, deadline=None)
-    @given(st.sampled_from([(spin_storm.StormState, 'storm state'),
-                            (spin_storm.StormThresholds, 'storm thresholds')]),
+    @given(st.sampled_from([(vcpu_model.StormState, 'storm state'),
+                            (vcpu_model.StormThresholds, 'storm thresholds')]),
            st.one_of(st.sampled_from(ODD), st.dictionaries(
                st.sampled_from(KEYS + ['storm', 'streak', 'hold',
                                        'since_end', 'storms', 'enter_delay',
@@ -165,14 +165,14 @@ class RandomDocumentsTest(testtools.TestCase):
     def test_spin_storm_objects(self, cls_what, doc):
         def parse(doc):
             try:
-                return spin_storm._from_dict(cls_what[0], doc, cls_what[1])
+                return vcpu_model._from_dict(cls_what[0], doc, cls_what[1])
             except (TypeError, ValueError) as e:
                 # The spin-storm command's own conversion.
                 raise exception.InvalidInput(reason=str(e))
         got = outcome(parse, doc)
         self.assertIn(got[0], ('ok', 'bad'), (doc, got))
         if got[0] == 'ok':
-            self.assertEqual(got[1], parse(spin_storm.to_dict(got[1])))
+            self.assertEqual(got[1], parse(vcpu_model.to_dict(got[1])))
 
     def test_bases_are_valid(self):
         for parse, doc in ((cachedomain_model.input_from_dict, PLAN_INPUT),
@@ -369,10 +369,10 @@ class MessageTableTest(testtools.TestCase):
                 ([], 'storm state must be an object'),
                 ({'storm': True, 'z': 1, 'a': 2},
                  'unknown storm state fields: a, z')):
-            e = self.assertRaises(ValueError, spin_storm.state_from_dict,
+            e = self.assertRaises(ValueError, vcpu_model.state_from_dict,
                                   doc)
             self.assertEqual(message, str(e))
-        e = self.assertRaises(ValueError, spin_storm.thresholds_from_dict,
+        e = self.assertRaises(ValueError, vcpu_model.thresholds_from_dict,
                               {'x': 1})
         self.assertEqual('unknown storm thresholds fields: x', str(e))
 

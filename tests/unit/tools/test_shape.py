@@ -57,8 +57,9 @@ class ShapeTest(testtools.TestCase):
                 'rebalance'}
         pure_modules = {
             'balloon.study_balancer', 'balloon.default_balancer',
-            'balloon.policy', 'balloon.guest_report',
-            'numa_balance.policy', 'numa_balance.flavor',
+            'balloon.model', 'balloon.policy', 'balloon.guest_report',
+            'numa_balance.model', 'numa_balance.policy',
+            'numa_balance.flavor', 'vcpu_sizing.model',
             'vcpu_sizing.spin_storm', 'vcpu_sizing.policy'}
         allowed_package = {'exception', 'topology.cpulist'}
         io = {'os', 'subprocess', 'socket', 'threading', 'time', 'logging',
