@@ -247,6 +247,19 @@ class WatcherRebalanceTest(base.CacheAwareScenarioTest):
         return self.watcher.get_json('v1/actions/detail?action_plan_uuid=%s'
                                      % plan['uuid'])['actions']
 
+    def run_plan(self, plan):
+        """Start the action plan; once it ended, SUCCEEDED: return it."""
+        self.watcher.post_json('v1/action_plans/%s/start' % plan['uuid'],
+                               {}, expected=200)
+
+        def finished():
+            now = self.watcher.get_json('v1/action_plans/%s' % plan['uuid'])
+            return now if now['state'] in ('SUCCEEDED', 'FAILED',
+                                           'CANCELLED') else None
+        plan = self.wait_for('action plan %s' % plan['uuid'], finished)
+        self.assertEqual('SUCCEEDED', plan['state'], self.actions(plan))
+        return plan
+
     def efficacy(self, plan):
         """``{indicator name: value}`` of an action plan."""
         return {i['name']: i['value'] for i in plan['efficacy_indicators']}
@@ -434,16 +447,7 @@ class WatcherRebalanceTest(base.CacheAwareScenarioTest):
         self.assertEqual((1, 2), (efficacy['instance_migrations_count'],
                                   efficacy['instances_count']))
 
-        self.watcher.post_json('v1/action_plans/%s/start' % plan['uuid'],
-                               {}, expected=200)
-
-        def finished():
-            now = self.watcher.get_json('v1/action_plans/%s' % plan['uuid'])
-            return now if now['state'] in ('SUCCEEDED', 'FAILED',
-                                           'CANCELLED') else None
-        plan = self.wait_for('action plan %s' % plan['uuid'], finished)
-        self.assertEqual('SUCCEEDED', plan['state'],
-                         self.actions(plan))
+        plan = self.run_plan(plan)
         self.assertEqual(['SUCCEEDED'],
                          [a['state'] for a in self.actions(plan)])
 
@@ -591,15 +595,7 @@ class WatcherRebalanceTest(base.CacheAwareScenarioTest):
              'clean_servers_gained': 0, 'all_share_servers_gained': 0},
             self.efficacy(plan))
 
-        self.watcher.post_json('v1/action_plans/%s/start' % plan['uuid'],
-                               {}, expected=200)
-
-        def finished():
-            now = self.watcher.get_json('v1/action_plans/%s' % plan['uuid'])
-            return now if now['state'] in ('SUCCEEDED', 'FAILED',
-                                           'CANCELLED') else None
-        plan = self.wait_for('action plan %s' % plan['uuid'], finished)
-        self.assertEqual('SUCCEEDED', plan['state'], self.actions(plan))
+        plan = self.run_plan(plan)
         self.assertEqual(['SUCCEEDED'],
                          [a['state'] for a in self.actions(plan)])
         hosts = {u: self.admin_servers_client.show_server(u)['server'][
