@@ -1,0 +1,113 @@
+"""The most memory-bound servers any placement of a day's servers keeps Clean.
+
+A proven upper bound of the offline optimum (any migration budget, any
+knowledge of the future) for the servers a cloud runs at one moment,
+found by an integer linear program over **domain patterns**: which
+servers (memory-bound or not, by vCPUs) one cache domain holds.
+
+The cloud's rules it keeps (:mod:`.cloud`): every server is held in one
+domain and takes that many of its vCPUs (capacity at allocation ratio
+1.0); a memory-bound server is Clean when it is the only memory-bound
+server of its domain. Nova's scheduler admits a cache-aware server only
+where a domain has room its agent may give it, so every server is seated;
+the simulation counts the servers it left unseated (``home`` None) each
+day, and :func:`bound` with ``unseated`` allows them (they take their
+host's CPUs only, are never Clean, spoil nobody).
+
+What it relaxes, so that the bound holds for any policy: which host a
+domain belongs to, and every rule of the scheduler and the agents beyond
+room (``cache_clean=required``, the order of arrivals, the classifier,
+the migration budget). The optimum of the program is therefore at least
+the best placement the cloud could reach; it is exact for the domains'
+packing itself.
+
+scipy's HiGHS (``scipy.optimize.milp``) solves it; one day's program has
+about 30 variables and 8 rows.
+"""
+
+import functools
+import itertools
+
+import numpy
+from scipy import optimize
+
+
+def patterns(sizes, capacity):
+    """Every content of one domain of ``capacity`` vCPUs.
+
+    A pattern is a tuple of counts, one per server type ``(memory-bound,
+    vCPUs)`` in :func:`types` order, whose vCPUs sum to at most
+    ``capacity``; the empty domain included.
+    """
+    kinds = types(sizes)
+    most = [capacity // vcpus for _memory, vcpus in kinds]
+    out = []
+    for counts in itertools.product(*(range(m + 1) for m in most)):
+        if sum(n * v for n, (_m, v) in zip(counts, kinds)) <= capacity:
+            out.append(counts)
+    return out
+
+
+def types(sizes):
+    """The server types: ``(memory-bound, vCPUs)`` for each size."""
+    return [(memory, vcpus) for memory in (True, False)
+            for vcpus in sorted(set(sizes))]
+
+
+def clean_in(pattern, kinds):
+    """Clean servers of a domain holding ``pattern``: 1 or 0."""
+    memory = sum(n for n, (m, _v) in zip(pattern, kinds) if m)
+    return 1 if memory == 1 else 0
+
+
+def bound(counts, domains, capacity, cpus, unseated=False):
+    """The most Clean memory-bound servers of any placement of ``counts``.
+
+    :param counts: ``{(memory-bound, vCPUs): servers}``.
+    :param domains: the cloud's cache domains (all of ``capacity`` vCPUs).
+    :param cpus: the cloud's CPUs (the servers no domain holds count here).
+    :param unseated: allow servers held in no domain (on Nova's CPUs).
+    :returns: the optimum, an int; ``min(memory-bound, domains)`` or less.
+    :raises ValueError: the servers do not fit the cloud at all.
+    """
+    sizes = tuple(sorted({v for (_m, v) in counts}))
+    if not sizes:
+        return 0
+    return _solve(tuple(sorted(counts.items())), sizes, domains, capacity,
+                  cpus, unseated)
+
+
+@functools.lru_cache(maxsize=4096)
+def _solve(items, sizes, domains, capacity, cpus, unseated):
+    counts = dict(items)
+    kinds = types(sizes)
+    pats = patterns(sizes, capacity)
+    # Variables: domains of each pattern, then unseated servers per type.
+    n_pat, n_kind = len(pats), len(kinds)
+    value = [-clean_in(p, kinds) for p in pats] + [0] * n_kind
+    rows, low, high = [], [], []
+    for t, kind in enumerate(kinds):
+        left_out = [1 if k == t else 0 for k in range(n_kind)]
+        row = [p[t] for p in pats] + left_out
+        rows.append(row)
+        low.append(counts.get(kind, 0))
+        high.append(counts.get(kind, 0))
+    rows.append([1] * n_pat + [0] * n_kind)
+    low.append(0)
+    high.append(domains)
+    rows.append([sum(n * v for n, (_m, v) in zip(p, kinds)) for p in pats]
+                + [v for _m, v in kinds])
+    low.append(0)
+    high.append(cpus)
+    result = optimize.milp(
+        numpy.array(value, dtype=float),
+        constraints=optimize.LinearConstraint(
+            numpy.array(rows, dtype=float), low, high),
+        integrality=numpy.ones(n_pat + n_kind),
+        bounds=optimize.Bounds(
+            0, [numpy.inf] * n_pat
+            + [numpy.inf if unseated else 0] * n_kind))
+    if result.status != 0:
+        raise ValueError('no placement of %s in %d domains and %d CPUs: %s'
+                         % (counts, domains, cpus, result.message))
+    return int(round(-result.fun))
