@@ -46,7 +46,9 @@ class PoliciesTest(cells.VhostTestCase):
         self.assertQueues({'%s.info' % self.topic: 5}, self.api)
 
     def test_a_stopped_workers_queue_expires(self):
-        self.policies('--expires-ms', '2000')
+        # Long enough that listing the queues (rabbitmqctl, seconds on a
+        # loaded machine) sees them before they expire.
+        self.policies('--expires-ms', '8000')
         # A scheduler worker's and a nova-cacheaware-api process's.
         # (The vhost is the test's own: the API's default prefix is safe.)
         names = ['%s-sched-1' % self.prefix, 'cacheaware-status-api-1']
@@ -55,7 +57,7 @@ class PoliciesTest(cells.VhostTestCase):
                 kombu.Queue(queue, channel=conn.channel()).declare()
         for queue in names:
             self.assertIn(queue, self.queues(self.api))
-        # Unused (no consumer, no declaration) for 2 s: deleted.
+        # Unused (no consumer, no declaration) for 8 s: deleted.
         bus.wait_for(lambda: not set(names) & set(self.queues(self.api)), 30)
         self.assertEqual(set(), set(names) & set(self.queues(self.api)))
 

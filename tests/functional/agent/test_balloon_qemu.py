@@ -103,7 +103,9 @@ class BalloonQemuTest(base.QemuTestCase):
         cap = self.capability(pool_mib=96)
         reports = self.run_until(
             agent, cap, lambda: (self.actual_mib(low) == 320
-                                 and self.actual_mib(full) == 224), 40)
+                                 and self.actual_mib(full) == 224),
+            # TCG guests on a loaded 2-core machine report late.
+            90)
         ratios = [r['vms'][u]['hit_ratio'] for r in reports
                   for u in (low,) if r['vms'][u]['status'] == 'ok']
         self.assertLess(max(ratios), 0.1)
