@@ -47,13 +47,6 @@ class Score:
         return (self.clean + self.room, self.room, self.all_share,
                 self.relieved)
 
-    def __eq__(self, other):
-        return (isinstance(other, Score)
-                and dataclasses.astuple(self) == dataclasses.astuple(other))
-
-    def __hash__(self):
-        return hash(dataclasses.astuple(self))
-
     def __lt__(self, other):
         return self.key() < other.key()
 
