@@ -21,6 +21,17 @@ runs) and wall time:
   process: one ``read`` per thread (``PERF_FORMAT_GROUP``);
 * **privsep**: the same groups held by the privsep daemon, read by
   :func:`~nova_cacheaware.privsep.perf.read_groups`: one round trip.
+
+With ``--tracepoints``, ``vcpu_sizing``'s ``kvm:kvm_exit`` groups instead
+(all exits and the pause exits, filtered), in the agent's process as
+before issue 32 (**direct**: :class:`~nova_cacheaware.privsep.tracepoint.
+TracepointGroups`) and through the daemon (**privsep**). It needs tracefs
+and kvm; where tracefs is not mounted, run it in a mount namespace of its
+own (the daemon inherits it)::
+
+    unshare --mount --propagation private sh -c 'mount -t tracefs nodev \
+        /sys/kernel/tracing && .venv/bin/python \
+        benchmarks/privsep_counters.py --tracepoints'
 """
 
 import argparse
@@ -30,13 +41,15 @@ import subprocess
 import sys
 import time
 
-from nova_cacheaware.agent import counters
 from nova_cacheaware import privsep
 from nova_cacheaware.privsep import perf
+from nova_cacheaware.privsep import tracepoint
 
 EVENTS = {'task_clock': (perf.PERF_TYPE_SOFTWARE, 1),
           'context_switches': (perf.PERF_TYPE_SOFTWARE, 3),
           'cpu_clock': (perf.PERF_TYPE_SOFTWARE, 0)}
+KVM_EVENTS = {'exits': ('kvm:kvm_exit', None),
+              'pause_exits': ('kvm:kvm_exit', ('exit_reason', 40))}
 
 CHILD = '''
 import sys, threading
@@ -93,8 +106,8 @@ def _measure(read, rounds, daemon):
             'wall_us': round(wall * per, 1)}
 
 
-def start_daemon():
-    """Start the context's daemon; its pid."""
+def start_daemon(groups=perf):
+    """Start the context's daemon (a call of ``groups``); its pid."""
     ctx = privsep.perfmon_pctxt
     commands = []
     helper_command = ctx.helper_command
@@ -104,7 +117,7 @@ def start_daemon():
         return commands[-1]
 
     ctx.helper_command = recording
-    perf.read_groups([])
+    groups.read_groups([])
     sock = os.fsencode(commands[0][-1])
     for _ in range(100):
         pids = []
@@ -125,6 +138,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--threads', type=int, default=200)
     parser.add_argument('--rounds', type=int, default=300)
+    parser.add_argument('--tracepoints', action='store_true',
+                        help='kvm:kvm_exit groups, not counter groups')
     parser.add_argument('--out')
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
@@ -134,13 +149,16 @@ def main(argv=None):
                              stdout=subprocess.PIPE)
     try:
         tids = [int(t) for t in child.stdout.readline().split()]
-        result = run(tids, args.rounds)
+        result = (run_tracepoints if args.tracepoints else run)(tids,
+                                                                args.rounds)
     finally:
         child.stdin.close()
         child.wait()
         privsep.perfmon_pctxt.stop()
     result.update(threads=args.threads, rounds=args.rounds,
-                  events=sorted(EVENTS), machine=os.uname().machine,
+                  events=sorted(KVM_EVENTS if args.tracepoints
+                                else EVENTS),
+                  machine=os.uname().machine,
                   kernel=os.uname().release, cpus=os.cpu_count(),
                   date=time.strftime('%Y-%m-%d'))
     text = json.dumps(result, indent=2, sort_keys=True)
@@ -157,9 +175,10 @@ def run(tids, rounds):
            for tid in tids for t, c in EVENTS.values()]
     try:
         out['before'] = measure(
-            lambda: [counters.read_count(fd) for fd in fds], rounds)
+            lambda: [perf.read_count(fd) for fd in fds], rounds)
     finally:
-        counters.close_all(dict(enumerate(fds)))
+        for fd in fds:
+            os.close(fd)
     # direct: the groups in the agent's process.
     groups = perf.CounterGroups()
     handles = [groups.open_group(tid, EVENTS)[0] for tid in tids]
@@ -176,6 +195,25 @@ def run(tids, rounds):
     for name in ('before', 'direct'):
         out['privsep_over_%s_cpu' % name] = round(
             out['privsep']['cpu_us'] / out[name]['cpu_us'], 2)
+    return out
+
+
+def run_tracepoints(tids, rounds):
+    """``vcpu_sizing``'s tracepoint groups: in-process, then the daemon."""
+    out = {}
+    groups = tracepoint.TracepointGroups()
+    handles = [groups.open_group(tid, KVM_EVENTS)[0] for tid in tids]
+    try:
+        out['direct'] = measure(lambda: groups.read_groups(handles), rounds)
+    finally:
+        groups.close_all()
+    daemon = start_daemon(tracepoint)
+    handles = [tracepoint.open_group(tid, KVM_EVENTS)[0] for tid in tids]
+    out['privsep'] = measure(lambda: tracepoint.read_groups(handles),
+                             rounds, daemon=daemon)
+    tracepoint.close_groups(handles)
+    out['privsep_over_direct_cpu'] = round(
+        out['privsep']['cpu_us'] / out['direct']['cpu_us'], 2)
     return out
 
 

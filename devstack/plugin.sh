@@ -84,7 +84,8 @@ function configure_nova_cacheaware_rabbit_policies {
 function install_nova_cacheaware_hook {
     local out
     out=$(sudo "$NOVA_BIN_DIR/nova-cacheaware" install-hook \
-        --hooks-dir "$NOVA_CACHEAWARE_LIBVIRT_HOOKS_DIR")
+        --hooks-dir "$NOVA_CACHEAWARE_LIBVIRT_HOOKS_DIR" \
+        --pin-record-dir "$NOVA_CACHEAWARE_STATE_DIR/pins")
     echo "$out"
     # libvirtd looks for hooks only when it starts.
     if [[ "$out" == *'"restart_libvirtd": true'* ]]; then
@@ -111,6 +112,16 @@ function configure_nova_cacheaware_agent {
     iniset "$conf" agent report_placement True
     iniset "$conf" agent notifications True
     iniset "$conf" agent capabilities "$NOVA_CACHEAWARE_AGENT_CAPABILITIES"
+    # The agent runs as $STACK_USER (as nova-compute does) and writes its
+    # pin records; the libvirt hook, root, reads them.
+    sudo install -d -o "$STACK_USER" "$NOVA_CACHEAWARE_STATE_DIR"
+    iniset "$conf" agent pin_record_dir "$NOVA_CACHEAWARE_STATE_DIR/pins"
+    # Its privsep daemon (perf counters, the kvm:kvm_exit tracepoint) is the
+    # privsep-helper of the agent's own virtualenv, started through sudo
+    # with the agent's configuration: oslo.privsep's default, "sudo
+    # privsep-helper", would take the one on sudo's secure_path.
+    iniset "$conf" nova_cacheaware_privileged helper_command \
+        "sudo $NOVA_BIN_DIR/privsep-helper --config-file $conf"
     local section
     for section in nova placement; do
         iniset "$conf" "$section" auth_type password
@@ -127,10 +138,12 @@ function configure_nova_cacheaware_agent {
     iniset "$conf" placement provider_model "$NOVA_CACHEAWARE_PROVIDER_MODEL"
 }
 
+# Unprivileged, in libvirt's group, as nova-compute runs; what needs more
+# goes through the privsep daemon (doc/source/admin/agent.rst, Privileges).
 function start_nova_cacheaware_agent {
     run_process cacheaware-agent \
         "$NOVA_BIN_DIR/nova-cacheaware-agent --config-file $NOVA_CACHEAWARE_AGENT_CONF" \
-        root root
+        "$LIBVIRT_GROUP"
 }
 
 function create_nova_cacheaware_flavors {
@@ -183,6 +196,6 @@ if is_service_enabled n-sch n-api n-cpu cacheaware-agent; then
         stop_process cacheaware-agent
     fi
     if [[ "$1" == "clean" ]]; then
-        sudo rm -rf "$NOVA_CACHEAWARE_CONF_DIR"
+        sudo rm -rf "$NOVA_CACHEAWARE_CONF_DIR" "$NOVA_CACHEAWARE_STATE_DIR"
     fi
 fi

@@ -2,7 +2,7 @@
 
 oslo.privsep's own options (``priv_context.OPTS``) in the section of the
 agent's context (:data:`nova_cacheaware.privsep.CFG_SECTION`); the daemon
-holds the perf counters of the vCPU threads
+holds the perf and tracepoint counters of the vCPU threads
 (doc/source/admin/agent.rst, "Privileges").
 """
 
@@ -18,9 +18,11 @@ privileged_group = cfg.OptGroup(
     title='The agent\'s privsep daemon (oslo.privsep)',
     help='The agent runs unprivileged; a privsep daemon started on its '
          'first counter read opens and holds the perf counters of the '
-         'vCPU threads. These are oslo.privsep\'s options for that '
-         'daemon. The default capabilities: CAP_PERFMON; before Linux '
-         '5.8, CAP_SYS_ADMIN and CAP_SYS_PTRACE.')
+         'vCPU threads (hardware counters and vcpu_sizing\'s kvm:kvm_exit '
+         'tracepoint). These are oslo.privsep\'s options for that '
+         'daemon. The default capabilities: CAP_PERFMON; Linux 5.8, '
+         'CAP_PERFMON and CAP_SYS_PTRACE; before, CAP_SYS_ADMIN and '
+         'CAP_SYS_PTRACE.')
 
 
 def _opts():

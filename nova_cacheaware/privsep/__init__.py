@@ -8,12 +8,17 @@ as Nova's are: ``sudo privsep-helper`` unless ``[nova_cacheaware_privileged]
 helper_command`` says otherwise, or, for an agent that still runs as root,
 the helper with the agent's own interpreter (no sudo needed).
 
-* ``CAP_PERFMON`` (Linux 5.8 and newer): count with
+* ``CAP_PERFMON`` (Linux 5.9 and newer): count with
   ``perf_event_paranoid`` above 1, kernel mode included, and count the
   threads of another user (QEMU's) - perfmon-capable callers pass the
-  ptrace-read check;
+  ptrace-read check since Linux 5.9 (kernel commit 45fd22da97c6);
+* Linux 5.8 (``CAP_PERFMON`` without that): ``CAP_PERFMON`` and
+  ``CAP_SYS_PTRACE``;
 * before Linux 5.8, ``CAP_SYS_ADMIN`` for the first and
   ``CAP_SYS_PTRACE`` for the second.
+
+The tracepoint counters (:mod:`nova_cacheaware.privsep.tracepoint`) need
+the same, in the same daemon.
 """
 
 import os
@@ -29,23 +34,29 @@ CFG_SECTION = 'nova_cacheaware_privileged'
 _CAP_LAST_CAP = '/proc/sys/kernel/cap_last_cap'
 # Older oslo.privsep releases do not name it.
 CAP_PERFMON = getattr(caps, 'CAP_PERFMON', 38)
+# CAP_CHECKPOINT_RESTORE, new in Linux 5.9: a kernel that knows it lets
+# CAP_PERFMON pass perf's ptrace-read check too.
+_CAP_LINUX_5_9 = 40
 
 
 def perf_capabilities(cap_last_cap=_CAP_LAST_CAP):
     """The capabilities counting another user's threads needs here.
 
-    ``CAP_PERFMON`` where the kernel knows it (``cap_last_cap`` >= 38);
-    before Linux 5.8, ``CAP_SYS_ADMIN`` and ``CAP_SYS_PTRACE``. A daemon
-    asked to keep a capability the kernel does not know would fail to
-    start.
+    ``CAP_PERFMON`` from Linux 5.9 (``cap_last_cap`` >= 40);
+    ``CAP_PERFMON`` and ``CAP_SYS_PTRACE`` where the kernel knows
+    ``CAP_PERFMON`` (38) but not yet 40 (Linux 5.8); before,
+    ``CAP_SYS_ADMIN`` and ``CAP_SYS_PTRACE``. A daemon asked to keep a
+    capability the kernel does not know would fail to start.
     """
     try:
         with open(cap_last_cap) as f:
             last = int(f.read())
     except (OSError, ValueError):
-        last = CAP_PERFMON
-    if last >= CAP_PERFMON:
+        last = _CAP_LINUX_5_9
+    if last >= _CAP_LINUX_5_9:
         return [CAP_PERFMON]
+    if last >= CAP_PERFMON:
+        return [CAP_PERFMON, caps.CAP_SYS_PTRACE]
     return [caps.CAP_SYS_ADMIN, caps.CAP_SYS_PTRACE]
 
 

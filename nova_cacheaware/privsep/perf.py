@@ -10,9 +10,9 @@ closes them (:func:`close_groups`). The daemon builds every
 counts (no sampling, no memory map, no tracepoint) and holds at most
 :data:`MAX_GROUPS` groups.
 
-The syscall layer (:class:`PerfEventAttr`, :func:`perf_event_open`,
-:func:`read_count`) is also what ``vcpu_sizing``'s tracepoint counter
-opens in the agent's own process.
+:mod:`nova_cacheaware.privsep.tracepoint` keeps tracepoint counters the
+same way, in a registry of its own (:class:`CounterGroups` with another
+kind of event).
 """
 
 import ctypes
@@ -156,9 +156,9 @@ class CountingNotPermitted(exception.CacheAwareError):
     """The kernel refused to count the thread: the daemon lacks privileges."""
 
     msg_fmt = ('perf_event_open on thread %(tid)s: %(reason)s: the privsep '
-               'daemon needs CAP_PERFMON (before Linux 5.8: CAP_SYS_ADMIN '
-               'and CAP_SYS_PTRACE) in [nova_cacheaware_privileged] '
-               'capabilities')
+               'daemon needs CAP_PERFMON (Linux 5.8: and CAP_SYS_PTRACE; '
+               'before: CAP_SYS_ADMIN and CAP_SYS_PTRACE) in '
+               '[nova_cacheaware_privileged] capabilities')
 
 
 class OpenFailed(exception.CacheAwareError):
@@ -220,18 +220,16 @@ class CounterGroups:
         :class:`NothingToCount`, :class:`TooManyGroups`, :class:`OpenFailed`
         (EMFILE, EINVAL, ...) or ``InvalidInput``.
         """
-        tid, events = _checked(tid, events)
+        tid, events = self._checked(tid, events)
         with self._lock:
             if len(self._groups) >= self.max_groups:
                 raise TooManyGroups(limit=self.max_groups)
             names, fds, unsupported = [], [], {}
             try:
-                for name, (etype, config) in events:
+                for name, spec in events:
                     leader = fds[0] if fds else -1
-                    attr = make_attr(etype, config, PERF_FORMAT_GROUP
-                                     if leader < 0 else 0)
                     try:
-                        fds.append(self._open(attr, tid, group_fd=leader))
+                        fds.append(self._open_event(spec, tid, leader))
                     except PerfUnsupported as e:
                         unsupported[name] = e.strerror or str(e)
                         continue
@@ -249,6 +247,17 @@ class CounterGroups:
             handle = next(self._next)
             self._groups[handle] = _Group(tid, tuple(names), fds)
         return handle, unsupported
+
+    def _checked(self, tid, events):
+        """``(tid, [(name, spec)])`` checked; raises ``InvalidInput``."""
+        return _checked(tid, events)
+
+    def _open_event(self, spec, tid, group_fd):
+        """Open one event of a group; :class:`PerfUnsupported` drops it."""
+        etype, config = spec
+        attr = make_attr(etype, config,
+                         PERF_FORMAT_GROUP if group_fd < 0 else 0)
+        return self._open(attr, tid, group_fd=group_fd)
 
     def read_groups(self, handles):
         """One read per group: ``{'counts', 'ended', 'unknown'}``.

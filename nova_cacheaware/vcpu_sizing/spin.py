@@ -8,70 +8,132 @@ tracepoint (:class:`KvmExitCounter`, off with a single log line where the
 host has no tracefs or no kvm module).
 """
 
-import ctypes
-import fcntl
 import logging
-import os
+import threading
 
-from nova_cacheaware.agent import counters
+from oslo_privsep import daemon as privsep_daemon
+
 from nova_cacheaware.agent import hypervisor as hv
+from nova_cacheaware.privsep import perf
+from nova_cacheaware.privsep import tracepoint
 from nova_cacheaware.vcpu_sizing import policy
 
 LOG = logging.getLogger(__name__)
 
 OFF, RECOMMEND, APPLY = 'off', 'recommend', 'apply'
 
-# perf_event_open for tracepoints.
-PERF_TYPE_TRACEPOINT = 2
-#: ``_IOW('$', 6, char *)``: attach a filter to a tracepoint event.
-PERF_EVENT_IOC_SET_FILTER = 0x40082406
-TRACEFS_ROOTS = ('/sys/kernel/tracing', '/sys/kernel/debug/tracing')
+KVM_EXIT = 'kvm:kvm_exit'
 #: ``exit_reason`` of a pause-loop exit: VMX basic reason 40, SVM 0x77.
 PAUSE_EXIT_REASON = {'vmx': 40, 'svm': 0x77}
+
+# What a privileged call answers when the daemon is not there.
+_DAEMON_DOWN = (privsep_daemon.FailedToDropPrivileges, OSError)
 
 
 class KvmExitCounter:
     """All and pause-loop KVM exits per vCPU thread (``kvm:kvm_exit``).
 
-    One counting event per thread for every exit and, where the CPU vendor
-    is known and the kernel takes the filter, one filtered on the pause
-    exit reason. The first "cannot" (no tracefs, no kvm, no permission)
-    switches the counter off for good, logged once; :attr:`unsupported`
-    says why.
+    One group per thread, opened, held and read by the privsep daemon
+    (``groups``: :mod:`nova_cacheaware.privsep.tracepoint`, or a
+    :class:`~nova_cacheaware.privsep.tracepoint.TracepointGroups` in this
+    process): every exit and, where the CPU vendor is known and the kernel
+    takes the filter, the exits filtered on the pause exit reason. The
+    first "cannot" (no tracefs, no kvm, no permission, no daemon) switches
+    the counter off for good, logged once; :attr:`unsupported` says why. A
+    refused filter drops the pause exits only, logged once.
     """
 
-    def __init__(self, roots=TRACEFS_ROOTS, opener=counters.perf_event_open,
-                 reader=counters.read_count, set_filter=None,
-                 cpuinfo='/proc/cpuinfo'):
-        self.roots = roots
-        self._open = opener
-        self._read = reader
-        self._set_filter = set_filter or _ioctl_filter
+    def __init__(self, groups=tracepoint, cpuinfo='/proc/cpuinfo'):
+        self._groups = groups
         self._cpuinfo = cpuinfo
-        self._fds = {}              # (tid, 'exits'|'pause_exits') -> fd
-        self._id = None
-        self._pause_filter = None
+        self._handles = {}          # tid -> handle
+        self._events = None         # name -> (tracepoint, filter), once read
+        self._probed = False
         self.unsupported = None
 
-    def _probe(self):
-        if self._id is not None or self.unsupported:
-            return not self.unsupported
-        for root in self.roots:
-            path = os.path.join(root, 'events', 'kvm', 'kvm_exit', 'id')
-            try:
-                with open(path) as f:
-                    self._id = int(f.read().strip())
-                break
-            except (OSError, ValueError):
-                continue
-        if self._id is None:
-            self._off('no kvm:kvm_exit tracepoint under %s (tracefs not '
-                      'mounted or kvm not loaded)' % ' or '.join(self.roots))
-            return False
-        reason = PAUSE_EXIT_REASON.get(_virt_flag(self._cpuinfo))
-        if reason is not None:
-            self._pause_filter = 'exit_reason == %d' % reason
-        return True
+    @property
+    def events(self):
+        """``{name: (tracepoint, filter)}`` counted per thread."""
+        if self._events is None:
+            self._events = {'exits': (KVM_EXIT, None)}
+            reason = PAUSE_EXIT_REASON.get(_virt_flag(self._cpuinfo))
+            if reason is not None:
+                self._events['pause_exits'] = (KVM_EXIT,
+                                               ('exit_reason', reason))
+        return self._events
+
+    def available(self):
+        """True while the tracepoint can be counted on this host.
+
+        The first call counts this thread once (it starts the daemon), so
+        that a host without the tracepoint reads no vCPU thread ids.
+        """
+        if self.unsupported is None and not self._probed:
+            self._probed = True
+            self.sample({'probe': threading.get_native_id()})
+            self.close()
+        return not self.unsupported
+
+    def sample(self, threads):
+        """``{key: {'exits': n[, 'pause_exits': n]}}``, cumulative.
+
+        ``threads``: ``{key: thread id}``; a thread that ended is skipped
+        and its group closed.
+        """
+        if self.unsupported:
+            return {}
+        tids = set(threads.values())
+        self._close([t for t in self._handles if t not in tids])
+        for tid in sorted(tids - set(self._handles)):
+            self._open(tid)
+            if self.unsupported:
+                return {}
+        if not self._handles:
+            return {}
+        try:
+            answer = self._groups.read_groups(list(self._handles.values()))
+        except _DAEMON_DOWN as e:
+            # The groups went with the daemon; the next pass opens them
+            # in a new one.
+            LOG.warning('vcpu_sizing: KVM exits not read this pass: %s', e)
+            self._handles.clear()
+            return {}
+        counts = answer['counts']
+        by_tid = {}
+        for tid, handle in list(self._handles.items()):
+            if handle in counts:
+                by_tid[tid] = counts[handle]
+            else:           # the thread ended, or the daemon restarted
+                del self._handles[tid]
+        return {key: {n: c for n, c in by_tid[tid].items()
+                      if n in self.events}
+                for key, tid in threads.items() if tid in by_tid}
+
+    def _open(self, tid):
+        try:
+            handle, dropped = self._groups.open_group(tid, self.events)
+        except (tracepoint.NoTracepoint, perf.NothingToCount,
+                perf.CountingNotPermitted) as e:
+            self._off(str(e))
+            return
+        except _DAEMON_DOWN as e:
+            self._off('the privsep daemon did not start or stopped (%s): '
+                      'see [nova_cacheaware_privileged]' % e)
+            return
+        except perf.TooManyGroups as e:
+            LOG.warning('vcpu_sizing: no KVM exit count for thread %s: %s',
+                        tid, e)
+            return
+        except (perf.ThreadNotFound, perf.OpenFailed) as e:
+            LOG.debug('no kvm_exit count for thread %s: %s', tid, e)
+            return
+        self._handles[tid] = handle
+        if 'pause_exits' in dropped:
+            del self.events['pause_exits']
+            LOG.warning('vcpu_sizing: %s; counting all exits only',
+                        dropped['pause_exits'])
+        if 'exits' in dropped:
+            self._off(dropped['exits'])
 
     def _off(self, why):
         self.unsupported = why
@@ -79,66 +141,18 @@ class KvmExitCounter:
                     'estimates and vCPU run delay go on without them', why)
         self.close()
 
-    def available(self):
-        """True while the tracepoint can be counted on this host."""
-        return self._probe()
-
-    def sample(self, threads):
-        """``{key: {'exits': n[, 'pause_exits': n]}}``, cumulative."""
-        if not self._probe():
-            return {}
-        out = {}
-        live = set()
-        for key, tid in threads.items():
-            counts = {}
-            for name in ('exits', 'pause_exits'):
-                if name == 'pause_exits' and self._pause_filter is None:
-                    continue
-                live.add((tid, name))
-                try:
-                    fd = self._fds.get((tid, name))
-                    if fd is None:
-                        fd = self._open_one(tid, name)
-                        if fd is None:
-                            continue
-                    counts[name] = self._read(fd)
-                except counters.PerfUnsupported as e:
-                    self._off('perf_event_open: %s' % e)
-                    return {}
-                except PermissionError as e:
-                    self._off('perf_event_open: %s' % e)
-                    return {}
-                except OSError as e:       # the thread ended
-                    LOG.debug('no kvm_exit count for thread %s: %s', tid, e)
-            if counts:
-                out[key] = counts
-        for stale in [k for k in self._fds if k not in live]:
-            os.close(self._fds.pop(stale))
-        return out
-
-    def _open_one(self, tid, name):
-        attr = counters.make_attr(PERF_TYPE_TRACEPOINT, self._id)
-        fd = self._open(attr, tid)
-        if name == 'pause_exits':
-            try:
-                self._set_filter(fd, self._pause_filter)
-            except OSError as e:
-                os.close(fd)
-                LOG.warning('vcpu_sizing: the kernel refused the pause '
-                            'exit filter (%s); counting all exits only', e)
-                self._pause_filter = None
-                return None
-        self._fds[(tid, name)] = fd
-        return fd
+    def _close(self, tids):
+        handles = [self._handles.pop(t) for t in tids]
+        if not handles:
+            return
+        try:
+            self._groups.close_groups(handles)
+        except _DAEMON_DOWN as e:
+            LOG.debug('kvm_exit groups not closed: %s', e)
 
     def close(self):
-        """Close every open event."""
-        counters.close_all(self._fds)
-
-
-def _ioctl_filter(fd, text):
-    buf = ctypes.create_string_buffer(text.encode())
-    fcntl.ioctl(fd, PERF_EVENT_IOC_SET_FILTER, ctypes.addressof(buf))
+        """Close every group (no daemon call when none is open)."""
+        self._close(list(self._handles))
 
 
 def _virt_flag(path):

@@ -52,6 +52,8 @@ class DevstackPluginTest(base.FunctionalTestCase):
                                        'agent.conf')
         self.placement_conf = os.path.join(self.scratch, 'placement.conf')
         self.hooks = os.path.join(self.scratch, 'etc', 'libvirt', 'hooks')
+        self.state = os.path.join(self.scratch, 'var', 'lib',
+                                  'nova-cacheaware')
 
     def phase(self, services, *args, disabled=''):
         env = dict(os.environ, HARNESS_PYTHON=sys.executable,
@@ -126,18 +128,29 @@ class DevstackPluginTest(base.FunctionalTestCase):
                 ks_loading.load_auth_from_conf_options(conf, group)).__name__)
             self.assertEqual(('password', 'nova'),
                              (conf[group].auth_type, conf[group].username))
+        # The privsep daemon is the agent's virtualenv's helper, through
+        # sudo, with the agent's configuration; pin records in a directory
+        # of the agent's user.
+        self.assertEqual('sudo %s/bin/privsep-helper --config-file %s'
+                         % (self.scratch, self.agent_conf),
+                         conf.nova_cacheaware_privileged.helper_command)
+        self.assertEqual(os.path.join(self.state, 'pins'),
+                         conf.agent.pin_record_dir)
+        self.assertEqual(os.getuid(), os.stat(self.state).st_uid)
         calls = self.calls()
         self.assertIn('setup_develop %s/opt/nova-cacheaware' % self.scratch,
                       calls)
+        # Unprivileged, in libvirt's group, as nova-compute.
         self.assertIn('run_process cacheaware-agent %s/bin/nova-cacheaware-'
-                      'agent --config-file %s root root'
+                      'agent --config-file %s libvirt'
                       % (self.scratch, self.agent_conf), calls)
         # No n-api here: no flavors.
         self.assertFalse([c for c in calls if c.startswith('openstack')])
 
     def assertHookInstalled(self, path):
         with open(path, 'rb') as f:
-            self.assertEqual(hook_install.hook_source(), f.read())
+            self.assertEqual(hook_install.hook_source(
+                os.path.join(self.state, 'pins')), f.read())
         self.assertEqual(0o755, stat.S_IMODE(os.stat(path).st_mode))
         self.assertTrue(os.access(path, os.X_OK))
 
@@ -147,7 +160,8 @@ class DevstackPluginTest(base.FunctionalTestCase):
         self.phase('n-cpu', 'stack', 'post-config')
         calls = self.calls()
         self.assertIn('sudo %s/bin/nova-cacheaware install-hook --hooks-dir '
-                      '%s' % (self.scratch, self.hooks), calls)
+                      '%s --pin-record-dir %s/pins'
+                      % (self.scratch, self.hooks, self.state), calls)
         # The second run finds the hook in place: no second restart.
         self.assertEqual(['restart_service libvirtd'],
                          [c for c in calls if c.startswith('restart')])
@@ -214,6 +228,7 @@ class DevstackPluginTest(base.FunctionalTestCase):
         self.phase('n-cpu', 'clean')
         self.assertIn('stop_process cacheaware-agent', self.calls())
         self.assertFalse(os.path.exists(os.path.dirname(self.agent_conf)))
+        self.assertFalse(os.path.exists(self.state))
 
     def test_disabled_plugin_does_nothing(self):
         self.phase('key,g-api', 'stack', 'post-config')

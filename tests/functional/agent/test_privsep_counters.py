@@ -2,10 +2,11 @@
 
 Needs root, to start the daemon as the agent's sudo would: the helper
 command (``python -m oslo_privsep.daemon``, our context's choice for a
-root caller) forks a daemon that keeps only CAP_PERFMON (before Linux
-5.8: CAP_SYS_ADMIN and CAP_SYS_PTRACE). The thread it counts belongs to a
-child process of another user (``nobody``) where an interpreter that user
-may run is found, as a QEMU vCPU thread belongs to ``libvirt-qemu``.
+root caller) forks a daemon that keeps only CAP_PERFMON (Linux 5.8: and
+CAP_SYS_PTRACE; before: CAP_SYS_ADMIN and CAP_SYS_PTRACE). The thread it
+counts belongs to a child process of another user (``nobody``) where an
+interpreter that user may run is found, as a QEMU vCPU thread belongs to
+``libvirt-qemu``.
 Software events (task-clock, context switches) stand in for the hardware
 ones, which this project's CI host does not have.
 """
@@ -56,7 +57,8 @@ def _cmdline(pid):
         return []
 
 
-class RealDaemonTest(base.FunctionalTestCase):
+class DaemonTestCase(base.FunctionalTestCase):
+    """This test's own daemon, a ``nobody`` child's thread to count."""
 
     def setUp(self):
         super().setUp()
@@ -83,20 +85,21 @@ class RealDaemonTest(base.FunctionalTestCase):
                                                  recording))
         self.useFixture(fixtures.MockPatchObject(ctx, 'client_mode', True))
 
-    def vcpu_thread(self):
+    def vcpu_thread(self, code=CHILD, pass_fds=()):
         """A thread of a child process of ``nobody``: (process, thread id).
 
         Any interpreter ``nobody`` may run (this one may live under
-        root's home); as root when none.
+        root's home); as root when none. ``code`` prints the thread's id
+        first.
         """
         for python, user in ((sys.executable, NOBODY),
                              ('/usr/bin/python3', NOBODY),
                              (sys.executable, None)):
             try:
-                child = subprocess.Popen([python, '-c', CHILD],
+                child = subprocess.Popen([python, '-c', code],
                                          stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, user=user,
-                                         cwd='/')
+                                         cwd='/', pass_fds=pass_fds)
                 break
             except OSError:
                 continue
@@ -127,6 +130,9 @@ class RealDaemonTest(base.FunctionalTestCase):
             except OSError:
                 pass
         return n
+
+
+class RealDaemonTest(DaemonTestCase):
 
     def test_counts_grow_and_closing_frees_them(self):
         _, tid = self.vcpu_thread()

@@ -255,8 +255,9 @@ class ContextTest(testtools.TestCase):
 
     def test_capabilities_follow_the_kernel(self):
         path = self.useFixture(fixtures.TempDir()).join('c')
-        for last, expected in (('40\n', [38]), ('37\n', [21, 19]),
-                               ('junk', [38])):
+        for last, expected in (('40\n', [38]), ('41\n', [38]),
+                               ('39\n', [38, 19]), ('38\n', [38, 19]),
+                               ('37\n', [21, 19]), ('junk', [38])):
             with open(path, 'w') as f:
                 f.write(last)
             self.assertEqual(expected, privsep.perf_capabilities(path))
