@@ -40,11 +40,18 @@ MAX_GROUPS = 1 << 16
 
 @dataclasses.dataclass(frozen=True)
 class Domain:
-    """One cache domain of a host: ``capacity`` vCPUs it holds All-share."""
+    """One cache domain of a host: ``capacity`` vCPUs it holds All-share.
+
+    ``max_unit``: the most vCPUs Placement gives one server in it (its
+    per-domain provider's ``CUSTOM_CACHE_DOMAIN_VCPU`` ``max_unit``, the
+    domain's CPUs whatever the allocation ratio); None: no limit of its
+    own (the per-host provider model, or not known).
+    """
 
     id: str
     capacity: int
     numa_node: ty.Optional[int] = None
+    max_unit: ty.Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,12 +100,18 @@ class Server:
 
 @dataclasses.dataclass(frozen=True)
 class Host:
-    """A compute host: ``pcpus`` guests may use, its domains and servers."""
+    """A compute host: ``pcpus`` guests may use, its domains and servers.
+
+    ``max_unit``: the most vCPUs Placement gives one server on it (the
+    compute node's ``VCPU`` ``max_unit``: its CPUs in Nova's libvirt
+    driver, whatever the allocation ratio); None: not known.
+    """
 
     name: str
     pcpus: int
     domains: ty.Tuple[Domain, ...] = ()
     servers: ty.Tuple[Server, ...] = ()
+    max_unit: ty.Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,9 +168,16 @@ _NODE = schema.Check(lambda v: v is None or (
     isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1024),
     '%(where)s: "%(key)s" must be an integer in 0..1023 or null')
 
+_MAX_UNIT = schema.Check(lambda v: v is None or (
+    isinstance(v, int) and not isinstance(v, bool)
+    and 1 <= v <= limits.MAX_VCPUS),
+    '%%(where)s: "%%(key)s" must be an integer in 1..%d or null'
+    % limits.MAX_VCPUS)
+
 _DOMAIN = {'id': (_NAME, schema.REQUIRED),
            'vcpus': (_count(0, limits.MAX_CPUS * 16), schema.REQUIRED),
-           'numa_node': (_NODE, None)}
+           'numa_node': (_NODE, None),
+           'max_unit': (_MAX_UNIT, None)}
 _SERVER = {
     'uuid': (_NAME, schema.REQUIRED),
     'vcpus': (_count(1, limits.MAX_VCPUS), schema.REQUIRED),
@@ -172,7 +192,8 @@ _SERVER = {
     'pcpu_estimate': (_ESTIMATE, None),
 }
 _HOST = {'name': (_NAME, schema.REQUIRED),
-         'pcpus': (_count(0, limits.MAX_CPUS), schema.REQUIRED)}
+         'pcpus': (_count(0, limits.MAX_CPUS), schema.REQUIRED),
+         'max_unit': (_MAX_UNIT, None)}
 
 
 def _list(doc, key, where, bound):
@@ -189,7 +210,8 @@ def _list(doc, key, where, bound):
 def _domain(raw, where):
     fields = schema.fields(raw, _DOMAIN, where)
     return Domain(id=fields['id'], capacity=fields['vcpus'],
-                  numa_node=fields['numa_node'])
+                  numa_node=fields['numa_node'],
+                  max_unit=fields['max_unit'])
 
 
 def _server(raw, where, domains, groups):
@@ -209,8 +231,8 @@ def _server(raw, where, domains, groups):
 def _host(raw, where, groups, seen):
     fields = schema.fields(raw, _HOST, where)
     name = fields['name']
-    schema.only_keys(raw, ('name', 'pcpus', 'domains', 'servers'),
-                     'host %s' % name)
+    schema.only_keys(raw, ('name', 'pcpus', 'max_unit', 'domains',
+                           'servers'), 'host %s' % name)
     domains = tuple(_domain(d, 'host %s domain' % name) for d in _list(
         raw, 'domains', 'host %s' % name, MAX_DOMAINS_PER_HOST))
     ids = {d.id for d in domains}
@@ -225,7 +247,7 @@ def _host(raw, where, groups, seen):
         seen.add(server.uuid)
         servers.append(server)
     return Host(name=name, pcpus=fields['pcpus'], domains=domains,
-                servers=tuple(servers))
+                servers=tuple(servers), max_unit=fields['max_unit'])
 
 
 def _groups(doc):
@@ -270,14 +292,27 @@ def _server_to_dict(server):
     return out
 
 
+def _with_max_unit(out, value):
+    # Written only when known: a snapshot without Placement's limits
+    # reads as it did before they were added.
+    if value is not None:
+        out['max_unit'] = value
+    return out
+
+
+def _host_to_dict(host):
+    return _with_max_unit({
+        'name': host.name, 'pcpus': host.pcpus,
+        'domains': [_with_max_unit({'id': d.id, 'vcpus': d.capacity,
+                                    'numa_node': d.numa_node}, d.max_unit)
+                    for d in host.domains],
+        'servers': [_server_to_dict(s) for s in host.servers]},
+        host.max_unit)
+
+
 def snapshot_to_dict(snapshot):
     """The JSON document :func:`snapshot_from_dict` reads back."""
     return {
-        'hosts': [{'name': h.name, 'pcpus': h.pcpus,
-                   'domains': [{'id': d.id, 'vcpus': d.capacity,
-                                'numa_node': d.numa_node}
-                               for d in h.domains],
-                   'servers': [_server_to_dict(s) for s in h.servers]}
-                  for h in snapshot.hosts],
+        'hosts': [_host_to_dict(h) for h in snapshot.hosts],
         'groups': dict(snapshot.groups),
         'pending': [{'vcpus': v} for v in snapshot.pending]}

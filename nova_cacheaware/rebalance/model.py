@@ -8,7 +8,12 @@ the domain of each instance - a pinned one keeps its domain while it may
 still join it (not two raced claims in room for one), one left on
 Nova's CPUs (and one that arrives by live migration) is placed like a new
 instance. :meth:`Region.trial` predicts a live migration with that same
-choice, so the plan expects what the agents will really do. Pure.
+choice, so the plan expects what the agents will really do.
+
+Placement's per-server limits (:func:`largest_server`: the compute
+node's ``VCPU`` ``max_unit``, a per-domain provider's own) bound where a
+server may land and which room a refused request may take: a larger one
+is refused by Placement before any filter or agent sees it. Pure.
 """
 
 import collections
@@ -106,10 +111,12 @@ class HostView:
     what must never turn from True to False for any server ("maybe
     Clean": a server not found CPU-bound, pinned into a domain where no
     other server is memory-bound or not classified yet - Clean if its
-    class, or its neighbours', turns out memory-bound); ``rooms``: the free
-    vCPUs of each domain without a memory-bound (Clean-wanting) server;
+    class, or its neighbours', turns out memory-bound); ``rooms``: the
+    largest request each domain without a memory-bound (Clean-wanting)
+    server takes (its free vCPUs, at most :func:`largest_server`);
     ``domains``: ``{domain id: (free vCPUs, Clean-wanting servers,
-    memory-bound servers)}``; ``vcpus``: of all its servers; ``waiting``:
+    memory-bound servers, largest server)}`` (the last:
+    :func:`largest_server`); ``vcpus``: of all its servers; ``waiting``:
     the vCPUs of each server of a cache-aware flavor on Nova's CPUs,
     ascending; ``storms_away``: storming servers away from the host they
     stormed on.
@@ -118,10 +125,23 @@ class HostView:
     score: Score
     status: ty.Mapping[str, ty.Tuple[bool, bool, bool]]
     rooms: ty.Tuple[int, ...]
-    domains: ty.Mapping[str, ty.Tuple[int, int, int]]
+    domains: ty.Mapping[str, ty.Tuple[int, int, int, int]]
     vcpus: int
     waiting: ty.Tuple[int, ...] = ()
     storms_away: int = 0
+
+
+def largest_server(host, domain):
+    """The most vCPUs one server may have in ``domain`` of ``host``.
+
+    Its capacity, and no more than the ``max_unit`` Placement applies to
+    one allocation there: the compute node's ``VCPU`` one (the host's
+    CPUs in Nova's libvirt driver, while the capacity counts them times
+    the allocation ratio) and a per-domain provider's own (the domain's
+    CPUs), where the snapshot knows them.
+    """
+    return min(n for n in (domain.capacity, domain.max_unit, host.max_unit)
+               if n is not None)
 
 
 def fits_pending(pending, rooms):
@@ -220,10 +240,12 @@ def view(host, servers, placed, origin):
         away += server.storm and origin[server.uuid] != host.name
         status[server.uuid] = (is_clean, pinned, fine, maybe_clean)
     free = {d.id: d.capacity - used[d.id] for d in host.domains}
-    rooms = tuple(sorted(free[d] for d in free
+    largest = {d.id: largest_server(host, d) for d in host.domains}
+    rooms = tuple(sorted(min(free[d], largest[d]) for d in free
                          if holders[d] == 0 and free[d] > 0))
     return HostView(Score(clean, all_share, 0, relieved), status, rooms,
-                    {d: (free[d], holders[d], memory[d]) for d in free},
+                    {d: (free[d], holders[d], memory[d], largest[d])
+                     for d in free},
                     vcpus, tuple(sorted(waiting)), away)
 
 
@@ -238,8 +260,9 @@ def worse(before, after):
 class Trial:
     """One live migration played on a :class:`Region`, not yet done.
 
-    ``keeps_rules``: the server gets a domain there and no server's
-    status turns from True to False; ``helps``: it keeps the rules and
+    ``keeps_rules``: the server gets a domain there that Placement lets
+    it have (:func:`largest_server`) and no server's status turns from
+    True to False; ``helps``: it keeps the rules and
     raises the score; ``domain``: where the destination's agent pins the server
     (None: nowhere, it would run on Nova's CPUs).
     """
@@ -335,7 +358,9 @@ class Region:
         before = {**old_src.status, **old_dst.status}
         after = {**src_view.status, **dst_view.status}
         domain = dst_placed[uuid]
-        keeps = domain is not None and not worse(before, after)
+        keeps = (domain is not None
+                 and self.servers[uuid].vcpus <= dst_view.domains[domain][3]
+                 and not worse(before, after))
         return Trial(uuid, source, destination, domain, score, keeps,
                      keeps and score > self.score,
                      (src_placed, dst_placed), (src_view, dst_view))

@@ -12,11 +12,12 @@ I/O, no clock; the later Watcher strategy turns the plan into actions.
 The objective is the region's :class:`~.rebalance_model.Score`, compared
 by :meth:`~.rebalance_model.Score.key`: (a) Clean memory-bound servers
 plus refused ``required`` requests that would fit (a whole domain with
-room and no Clean-wanting server each: the Clean server each becomes when
-booted again), then (b) those requests (a room is not given to a running
-server for nothing), then (c) All-share servers, then (d) storming
-servers relieved (moved to a host whose pCPUs
-hold all its guests' vCPUs). The plan, in steps:
+room and no Clean-wanting server each, where Placement's ``max_unit``
+admits the request: the Clean server each becomes when booted again),
+then (b) those requests (a room is not given to a running server for
+nothing), then (c) All-share servers, then (d) storming servers relieved
+(moved to a host whose pCPUs hold all its guests' vCPUs). The plan, in
+steps:
 
 1. **Settle first.** Every host's agent places what it would place with
    no migration at all (:class:`~.rebalance_model.Region`): no
@@ -32,16 +33,18 @@ hold all its guests' vCPUs). The plan, in steps:
    requests do not all fit, those whose leaving leaves their domain with
    no Clean-wanting server and room for the smallest such request.
 4. **Destinations.** Every other host with a domain that has room for
-   the server and without another member of its anti-affinity (or
-   soft-anti-affinity) group, ranked: a Clean place (a domain with room
-   and no Clean-wanting server) first for a server that wants one, and
-   for one that does not a domain with room beside a Clean-wanting
-   server (the agent puts it there, keeping Empty domains whole), then
-   hosts whose pCPUs still hold all their guests' vCPUs after the move,
-   then by name. Hosts with no room now but a domain big enough come
-   after all of them (their agent re-places its servers when one
-   arrives, which may make the room). The first
-   :data:`DESTINATIONS_PER_SERVER` are predicted exactly.
+   the server, where Placement lets one server of its size land (its
+   ``max_unit``: the compute node's ``VCPU`` one, the domain provider's
+   own, :func:`~.rebalance_model.largest_server`), and without another
+   member of its anti-affinity (or soft-anti-affinity) group, ranked: a
+   Clean place (a domain with room and no Clean-wanting server) first
+   for a server that wants one, and for one that does not a domain with
+   room beside a Clean-wanting server (the agent puts it there, keeping
+   Empty domains whole), then hosts whose pCPUs still hold all their
+   guests' vCPUs after the move, then by name. Hosts with no room now
+   but a domain big enough come after all of them (their agent
+   re-places its servers when one arrives, which may make the room).
+   The first :data:`DESTINATIONS_PER_SERVER` are predicted exactly.
 5. **Exact prediction.** The destination's agent places the server like
    a new instance and the source's agent gives freed room to servers
    waiting on Nova's CPUs, both with the agent's own choice
@@ -49,17 +52,28 @@ hold all its guests' vCPUs). The plan, in steps:
    the plan's ``domain`` is what that agent will do.
 6. **Rules.** A move is a candidate only if the server gets a domain
    there (the destination has the room, counting earlier moves of the
-   plan), no server's Clean, All-share or pCPU status turns from true to
-   false (a Clean All-share server is never moved into a worse place; the
-   servers staying on the source and those on the destination are never
-   worse off), and the score strictly rises: every move must help.
-7. **Best move.** The highest score after the move; ties: fewer vCPUs
-   (a cheaper live migration), then fewer other servers re-placed by the
-   agents (the waiting server moves rather than the one that makes room
-   for it), then the smaller server uuid, then the destination ranked
-   first in step 4. Candidates are tried from the highest bound on what
-   a move of theirs can reach down, stopping where none can beat the
-   best found: the answer of trying them all, at a fraction of the cost.
+   plan) that Placement lets it have (a domain whose ``max_unit`` is
+   smaller is refused before any agent sees it), no server's Clean,
+   All-share or pCPU status turns from true to false (a Clean All-share
+   server is never moved into a worse place; the servers staying on the
+   source and those on the destination are never worse off), and the
+   score strictly rises: every move must help.
+7. **Best move.** The highest score after the move; among moves of an
+   equal score, in this order (:func:`tie_break`):
+
+   a. a server whose flavor does not say ``cache_clean=required``: a
+      ``required`` server's guarantee rides on the live migration (the
+      destination must still be Clean when it lands), so it moves only
+      when no other server's move reaches the same score;
+   b. fewer vCPUs (a cheaper live migration);
+   c. fewer other servers re-placed by the agents (the waiting server
+      moves rather than the one that makes room for it);
+   d. the smaller server uuid, then the destination ranked first in
+      step 4.
+
+   Candidates are tried from the highest bound on what a move of theirs
+   can reach down, stopping where none can beat the best found: the
+   answer of trying them all, at a fraction of the cost.
 8. **Repeat** until the budget is spent or no move helps (an empty plan
    when nothing can improve).
 
@@ -153,13 +167,14 @@ def _best_trial(region, snapshot, memo):
         if best_key is not None and (top < best_key or (
                 top == best_key and uuid > best.server)):
             continue
-        vcpus = region.servers[uuid].vcpus
+        server_key = tie_break(region.servers[uuid])
         for destination in _destinations(region, snapshot, uuid):
             trial = region.trial(uuid, destination, left,
                                  memo.arrive(uuid, destination))
             if not trial.helps:
                 continue
-            key = (trial.score, -vcpus, -_disturbed(region, trial))
+            disturbed = _disturbed(region, trial)
+            key = (trial.score,) + server_key + (-disturbed,)
             # Destinations come in rank order: a later one replaces the
             # best only when strictly better, or as good with a smaller
             # uuid.
@@ -171,10 +186,18 @@ def _best_trial(region, snapshot, memo):
     return best
 
 
+def tie_break(server):
+    """Step 7's order of ``server``'s moves among equal scores, higher first.
+
+    ``(not required, -vCPUs)``: a server whose flavor does not say
+    ``cache_clean=required`` before one that does, then the smaller one.
+    """
+    return (server.cache_clean != 'required', -server.vcpus)
+
+
 def _descending(key):
-    score, minus_vcpus, minus_disturbed = key
-    return (tuple(-n for n in score.key()), -minus_vcpus,
-            -minus_disturbed)
+    score, *rest = key
+    return (tuple(-n for n in score.key()),) + tuple(-n for n in rest)
 
 
 def _bound_after_leaving(region, uuid, source_view):
@@ -192,9 +215,9 @@ def _bound_after_leaving(region, uuid, source_view):
              + rebalance_model.Score(int(server.memory_bound),
                                      int(server.cache_aware), 0,
                                      int(server.storm)))
-    return (dataclasses.replace(
-        score, room=rebalance_model.fits_pending(region.pending, rooms)),
-        -server.vcpus, 0)
+    score = dataclasses.replace(
+        score, room=rebalance_model.fits_pending(region.pending, rooms))
+    return (score,) + tie_break(server) + (0,)
 
 
 def bound(region, uuid):
@@ -215,7 +238,7 @@ def bound(region, uuid):
     gain_clean = server.memory_bound and not clean
     room = waiting = 0
     if domain is not None:
-        free, _holders, memory = host_view.domains[domain]
+        free, _holders, memory, _largest = host_view.domains[domain]
         gain_clean += server.memory_bound and memory == 2
         free += server.vcpus
         for vcpus in host_view.waiting:
@@ -233,7 +256,7 @@ def bound(region, uuid):
         gain_clean, waiting + (server.cache_aware and not pinned),
         int(room), (server.storm and not fine)
         + (host_view.storms_away if uncrowded else 0))
-    return (region.score + gain, -server.vcpus, 0)
+    return (region.score + gain,) + tie_break(server) + (0,)
 
 
 def _disturbed(region, trial):
@@ -266,9 +289,9 @@ def _candidates(region, snapshot):
 
 def _frees_room(host_view, domain, server, smallest):
     """True when ``server`` leaving makes its domain a room for a request."""
-    free, holders, _memory = host_view.domains[domain]
+    free, holders, _memory, largest = host_view.domains[domain]
     return (holders - server.wants_clean == 0
-            and free + server.vcpus >= smallest)
+            and min(free + server.vcpus, largest) >= smallest)
 
 
 def _destinations(region, snapshot, uuid):
@@ -282,15 +305,17 @@ def _destinations(region, snapshot, uuid):
                 s.group == server.group
                 for s in region.members[name].values())):
             continue
-        fits = [holders for free, holders, _memory
-                in host_view.domains.values() if free >= server.vcpus]
+        # Only domains Placement lets it have (max_unit).
+        fits = [holders for free, holders, _memory, largest
+                in host_view.domains.values()
+                if min(free, largest) >= server.vcpus]
         crowded = host_view.vcpus + server.vcpus > region.hosts[name].pcpus
         if not fits:
             # No room now, but the agent re-places the host's servers
             # when one arrives: a domain big enough is worth a trial,
             # after every host with room now.
-            if any(d.capacity >= server.vcpus
-                   for d in region.hosts[name].domains):
+            if any(largest >= server.vcpus for *_free, largest
+                   in host_view.domains.values()):
                 ranked.append((True, True, crowded, name))
             continue
         if server.wants_clean:

@@ -11,6 +11,9 @@ function joins them into a
 * Nova's servers and compute hosts (Watcher's compute model): which host
   each server is on, its vCPUs, state, metadata and flavor extra specs,
   and each host's VCPU inventory (total less reserved, allocation ratio);
+* Placement's per-server limits (:meth:`.sources.ApiSource.
+  placement_limits`): the compute node's ``VCPU`` ``max_unit`` and each
+  per-domain provider's ``CUSTOM_CACHE_DOMAIN_VCPU`` ``max_unit``;
 * Nova's server groups with their policy and members.
 
 Rules, each a table row in ``tests/unit/watcher/test_snapshot.py``:
@@ -31,6 +34,10 @@ Rules, each a table row in ``tests/unit/watcher/test_snapshot.py``:
 * A domain holds its CPUs times the host's VCPU allocation ratio (what
   the scheduler assumes of an agent that sends no capacity); the host's
   pCPUs are its VCPU inventory total less reserved.
+* The host's and each domain's ``max_unit`` are Placement's (none where
+  it was not read, or the domain has no provider of its own: the
+  per-host provider model), so the plan neither moves a server nor
+  counts a room for a request larger than Placement gives one server.
 """
 
 import dataclasses
@@ -55,13 +62,21 @@ class NovaHost:
     """A compute host as Nova and Placement see it.
 
     ``pcpus``: its VCPU inventory total less reserved; ``cpu_ratio`` the
-    VCPU allocation ratio; ``usable``: the service is enabled and up.
+    VCPU allocation ratio; ``usable``: the service is enabled and up;
+    ``uuid``: its compute node (the root resource provider);
+    ``vcpu_max_unit``: the root's ``VCPU`` ``max_unit``;
+    ``domain_max_units``: ``{domain id: max_unit}`` of its per-domain
+    providers (None, empty: not read).
     """
 
     name: str
     pcpus: int
     cpu_ratio: float = 1.0
     usable: bool = True
+    uuid: ty.Optional[str] = None
+    vcpu_max_unit: ty.Optional[int] = None
+    domain_max_units: ty.Mapping[str, int] = dataclasses.field(
+        default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,7 +187,7 @@ def _host(view, nova_host, nova_servers, group_of, unknown, left_out):
     """The snapshot's :class:`~.rebalance_snapshot.Host` of one view."""
     domains = tuple(
         rs.Domain(d.id, int(math.floor(len(d.cpus) * nova_host.cpu_ratio)),
-                  d.numa_node)
+                  d.numa_node, nova_host.domain_max_units.get(d.id))
         for d in view.domains)
     seen = {s.uuid: s for s in view.servers}
     listed = set()
@@ -183,7 +198,7 @@ def _host(view, nova_host, nova_servers, group_of, unknown, left_out):
     left_out.extend((uuid, 'listed by the agent of %s, not there in Nova'
                      % view.host) for uuid in sorted(set(seen) - listed))
     return rs.Host(name=view.host, pcpus=nova_host.pcpus, domains=domains,
-                   servers=tuple(out))
+                   servers=tuple(out), max_unit=nova_host.vcpu_max_unit)
 
 
 def _server(nova, seen, group_of, unknown):

@@ -13,7 +13,10 @@ through the same two methods:
   members), with Watcher's openstacksdk connection to Nova;
 * ``refused_requests(since)``: the ``cache_clean=required`` requests Nova's
   scheduler refused since then (:func:`refused_required`), from the same
-  connection.
+  connection;
+* ``placement_limits(nodes)``: the most vCPUs Placement gives one server
+  on each host and in each of its per-domain providers (``max_unit``),
+  with Watcher's openstacksdk connection to Placement.
 
 No Watcher import here.
 """
@@ -25,11 +28,13 @@ import typing as ty
 from keystoneauth1 import adapter
 from keystoneauth1 import exceptions as ks_exc
 from openstack import exceptions as sdk_exc
+import os_resource_classes as orc
 from oslo_log import log as logging
 
 from nova_cacheaware.contracts import extra_specs
 from nova_cacheaware.contracts import host_view
 from nova_cacheaware.contracts import limits
+from nova_cacheaware.contracts import placement as placement_names
 from nova_cacheaware.contracts import rebalance_snapshot
 from nova_cacheaware import exception
 from nova_cacheaware.osc import plugin
@@ -46,21 +51,37 @@ class Views:
     failed: ty.Mapping[str, str]
 
 
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Placement's per-server limits on one host.
+
+    ``vcpu``: the compute node's ``VCPU`` ``max_unit`` (None: it has no
+    VCPU inventory); ``domains``: ``{domain id: max_unit}`` of the
+    ``CUSTOM_CACHE_DOMAIN_VCPU`` of its per-domain providers (empty with
+    the per-host provider model).
+    """
+
+    vcpu: ty.Optional[int] = None
+    domains: ty.Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+
 class ApiSource:
     """Host views from ``nova-cacheaware-api``, server groups from Nova.
 
     ``session``: a keystoneauth session (Watcher's); ``nova``: an
     openstacksdk connection to Nova (Watcher's ``NovaHelper().connection``);
+    ``placement``: one to Placement (``PlacementHelper().connection``);
     ``endpoint``: overrides the ``cache-aware`` endpoint of the catalog.
     """
 
     def __init__(self, session, nova, endpoint=None, interface=None,
-                 region_name=None, timeout=None):
+                 region_name=None, timeout=None, placement=None):
         self._api = adapter.Adapter(
             session, service_type=plugin.SERVICE_TYPE,
             interface=interface, region_name=region_name,
             endpoint_override=endpoint)
         self._nova = nova
+        self._placement = placement
         self._timeout = timeout
 
     def host_views(self, hosts):
@@ -116,6 +137,50 @@ class ApiSource:
         except (sdk_exc.SDKException, ks_exc.ClientException) as e:
             raise NovaUnreadable('cannot list the ERROR servers from '
                                  'Nova: %s' % e) from None
+
+    def placement_limits(self, nodes):
+        """``{host: Limits}``; ``nodes``: ``{host: compute node uuid}``.
+
+        Per host, its provider tree (``GET /resource_providers?in_tree=``)
+        and the inventories of the root and of each per-domain provider
+        (``<root name>:cacheaware:<domain id>``) that takes claims (not
+        fully reserved: one being switched away from is): two requests
+        and one per domain provider. A host whose providers cannot be
+        read is left out of the answer with a warning: the audit plans it
+        without limits, as before they were read.
+        """
+        out = {}
+        for host, node in sorted(nodes.items()):
+            try:
+                out[host] = self._limits(node)
+            except (sdk_exc.SDKException, ks_exc.ClientException) as e:
+                LOG.warning('Cache rebalance audit plans host %s without '
+                            'Placement\'s max_unit: %s', host, e)
+        return out
+
+    def _limits(self, node):
+        placement = self._placement.placement
+        providers = list(placement.resource_providers(in_tree=node))
+        root = next((p for p in providers if p.id == node), None)
+        if root is None:
+            raise sdk_exc.ResourceNotFound('no resource provider %s' % node)
+        vcpu = _inventories(placement, node).get(orc.VCPU)
+        prefix = placement_names.domain_provider_name(root.name, '')
+        domains = {}
+        for provider in providers:
+            if not provider.name.startswith(prefix):
+                continue
+            inventory = _inventories(placement, provider.id).get(
+                placement_names.RC_DOMAIN_VCPU)
+            if inventory is not None and inventory.reserved < inventory.total:
+                domains[provider.name[len(prefix):]] = inventory.max_unit
+        return Limits(None if vcpu is None else vcpu.max_unit, domains)
+
+
+def _inventories(placement, provider):
+    """``{resource class: inventory}`` of one provider."""
+    return {inventory.resource_class: inventory for inventory in
+            placement.resource_provider_inventories(provider)}
 
 
 class _NoView(Exception):

@@ -6,7 +6,8 @@ point. An audit:
 1. ``pre_execute``: checks Watcher's compute model (and that it carries
    the flavors' extra specs: ``[compute_model]
    enable_extended_attributes``), reads each usable host's view from its
-   agent, Nova's server groups and the ``cache_clean=required`` requests
+   agent, Placement's per-server limits on those hosts (``max_unit``),
+   Nova's server groups and the ``cache_clean=required`` requests
    Nova's scheduler refused lately (:mod:`.sources`), and builds the
    rebalance snapshot (:func:`.snapshot.build`, pure);
 2. ``do_execute``: runs :func:`nova_cacheaware.rebalance.policy.plan_moves`
@@ -24,6 +25,7 @@ Nothing to improve gives an empty solution: a successful audit with no
 action. The operator page is ``doc/source/admin/watcher.rst``.
 """
 
+import dataclasses
 import datetime
 import json
 import logging
@@ -33,6 +35,7 @@ from oslo_config import cfg
 from oslo_log import log
 from watcher.common import exception
 from watcher.common import nova_helper
+from watcher.common import placement_helper
 from watcher.decision_engine.strategy.strategies import base
 
 from nova_cacheaware.contracts import rebalance_snapshot
@@ -149,6 +152,9 @@ class CacheRebalance(base.BaseStrategy):
                 message='the cache_rebalance strategy got no host view '
                         'from nova-cacheaware-api (%d hosts asked; %s: %s)'
                         % (len(views.failed), host, reason))
+        hosts = with_limits(hosts, source.placement_limits(
+            {h.name: h.uuid for h in hosts
+             if h.uuid and h.name in {view.host for view in views.views}}))
         self.audited = snapshot.build(views.views, hosts, servers,
                                       source.server_groups(),
                                       self._refused(source))
@@ -188,7 +194,8 @@ class CacheRebalance(base.BaseStrategy):
             endpoint=conf.get('api_endpoint'),
             interface=conf.get('api_interface'),
             region_name=conf.get('api_region_name'),
-            timeout=conf.get('api_timeout'))
+            timeout=conf.get('api_timeout'),
+            placement=placement_helper.PlacementHelper().connection)
 
     def do_execute(self, audit=None):
         budget = self.budget(self.audited.servers)
@@ -226,7 +233,8 @@ def model_facts(model):
             name=node.hostname,
             pcpus=max(0, node.vcpus - node.vcpu_reserved),
             cpu_ratio=node.vcpu_ratio,
-            usable=node.status == 'enabled' and node.state == 'up'))
+            usable=node.status == 'enabled' and node.state == 'up',
+            uuid=node.uuid))
         for instance in model.get_node_instances(node):
             servers.append(snapshot.NovaServer(
                 uuid=instance.uuid, host=node.hostname,
@@ -236,3 +244,11 @@ def model_facts(model):
                 state=instance.state, locked=instance.locked,
                 excluded=instance.watcher_exclude))
     return hosts, servers
+
+
+def with_limits(hosts, limits):
+    """``hosts`` with the :class:`.sources.Limits` of those read."""
+    return [dataclasses.replace(h, vcpu_max_unit=limits[h.name].vcpu,
+                                domain_max_units=dict(
+                                    limits[h.name].domains))
+            if h.name in limits else h for h in hosts]

@@ -209,3 +209,86 @@ class RefusedRequestsTest(testtools.TestCase):
             datetime.datetime.now(datetime.timezone.utc))
         self.assertIn('cannot list the ERROR servers from Nova: ',
                       str(error))
+
+
+def provider(uuid, name):
+    """An openstacksdk ``ResourceProvider`` as Placement lists it."""
+    return types.SimpleNamespace(id=uuid, name=name)
+
+
+def inventory(resource_class, total, max_unit, reserved=0):
+    """An openstacksdk ``ResourceProviderInventory``."""
+    return types.SimpleNamespace(resource_class=resource_class, total=total,
+                                 max_unit=max_unit, reserved=reserved)
+
+
+class FakePlacement:
+    """Placement's provider trees and inventories, as openstacksdk's."""
+
+    def __init__(self, trees, inventories):
+        self.trees = trees
+        self.inventories = inventories
+        self.asked = []
+
+    def resource_providers(self, **query):
+        self.asked.append(('providers', query))
+        if query['in_tree'] not in self.trees:
+            raise sdk_exc.HttpException('Service Unavailable (HTTP 503)')
+        return iter(self.trees[query['in_tree']])
+
+    def resource_provider_inventories(self, uuid):
+        self.asked.append(('inventories', uuid))
+        return iter(self.inventories.get(uuid, ()))
+
+
+class PlacementLimitsTest(testtools.TestCase):
+
+    def test_max_units_of_root_and_domain_providers(self):
+        log = self.useFixture(fixtures.FakeLogger(
+            name='nova_cacheaware.watcher.sources'))
+        placement = FakePlacement(
+            trees={
+                # Per-domain providers, one of them fully reserved (the
+                # host being switched to the per-host model).
+                'r1': [provider('r1', 'cn1'),
+                       provider('d0', 'cn1:cacheaware:L3-0'),
+                       provider('d1', 'cn1:cacheaware:L3-1'),
+                       provider('d2', 'cn1:cacheaware:L3-2'),
+                       provider('p1', 'cn1_pci_0000')],
+                # The per-host provider model: the root's limit only.
+                'r2': [provider('r2', 'cn2'),
+                       provider('h2', 'cn2:cacheaware')]},
+            inventories={
+                'r1': [inventory('VCPU', 16, 16),
+                       inventory('MEMORY_MB', 4096, 4096)],
+                'd0': [inventory('CUSTOM_CACHE_DOMAIN_VCPU', 8, 8),
+                       inventory('CUSTOM_CACHE_DOMAIN_MEMBOUND', 1, 1)],
+                'd1': [inventory('CUSTOM_CACHE_DOMAIN_VCPU', 4, 4)],
+                'd2': [inventory('CUSTOM_CACHE_DOMAIN_VCPU', 8, 8,
+                                 reserved=8)],
+                'r2': [inventory('VCPU', 8, 8)],
+                'h2': [inventory('CUSTOM_CACHE_DOMAIN_VCPU', 16, 5)]})
+        source = sources.ApiSource(
+            session.Session(), nova=None, endpoint='http://127.0.0.1:9',
+            placement=types.SimpleNamespace(placement=placement))
+        got = source.placement_limits({'a': 'r1', 'b': 'r2', 'c': 'r3'})
+        self.assertEqual({'a': sources.Limits(16, {'L3-0': 8, 'L3-1': 4}),
+                          'b': sources.Limits(8, {})}, got)
+        self.assertIn('Cache rebalance audit plans host c without '
+                      'Placement\'s max_unit: ', log.output)
+        # One listing and the inventories of the root and of each
+        # domain provider per host.
+        self.assertEqual(
+            [('providers', {'in_tree': 'r1'}), ('inventories', 'r1'),
+             ('inventories', 'd0'), ('inventories', 'd1'),
+             ('inventories', 'd2'), ('providers', {'in_tree': 'r2'}),
+             ('inventories', 'r2'), ('providers', {'in_tree': 'r3'})],
+            placement.asked)
+
+    def test_no_vcpu_inventory_no_root_limit(self):
+        placement = FakePlacement({'r1': [provider('r1', 'cn1')]}, {})
+        source = sources.ApiSource(
+            session.Session(), nova=None, endpoint='http://127.0.0.1:9',
+            placement=types.SimpleNamespace(placement=placement))
+        self.assertEqual({'a': sources.Limits(None, {})},
+                         source.placement_limits({'a': 'r1'}))

@@ -41,15 +41,18 @@ class FixedSource:
     """The strategy's edge answering fixed views, groups and refusals.
 
     ``refused``: the vCPUs of refused ``required`` requests, or an
-    exception the source raises when asked for them.
+    exception the source raises when asked for them; ``limits``:
+    ``{host: sources.Limits}`` Placement's answer.
     """
 
-    def __init__(self, host_views, groups=(), refused=()):
+    def __init__(self, host_views, groups=(), refused=(), limits=None):
         self.views = {view.host: view for view in host_views}
         self.groups = tuple(groups)
         self.refused = refused
+        self.limits = limits or {}
         self.asked = None
         self.refused_since = None
+        self.limits_asked = None
 
     def host_views(self, hosts):
         self.asked = sorted(hosts)
@@ -59,6 +62,10 @@ class FixedSource:
 
     def server_groups(self):
         return self.groups
+
+    def placement_limits(self, nodes):
+        self.limits_asked = dict(nodes)
+        return {h: self.limits[h] for h in nodes if h in self.limits}
 
     def refused_requests(self, since):
         self.refused_since = since
@@ -81,16 +88,21 @@ def load_strategy():
     return loader.load('cache_rebalance')
 
 
-def compute_model(placed, nova_changes=None, disabled=()):
+def node_uuid(host):
+    """The compute node uuid of test host ``host``."""
+    return str(uuid.uuid5(uuid.NAMESPACE_DNS, host))
+
+
+def compute_model(placed, nova_changes=None, disabled=(), cpu_ratio=1.0):
     """A Watcher model: Q6600 hosts, servers ``{host: [names]}``."""
     model = model_root.ModelRoot()
     model.extended_attributes_enabled = True
     for host in sorted(placed):
         node = element.ComputeNode(
-            uuid=str(uuid.uuid5(uuid.NAMESPACE_DNS, host)), hostname=host,
+            uuid=node_uuid(host), hostname=host,
             memory=8192, memory_mb_reserved=0, disk=100,
             disk_gb_reserved=0, vcpus=4, vcpu_reserved=0, memory_ratio=1.0,
-            vcpu_ratio=1.0, disk_ratio=1.0,
+            vcpu_ratio=cpu_ratio, disk_ratio=1.0,
             status='disabled' if host in disabled else 'enabled')
         model.add_node(node)
         for name in placed[host]:
@@ -106,11 +118,12 @@ def compute_model(placed, nova_changes=None, disabled=()):
     return model
 
 
-def run(model, host_views, groups=(), refused=(), **parameters):
+def run(model, host_views, groups=(), refused=(), limits=None,
+        **parameters):
     """Execute the loaded strategy as an audit does; its solution."""
     strategy = load_strategy()
     strategy._compute_model = model
-    strategy.state_source = FixedSource(host_views, groups, refused)
+    strategy.state_source = FixedSource(host_views, groups, refused, limits)
     watcher_utils.StrictDefaultValidatingDraft4Validator(
         strategy.get_schema()).validate(parameters)
     strategy.input_parameters.update(parameters)
@@ -386,3 +399,56 @@ class StrategyTest(testtools.TestCase):
     def test_unknown_parameter_is_refused_as_watcher_does(self):
         self.assertRaises(watcher_exception.AuditParameterNotAllowed, run,
                           compute_model(DIRTY[0]), DIRTY[1], budget=3)
+
+
+class PlacementLimitsTest(testtools.TestCase):
+    """Placement's ``max_unit`` at allocation ratio 4.0 (CI's devcloud).
+
+    A Q6600 L2 of 2 CPUs holds 8 vCPUs at ratio 4.0; Placement gives one
+    server at most the compute node's CPUs (4) and, with per-domain
+    providers, the domain's (2).
+    """
+
+    #: m1 and m2 grown to 3 vCPUs: Dirty in a's L2-0 (6 of 8 vCPUs); c2
+    #: down to 1, so that b's 4 pCPUs hold it and one of them.
+    WIDE = {'m1': {'vcpus': 3}, 'm2': {'vcpus': 3}, 'c2': {'vcpus': 1}}
+
+    def test_limits_are_asked_for_the_viewed_hosts(self):
+        limits = {'b': sources.Limits(4, {'L2-1': 2})}
+        strategy, _solution = run(
+            compute_model(DIRTY[0], cpu_ratio=4.0), DIRTY[1][:1] + (
+                v.q6600('b', {'c2': 'L2-0'}),), limits=limits)
+        self.assertEqual({'a': node_uuid('a'), 'b': node_uuid('b')},
+                         strategy.state_source.limits_asked)
+        a, b = strategy.audited.snapshot.hosts
+        self.assertEqual((None, [None, None]),
+                         (a.max_unit, [d.max_unit for d in a.domains]))
+        self.assertEqual((4, [(8, None), (8, 2)]), (
+            b.max_unit, [(d.capacity, d.max_unit) for d in b.domains]))
+
+    def test_no_move_placement_refuses(self):
+        table = [
+            # (b's limits, actions)
+            (None, [('m1', 'a', 'b')]),
+            (sources.Limits(4, {}), [('m1', 'a', 'b')]),
+            # A compute node of 2 CPUs, or 2-CPU domain providers.
+            (sources.Limits(2, {}), []),
+            (sources.Limits(4, {'L2-0': 2, 'L2-1': 2}), []),
+        ]
+        for limits, expected in table:
+            _strategy, solution = run(
+                compute_model(DIRTY[0], self.WIDE, cpu_ratio=4.0), DIRTY[1],
+                limits=None if limits is None else {'b': limits})
+            self.assertEqual(expected, actions(solution), limits)
+
+    def test_no_room_counted_that_placement_refuses(self):
+        # Each k server leaves a 7-vCPU room: the refused 4-vCPU request
+        # fits as it is, unless Placement gives no server 4 vCPUs there.
+        for limits, room in ((None, 1), (sources.Limits(4, {}), 1),
+                             (sources.Limits(2, {}), 0)):
+            strategy, solution = run(
+                compute_model(CROWDED[0], cpu_ratio=4.0), CROWDED[1],
+                refused=(4,), limits=limits and {'a': limits, 'b': limits})
+            self.assertEqual(([], room, room), (
+                solution.actions, strategy.plan.before.room,
+                strategy.plan.after.room), limits)

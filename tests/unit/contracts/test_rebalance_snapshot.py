@@ -34,6 +34,17 @@ class SnapshotDocumentTest(testtools.TestCase):
             self.assertEqual(snap, rs.snapshot_from_dict(
                 rs.snapshot_to_dict(snap)))
 
+    def test_max_unit_round_trip(self):
+        snap = f.snapshot(rs.Host('a', 4, (rs.Domain('L2-0', 8, 0, 2),
+                                           rs.Domain('L2-1', 8)),
+                                  max_unit=4))
+        out = rs.snapshot_to_dict(snap)
+        self.assertEqual((4, [2, None]), (out['hosts'][0]['max_unit'], [
+            d.get('max_unit') for d in out['hosts'][0]['domains']]))
+        self.assertEqual(snap, rs.snapshot_from_dict(out))
+        # Unknown limits are not written.
+        self.assertNotIn('max_unit', rs.snapshot_to_dict(f.DIRTY)['hosts'][0])
+
     def test_defaults(self):
         snap = rs.snapshot_from_dict(doc())
         self.assertEqual(
@@ -60,6 +71,11 @@ class SnapshotDocumentTest(testtools.TestCase):
         (server(group='g'), "server x: group 'g' is not in \"groups\""),
         (server(pcpu_estimate=-1), '"pcpu_estimate" must be a number'),
         (server(colour='red'), "server x: unknown key(s) 'colour'"),
+        (doc(hosts=[{'name': 'a', 'pcpus': 1, 'max_unit': 0}]),
+         'host: "max_unit" must be an integer in 1..4096 or null'),
+        (doc(hosts=[{'name': 'a', 'pcpus': 1, 'domains': [
+            {'id': 'd', 'vcpus': 1, 'max_unit': '2'}]}]),
+         '"max_unit" must be an integer in 1..4096 or null'),
         (doc(groups={'g': 'together'}), "unknown \"policy\" 'together'"),
         (doc(pending=[{'vcpus': 0}]), 'pending: "vcpus" must be an integer'),
         (doc(pending=[3]), 'pending: must be a JSON object'),

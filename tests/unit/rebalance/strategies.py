@@ -9,9 +9,13 @@ GROUPS = (('ga', 'affinity'), ('gaa', 'anti-affinity'))
 
 @st.composite
 def hosts(draw, name, first_uuid):
-    """A host of 1-3 small domains holding up to 4 servers that fit."""
+    """A host of 1-3 small domains holding up to 4 servers that fit.
+
+    Placement's ``max_unit`` on the host and its domains: often none.
+    """
     capacities = draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
-    domains = tuple(rs.Domain('d%d' % n, c, n % 2)
+    max_unit = st.one_of(st.none(), st.none(), st.integers(1, 3))
+    domains = tuple(rs.Domain('d%d' % n, c, n % 2, draw(max_unit))
                     for n, c in enumerate(capacities))
     free = dict(enumerate(capacities))
     servers = []
@@ -32,7 +36,7 @@ def hosts(draw, name, first_uuid):
             domain=domain, storm=draw(st.sampled_from((False, False,
                                                        True)))))
     pcpus = draw(st.integers(1, sum(capacities) + 2))
-    return rs.Host(name, pcpus, domains, tuple(servers))
+    return rs.Host(name, pcpus, domains, tuple(servers), draw(max_unit))
 
 
 @st.composite

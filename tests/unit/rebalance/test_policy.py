@@ -87,6 +87,61 @@ class SituationTableTest(testtools.TestCase):
         self.assertEqual(rm.Score(4, 6), plan.after)
 
 
+def one_domain(name, cpus, *servers):
+    """A host with one cache domain of ``cpus`` vCPUs."""
+    return f.host(name, [{'id': 'L3-0', 'cpus': list(range(cpus))}],
+                  servers)
+
+
+class TieBreakTableTest(testtools.TestCase):
+    """Step 7: among moves of an equal score, which server moves."""
+
+    def test_table(self):
+        def required(uuid, vcpus, domain='L3-0', **kw):
+            return f.mem(uuid, vcpus, domain, cache_clean='required', **kw)
+
+        table = [
+            # (name, servers on a's one domain, b's domain vCPUs, moves)
+            ('a Clean required server and a memory-bound one the agent '
+             'keeps apart (on Nova\'s CPUs): the other one moves, though '
+             'larger', [required('r', 1), f.mem('x', 2)], 4,
+             [('x', 'a', 'b', 'L3-0')]),
+            ('the same, the other pinned beside it by a race',
+             [required('r', 1), f.mem('x', 2, 'L3-0')], 4,
+             [('x', 'a', 'b', 'L3-0')]),
+            ('the required one is the only move that reaches the score: '
+             'the other does not fit b',
+             [required('r', 1), f.mem('x', 3, 'L3-0')], 2,
+             [('r', 'a', 'b', 'L3-0')]),
+            ('the other may not move (opted out): the required one moves',
+             [required('r', 1), f.mem('x', 2, opt_out=True)], 4,
+             [('r', 'a', 'b', 'L3-0')]),
+            ('neither required: fewer vCPUs',
+             [f.mem('p', 2, 'L3-0'), f.mem('q', 1, 'L3-0')], 4,
+             [('q', 'a', 'b', 'L3-0')]),
+            ('neither required, as large: fewer servers re-placed, then '
+             'the smaller uuid',
+             [f.mem('q', 1, 'L3-0'), f.mem('p', 1, 'L3-0')], 4,
+             [('p', 'a', 'b', 'L3-0')]),
+            ('a required server larger than the other: the other moves',
+             [required('r', 2), f.mem('x', 1)], 4,
+             [('x', 'a', 'b', 'L3-0')]),
+        ]
+        for name, servers, cpus, expected in table:
+            snap = f.snapshot(one_domain('a', 4, *servers),
+                              one_domain('b', cpus))
+            plan = rebalance.plan_moves(snap, 3)
+            self.assertEqual(expected, moves(plan), name)
+            self.assertEqual(2, plan.after.clean, name)
+
+    def test_key(self):
+        self.assertEqual(
+            [(False, -1), (True, -4), (True, -1), (True, -1)],
+            [rebalance.tie_break(s) for s in (
+                f.mem('r', 1, cache_clean='required'), f.mem('p', 4),
+                f.cpu('c', 1), f.mem('o', 1, cache_clean='off'))])
+
+
 class RefusedRequestOrderTest(testtools.TestCase):
     """A refused ``required`` request that fits counts as a Clean server."""
 
@@ -204,3 +259,73 @@ class RuleTableTest(testtools.TestCase):
         # budget of 2 frees it: see test_rebalance_properties).
         snap = f.zen_defragmentation()
         self.assertEqual([], moves(rebalance.plan_moves(snap, 2)))
+
+
+def limited(host, max_unit=None, domain_max_unit=None):
+    """``host`` with Placement's ``max_unit`` on it and on every domain."""
+    return dataclasses.replace(host, max_unit=max_unit, domains=tuple(
+        dataclasses.replace(d, max_unit=domain_max_unit)
+        for d in host.domains))
+
+
+class PlacementLimitTableTest(testtools.TestCase):
+    """No move, and no room, where Placement's ``max_unit`` refuses it.
+
+    At allocation ratio 4.0 a domain of 4 CPUs holds 16 vCPUs, but the
+    compute node's VCPU ``max_unit`` (its CPUs) and a per-domain
+    provider's (the domain's CPUs) refuse any larger server.
+    """
+
+    def test_destinations(self):
+        table = [
+            # (name, b's max_unit, b's domain max_unit, moves, Clean after)
+            ('no limit known: m1 moves to b', None, None,
+             [('m1', 'a', 'b', 'L3-0')], 2),
+            ('b\'s compute node takes no 3-vCPU server: nothing moves',
+             2, None, [], 0),
+            ('b\'s domain provider takes none either', None, 2, [], 0),
+            ('both limits hold 3 vCPUs: m1 moves', 4, 3,
+             [('m1', 'a', 'b', 'L3-0')], 2),
+        ]
+        for name, host_max, domain_max, expected, clean in table:
+            snap = f.snapshot(
+                limited(one_domain('a', 16, f.mem('m1', 3, 'L3-0'),
+                                   f.mem('m2', 3, 'L3-0')), 4, 4),
+                limited(one_domain('b', 8), host_max, domain_max))
+            plan = rebalance.plan_moves(snap, 3)
+            self.assertEqual(expected, moves(plan), name)
+            self.assertEqual(clean, plan.after.clean, name)
+
+    def test_rooms_for_refused_requests(self):
+        table = [
+            # (name, z1's max_unit, z2's max_unit, moves, rooms after)
+            ('no limit known: c2 joins a Clean CCX of z1, z2\'s CCX is '
+             'the room', None, None, [('c2', 'z2', 'z1', 'L3-3')], 1),
+            ('z2 takes no 8-vCPU server: the room is made on z1 instead '
+             '(m0 joins the cpu-bound c2, still Clean)', None, 4,
+             [('m0', 'z1', 'z2', 'L3-2')], 1),
+            ('z1 takes no 4-vCPU server and no 8-vCPU request: nothing',
+             2, None, [], 0),
+        ]
+        for name, z1_max, z2_max, expected, room in table:
+            z1, z2 = f.FRAGMENTED.hosts
+            snap = dataclasses.replace(f.FRAGMENTED, hosts=(
+                limited(z1, z1_max), limited(z2, z2_max)))
+            plan = rebalance.plan_moves(snap, 3)
+            self.assertEqual(expected, moves(plan), name)
+            self.assertEqual(room, plan.after.room, name)
+
+    def test_a_room_is_as_large_as_placement_lets_it_be(self):
+        # An Empty 16-vCPU domain (4 CPUs at ratio 4.0).
+        for host_max, domain_max, pending, room in (
+                (None, None, (16,), 1), (8, None, (16,), 0),
+                (8, None, (8,), 1), (None, 4, (8,), 0),
+                (8, 4, (4, 4), 1), (None, None, (4, 4), 1)):
+            snap = f.snapshot(limited(one_domain('a', 16), host_max,
+                                      domain_max), pending=pending)
+            self.assertEqual(room, rm.Region(snap).score.room,
+                             (host_max, domain_max, pending))
+        self.assertEqual(4, rm.largest_server(
+            rs.Host('a', 4, max_unit=8), rs.Domain('d', 16, max_unit=4)))
+        self.assertEqual(16, rm.largest_server(rs.Host('a', 4),
+                                               rs.Domain('d', 16)))

@@ -55,8 +55,12 @@ class PlanRulesTest(testtools.TestCase):
             self.assertEqual((True, move.domain, move.score),
                              (trial.helps, trial.domain, trial.score))
             region.commit(trial)
-            capacity = {d.id: d.capacity
-                        for d in region.hosts[move.destination].domains}
+            host = region.hosts[move.destination]
+            capacity = {d.id: d.capacity for d in host.domains}
+            # Placement's max_unit admits it there.
+            domain = next(d for d in host.domains if d.id == move.domain)
+            self.assertLessEqual(server.vcpus,
+                                 rm.largest_server(host, domain), move)
             self.assertLessEqual(
                 domain_use(region, move.destination, move.domain),
                 capacity[move.domain], move)
@@ -89,8 +93,9 @@ def plain_greedy(snap, budget):
                 continue
             for destination in rebalance._destinations(region, snap, uuid):
                 trial = region.trial(uuid, destination)
-                key = (trial.score, -region.servers[uuid].vcpus,
-                       -rebalance._disturbed(region, trial))
+                server = region.servers[uuid]
+                key = (trial.score, server.cache_clean != 'required',
+                       -server.vcpus, -rebalance._disturbed(region, trial))
                 if trial.helps and (best_key is None or key > best_key):
                     best, best_key = trial, key
         if best is None:
@@ -155,8 +160,9 @@ class PruningTest(testtools.TestCase):
                 trial = region.trial(uuid, destination)
                 if trial.keeps_rules:
                     self.assertLessEqual(
-                        (trial.score, -region.servers[uuid].vcpus),
-                        top[:2], (uuid, destination))
+                        (trial.score,)
+                        + rebalance.tie_break(region.servers[uuid]),
+                        top[:3], (uuid, destination))
 
 
 class OptimumTest(testtools.TestCase):

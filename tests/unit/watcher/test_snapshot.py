@@ -51,6 +51,20 @@ class BuildTest(testtools.TestCase):
         self.assertEqual([5, 5], [d.capacity for d in
                                   audited.snapshot.hosts[0].domains])
 
+    def test_placement_limits_are_carried(self):
+        hosts = (snapshot.NovaHost('a', 4, cpu_ratio=4.0, vcpu_max_unit=4,
+                                   domain_max_units={'L2-1': 2}),)
+        host = snapshot.build(VIEWS[:1], hosts,
+                              SERVERS[:3]).snapshot.hosts[0]
+        self.assertEqual((4, (rs.Domain('L2-0', 8, 0),
+                              rs.Domain('L2-1', 8, 0, max_unit=2))),
+                         (host.max_unit, host.domains))
+        # Not read: no limit.
+        host = snapshot.build(VIEWS[:1], HOSTS[:1],
+                              SERVERS[:3]).snapshot.hosts[0]
+        self.assertEqual((None, [None, None]), (
+            host.max_unit, [d.max_unit for d in host.domains]))
+
     TABLE = [
         # (rule, server changes, expected fields of m1)
         ('flavor opt-out', {'extra_specs': dict(
