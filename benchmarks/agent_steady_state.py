@@ -6,7 +6,7 @@ a worker process of its own (so its RSS and ``sys.modules`` are an agent's,
 not the benchmark's), with:
 
 * the real planner (:class:`nova_cacheaware.cachedomain.repinning.Planner`);
-* ``[agent] counters = true`` (:class:`~nova_cacheaware.agent.counters.
+* ``[agent] counters = true`` (:class:`~nova_cacheaware.cachedomain.counters.
   PerfCounterSource`; on a host without a PMU it switches itself off on its
   first probe, as in production, and the agent classifies by declared
   workloads);
@@ -274,8 +274,8 @@ def run_worker(spec):
         'plan', 'planner')
     agent = agent_cmd.build_agent(conf, planner=planner)
     clock = SimClock()
-    agent.actuator.rate_limiter._clock = clock
-    for obj in list(agent.capabilities) + [agent.classifier]:
+    agent.repin.actuator.rate_limiter._clock = clock
+    for obj in list(agent.capabilities) + [agent.repin.classifier]:
         for attr in ('clock', '_clock'):
             if obj is not None and hasattr(obj, attr):
                 setattr(obj, attr, clock)
@@ -300,16 +300,16 @@ def run_worker(spec):
 
     usable = set(agent.usable_cpus) & set(agent.hypervisor.host_cpus())
     out = {'uri': spec['uri'], 'domains': len(doms),
-           'counters_available': agent.counter_source.available(),
-           'counters_unsupported': getattr(agent.counter_source,
+           'counters_available': agent.repin.counter_source.available(),
+           'counters_unsupported': getattr(agent.repin.counter_source,
                                            'unsupported', None),
-           'counter_source': type(agent.counter_source).__name__,
+           'counter_source': type(agent.repin.counter_source).__name__,
            'spec_source': type(agent.spec_source).__name__,
            'placement_reporter': type(agent.placement).__name__,
            'publisher': type(agent.publisher).__name__,
            'capabilities': [c.name for c in agent.capabilities],
-           'classifier': type(agent.classifier).__name__
-           if agent.classifier is not None else None,
+           'classifier': type(agent.repin.classifier).__name__
+           if agent.repin.classifier is not None else None,
            'cache_domains': {d['id']: len(d['cpus'])
                              for d in repinning.usable_domains(
                                  agent.domain_set, usable)}}

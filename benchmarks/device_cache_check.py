@@ -3,7 +3,7 @@
 Run on a machine other than the 2-CPU development host (the device
 machine some sessions are lent): it records the CPU and cache topology as
 the kernel shows it, asks the agent's own counter source
-(:class:`~nova_cacheaware.agent.counters.PerfCounterSource`) whether
+(:class:`~nova_cacheaware.cachedomain.counters.PerfCounterSource`) whether
 hardware counters can be read, and measures a contention map: the probe's
 memory-bound kernels on one CPU, alone and next to a copy on every other
 CPU in turn. CPUs sharing a cache with the measured one show a slowdown
@@ -32,7 +32,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
-from nova_cacheaware.agent import counters  # noqa: E402
+from nova_cacheaware.cachedomain import agent as repin_agent  # noqa: E402
+from nova_cacheaware.cachedomain import counters  # noqa: E402
 from nova_cacheaware.topology import domains as topo_domains  # noqa: E402
 from nova_cacheaware.topology import sysfs  # noqa: E402
 from nova_cacheaware_evaluation.cmd import probe as probe_cmd  # noqa: E402
@@ -106,7 +107,7 @@ def hardware_counters():
         before = source.sample({'self': tid}).get('self', {})
         sum(i * i for i in range(2_000_000))
         after = source.sample({'self': tid}).get('self', {})
-        out['derived_over_a_loop'] = counters.derived(before, after)
+        out['derived_over_a_loop'] = repin_agent.derived(before, after)
         source.close()
     return out
 

@@ -43,6 +43,7 @@ from nova_cacheaware.agent import guest_agent
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
+from nova_cacheaware.cachedomain import agent as repin_agent
 from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.numa_balance import agent as numa_balance
 from nova_cacheaware.numa_balance import model
@@ -105,7 +106,7 @@ def main(argv=None):
             level=2, fallback=False, domains=(
                 domains.CacheDomain('L2-0', 2, (0,), 2048, (0,)),
                 domains.CacheDomain('L2-1', 2, (1,), 2048, (0,)))),
-            repinning.Planner(), None,
+            repin_agent.RepinStep(repinning.Planner(), None),
             spec_source=specs.StaticSpecSource(spec))
         cap = numa_balance.NumaBalance(
             hv, HOST, model.Thresholds(per_node_floor=False),

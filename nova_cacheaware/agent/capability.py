@@ -1,8 +1,9 @@
 """Run-time capabilities that plug into the agent's pass.
 
-Repinning (study 000) is the agent's backbone; every other run-time
-capability (vCPU sizing, ballooning, full-NUMA hand-off) is a
-:class:`Capability`: after the repin pass the agent hands it the pass's
+Repinning (study 000) is the agent's fixed first step
+(:class:`~nova_cacheaware.cachedomain.agent.RepinStep`); every other
+run-time capability (vCPU sizing, ballooning, full-NUMA hand-off) is a
+:class:`Capability`: after the repin step the agent hands it the pass's
 :class:`~nova_cacheaware.agent.service.Snapshot` and keeps what it returns.
 A capability owns its own adapters (guest agent, balloon, metadata) and its
 own rate limits; the agent only guarantees:

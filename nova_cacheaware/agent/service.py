@@ -1,10 +1,14 @@
-"""The agent: observe -> decide -> act, on lifecycle events and a period.
+"""The agent's pass runner, on lifecycle events and a period.
 
-:class:`Agent` wires the injected pieces together; :meth:`Agent.reconcile`
-is one full pass and is what ``--once`` runs. :meth:`Agent.run` is the daemon
-loop: a pass at start, then one whenever libvirt reports a lifecycle change
-(started, resumed, migrated, rebooted: Nova rebuilt the domain and our live
-pins are gone) and at least every ``period_s`` seconds.
+:class:`Agent` runs one pass (:meth:`Agent.reconcile`, what ``--once``
+runs): observe the hypervisor, run the repin step
+(:class:`~nova_cacheaware.cachedomain.agent.RepinStep`, the fixed first
+step: study 000's sampling, classification, plan and pins), run the
+entry-point capabilities (:mod:`.capability`) and report through the
+Placement side (:mod:`.placement_side`). :meth:`Agent.run` is the daemon
+loop: a pass at start, then one whenever libvirt reports a lifecycle
+change (started, resumed, migrated, rebooted: Nova rebuilt the domain and
+our live pins are gone) and at least every ``period_s`` seconds.
 """
 
 import dataclasses
@@ -15,7 +19,6 @@ import typing as ty
 
 from nova_cacheaware.agent import actuator as actuator_mod
 from nova_cacheaware.agent import capability as capability_mod
-from nova_cacheaware.agent import counters as counters_mod
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.agent import metrics as metrics_mod
 from nova_cacheaware.agent import outage
@@ -25,10 +28,8 @@ from nova_cacheaware.agent import specs as specs_mod
 from nova_cacheaware.agent import threads
 from nova_cacheaware.cachedomain import model as cachedomain_model
 from nova_cacheaware.cachedomain import repinning
-from nova_cacheaware.cachedomain import trials as repinning_trials
 from nova_cacheaware.contracts import extra_specs
 from nova_cacheaware import exception
-from nova_cacheaware.topology import cpulist
 
 LOG = logging.getLogger(__name__)
 
@@ -85,31 +86,25 @@ class Pass:
 
 
 class Agent:
-    """Observe, decide, act. Every dependency is injected.
+    """Observe, repin, run the capabilities, report. Dependencies injected.
 
     ``domain_set`` is the host's :class:`~nova_cacheaware.topology.domains.
-    DomainSet`; ``usable_cpus`` the CPUs floating guests may use (None: every
-    CPU of the domains).
+    DomainSet`; ``repin`` the :class:`~nova_cacheaware.cachedomain.agent.
+    RepinStep`; ``usable_cpus`` the CPUs floating guests may use (None:
+    every CPU of the domains).
     """
 
-    def __init__(self, hypervisor, domain_set, planner, actuator,
-                 spec_source=None, counter_source=None, placement=None,
-                 publisher=None, usable_cpus=None, max_vcpus_per_cpu=1.0,
-                 capabilities=(), classifier=None, metrics=None):
+    def __init__(self, hypervisor, domain_set, repin, spec_source=None,
+                 placement=None, publisher=None, usable_cpus=None,
+                 capabilities=(), metrics=None):
         self.hypervisor = hypervisor
         self.domain_set = domain_set
-        self.planner = planner
-        self.actuator = actuator
+        self.repin = repin
         self.spec_source = spec_source or specs_mod.NullSpecSource()
-        self.counter_source = (counter_source
-                               or counters_mod.NoCounterSource())
         self.usable_cpus = (tuple(sorted(usable_cpus)) if usable_cpus
                             else tuple(sorted(c for d in domain_set.domains
                                               for c in d.cpus)))
-        self.max_vcpus_per_cpu = max_vcpus_per_cpu
         self.capabilities = tuple(capabilities)
-        # Run-time classification of 'auto' VMs (None: declared only).
-        self.classifier = classifier
         #: :class:`~.metrics.AgentMetrics` (exported when [agent]
         #: metrics_listen is set).
         self.metrics = metrics or metrics_mod.AgentMetrics()
@@ -122,7 +117,6 @@ class Agent:
         # Crosses from libvirt's OS thread to this loop (green or not).
         self._wake = threads.Waker()
         self._stop = threading.Event()
-        self._last_counts = {}
         # What the describe RPC answers from (agent/rpc.py): the latest
         # good pass, when it ended, each capability's newest report.
         self.last_pass = self.last_pass_at = None
@@ -171,9 +165,11 @@ class Agent:
         except Exception as e:  # stats are optional context
             LOG.debug('no vCPU stats: %s', e)
             stats = {}
+        counters = self.repin.sample_counters(
+            instances, lambda: hv.vcpu_thread_ids(self.hypervisor, instances))
         return Snapshot.parsing(
             instances=instances, specs=specs, spec_errors=errors,
-            stats=stats, counters=self._sample_counters(instances),
+            stats=stats, counters=counters,
             host_cpus=tuple(self.hypervisor.host_cpus()))
 
     def _usable(self, snapshot):
@@ -181,67 +177,21 @@ class Agent:
         host = set(snapshot.host_cpus)
         return tuple(c for c in self.usable_cpus if c in host)
 
-    def _sample_counters(self, instances):
-        source = self.counter_source
-        if not source.available():
-            return {}
-        if source.per_thread:
-            counts = source.sample(
-                hv.vcpu_thread_ids(self.hypervisor, instances))
-        else:
-            # A replayed trace needs no thread ids (no QEMU monitor).
-            counts = source.sample_instances(instances)
-        out = {}
-        for key, now in counts.items():
-            before = self._last_counts.get(key)
-            if before:
-                out[key] = counters_mod.derived(before, now)
-        self._last_counts = counts
-        return out
-
     # -- decide -------------------------------------------------------------
 
     def decide(self, snapshot):
-        """Plan input, plan and per-instance decisions (all typed).
+        """The repin step's plan input, plan and decisions (all typed).
 
-        The decisions are :mod:`~nova_cacheaware.cachedomain.repinning`'s; the
-        classifier's sampling window, if one runs, gives its VM the
-        window's pins for this pass instead of the plan's.
+        What Placement holds (and, per-host model, the domains chosen for
+        the host room held) is read first: those instances stay in their
+        domain.
         """
         side = self.placement_side
-        held = side.held(snapshot, self.domain_set, self._usable(snapshot))
-        plan_input, why = self._plan_input(snapshot, held)
-        if plan_input.domains:
-            plan = self.planner(plan_input)
-        else:
-            # No usable CPU in any domain: nothing can be planned or moved.
-            LOG.warning('no usable cache domain (check [agent] '
-                        'cpu_shared_set); nothing is moved')
-            plan = repinning.NO_PLAN
-            why = {u: (False, 'no usable cache domain') for u in why}
-        decisions = repinning.decisions_from_plan(
-            plan_input, plan, snapshot.instances, why, held=held,
-            chosen=frozenset(side.chosen),
-            waiting=frozenset(side.unplaced))
-        if self.classifier is not None:
-            # Sampling windows: an 'auto' VM briefly in the other mode.
-            trial = self.classifier.window(snapshot, plan_input, plan,
-                                           decisions)
-            decisions = repinning_trials.with_trial(decisions, trial,
-                                                    plan_input.domains)
-        return plan_input, plan, decisions
-
-    def _plan_input(self, snapshot, held):
-        # The classifier's verdicts go in as a set of memory-bound uuids.
-        classified = frozenset()
-        if self.classifier is not None:
-            self.classifier.observe(snapshot)
-            classified = frozenset(self.classifier.memory_bound())
-        return repinning.build_plan_input(
-            self.domain_set, self._usable(snapshot), snapshot.instances,
-            snapshot.specs, self.max_vcpus_per_cpu, held=held,
-            classified=classified,
-            waiting=frozenset(self.placement_side.unplaced))
+        usable = self._usable(snapshot)
+        held = side.held(snapshot, self.domain_set, usable)
+        return self.repin.decide(snapshot, self.domain_set, usable, held,
+                                 chosen=frozenset(side.chosen),
+                                 waiting=frozenset(side.unplaced))
 
     # -- one pass -----------------------------------------------------------
 
@@ -249,18 +199,12 @@ class Agent:
         """Observe, decide and act once; return the :class:`Pass`."""
         snapshot = self.observe()
         plan_input, plan, decisions = self.decide(snapshot)
-        problems = [p for p in (repinning.audit_dedicated(d)
-                                for d in decisions
-                                if d.action == repinning.AUDIT) if p]
-        for problem in problems:
-            LOG.warning('%s', problem)
-        result = self.actuator.apply(decisions)
-        self.actuator.forget_others(i.uuid for i in snapshot.instances)
+        result, problems = self.repin.act(snapshot, decisions)
         reports = self._run_capabilities(snapshot)
         self.placement_side.report(
             plan, decisions, self.domain_set, self._usable(snapshot),
             reports=reports, capabilities=self.capabilities,
-            classifier=self.classifier)
+            classifier=self.repin.classifier)
         return Pass(snapshot=snapshot, plan_input=plan_input,
                     plan_output=plan, decisions=decisions,
                     result=result, problems=problems, capabilities=reports)
@@ -280,49 +224,18 @@ class Agent:
         """The ``plan`` input document plus an ``"agent"`` context section.
 
         ``nova-cacheaware plan --input FILE`` replays it (the planner ignores
-        the extra section) under the planner's ``objective``. ``reports``
-        are the capabilities' reports of the pass that observed
-        ``snapshot``.
+        the extra section) under the planner's ``objective``
+        (:meth:`~nova_cacheaware.cachedomain.agent.RepinStep.
+        state_document`). ``reports`` are the capabilities' reports of the
+        pass that observed ``snapshot``.
         """
         snapshot = snapshot or self.observe()
-        usable = self._usable(snapshot)
-        # The same input the last pass planned with: classified VMs as
-        # memory, VMs holding a domain in Placement fixed there.
-        plan_input, why = self._plan_input(snapshot, self.last_held)
-        with_objective = getattr(self.planner, 'with_objective', None)
-        if with_objective is not None:
-            plan_input = with_objective(plan_input)
-        doc = cachedomain_model.input_to_dict(plan_input)
-        # Always written: the plan command replays under this objective
-        # whatever [agent] plan_objective's default is.
-        doc['objective'] = plan_input.objective
-        doc['agent'] = {
-            'usable_cpus': list(usable),
-            'cache_level': self.domain_set.level,
-            'instances': {
-                i.uuid: {
-                    'name': i.nova.instance_name or i.nova.name,
-                    'flavor': i.nova.flavor,
-                    'allowed': {str(v): list(c)
-                                for v, c in sorted(i.nova.allowed.items())},
-                    'nova_pinned': i.nova.nova_pinned,
-                    'dedicated': i.nova.dedicated,
-                    'movable_reason': why[i.uuid][1],
-                    'holds_domain': self.last_held.get(i.uuid),
-                    'extra_specs': snapshot.specs.get(i.uuid, {}),
-                    'spec_error': snapshot.spec_errors.get(i.uuid),
-                    'vcpu_stats': {str(v): s for v, s in sorted(
-                        snapshot.stats.get(i.uuid, {}).items())},
-                } for i in snapshot.instances},
-            'counters': snapshot.counters,
-        }
+        doc = self.repin.state_document(
+            snapshot, self.domain_set, self._usable(snapshot),
+            self.last_held, waiting=frozenset(self.placement_side.unplaced))
         if reports is not None:
             doc['agent']['capabilities'] = capability_mod.as_documents(
                 reports)
-        previous = getattr(self.planner, 'previous', None)
-        if previous is not None and previous() is not None:
-            # The last plan was incremental: replay it against its input.
-            doc['previous'] = previous()
         if self.placement_side.choice_input is not None:
             # Replay: nova-cacheaware domain-choice --input <this file>.
             doc['agent']['domain_choice'] = (
@@ -367,7 +280,7 @@ class Agent:
             self.placement_side.withdraw()
             self.release_capabilities()
             self.hypervisor.stop()
-            self.counter_source.close()
+            self.repin.close()
             self._wake.close()
 
     def release_capabilities(self):
@@ -405,31 +318,3 @@ class Agent:
         """Ask :meth:`run` to return after the current pass."""
         self._stop.set()
         self._wake.set()
-
-
-def format_decisions(decisions, result=None):
-    """The decisions as a table for a person (``--once``)."""
-    rows = [('INSTANCE', 'NAME', 'WORKLOAD', 'ACTION', 'CURRENT', 'DESIRED',
-             'DOMAINS', 'REASON')]
-
-    def pins(m):
-        groups = {}
-        for v, cpus in sorted(m.items()):
-            groups.setdefault(cpulist.format_cpulist(cpus), []).append(v)
-        return ' '.join('%s:%s' % (cpulist.format_cpulist(vs), cpus)
-                        for cpus, vs in groups.items()) or '-'
-
-    for d in decisions:
-        action = d.action if d.changes() or d.action == repinning.AUDIT \
-            else repinning.KEEP
-        rows.append((d.uuid[:8], d.name[:16] or '-', d.workload, action,
-                     pins(d.current), pins(d.desired),
-                     ','.join(d.domains) or '-', d.reason))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    lines = ['  '.join(c.ljust(w) for c, w in zip(r, widths)) + '  ' + r[-1]
-             for r in rows]
-    if result is not None:
-        lines.append('repins: %d ok, %d failed, %d deferred, %d dry-run'
-                     % (len(result.succeeded), len(result.failed),
-                        len(result.deferred), len(result.dry_run)))
-    return '\n'.join(lines)

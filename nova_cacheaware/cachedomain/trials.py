@@ -28,8 +28,8 @@ mode*: :class:`Sampler` runs sampling windows ("trials"):
 Pure: the time is an argument (``now``), the verdicts go to the planner as
 a set of uuids (:meth:`Sampler.memory_bound`, the ``classified`` argument
 of :func:`~.repinning.build_plan_input`), never as flavor extra specs.
-The agent's :class:`~nova_cacheaware.agent.sampling.ShareSampler` feeds it
-once per pass and logs what changed.
+The agent's :class:`~nova_cacheaware.cachedomain.sampling.ShareSampler`
+feeds it once per pass and logs what changed.
 """
 
 import collections

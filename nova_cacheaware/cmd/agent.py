@@ -20,17 +20,18 @@ from oslo_log import log as logging
 
 from nova_cacheaware.agent import actuator
 from nova_cacheaware.agent import capability
-from nova_cacheaware.agent import counters
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import metrics
 from nova_cacheaware.agent import pin_record
 from nova_cacheaware.agent import placement_host_report
 from nova_cacheaware.agent import placement_report
-from nova_cacheaware.agent import sampling
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
+from nova_cacheaware.cachedomain import agent as repin_agent
+from nova_cacheaware.cachedomain import counters
 from nova_cacheaware.cachedomain import memclass
 from nova_cacheaware.cachedomain import repinning
+from nova_cacheaware.cachedomain import sampling
 from nova_cacheaware.conf import opts as conf_opts
 from nova_cacheaware import exception
 from nova_cacheaware.policy import state_cadence
@@ -156,14 +157,9 @@ def build_agent(conf, planner=None, hv=None):
     counter_source = build_counter_source(conf, domain_set)
     for warning in silent_configuration(conf):
         LOG.warning(warning)
-    return service.Agent(
-        hv, domain_set, planner, act, spec_source=spec_source,
-        counter_source=counter_source, usable_cpus=usable,
+    repin = repin_agent.RepinStep(
+        planner, act, counter_source,
         max_vcpus_per_cpu=conf.agent.max_vcpus_per_cpu,
-        capabilities=capability.load(conf.agent.capabilities, conf, hv),
-        placement=build_placement_reporter(conf, hv),
-        publisher=build_publisher(conf, agent_metrics),
-        metrics=agent_metrics,
         # Classifying 'auto' VMs needs counters; without, declared only.
         classifier=(sampling.ShareSampler(
             domain_set, classifier_config(conf),
@@ -171,6 +167,12 @@ def build_agent(conf, planner=None, hv=None):
             interval_s=conf.agent.sampling_interval_s)
             if conf.agent.counters or conf.agent.counter_trace_dir
             else None))
+    return service.Agent(
+        hv, domain_set, repin, spec_source=spec_source, usable_cpus=usable,
+        capabilities=capability.load(conf.agent.capabilities, conf, hv),
+        placement=build_placement_reporter(conf, hv),
+        publisher=build_publisher(conf, agent_metrics),
+        metrics=agent_metrics)
 
 
 def classifier_config(conf):
@@ -255,33 +257,11 @@ def _describe_rpc(conf, agent):
     return rpc.serve(conf, agent, conf.agent.host or socket.gethostname())
 
 
-def decisions_doc(decisions):
-    """The decisions as JSON: ``{uuid: {workload, action, domains, ...}}``.
-
-    ``action`` is ``keep`` when nothing would change, as in the ``--once``
-    table; ``current``/``desired`` are ``{vcpu: cpulist}``.
-    """
-    def pins(m):
-        return {str(v): cpulist.format_cpulist(c)
-                for v, c in sorted(m.items())}
-
-    out = {}
-    for d in decisions:
-        action = (d.action if d.changes() or d.action == repinning.AUDIT
-                  else repinning.KEEP)
-        out[d.uuid] = {'name': d.name, 'workload': d.workload,
-                       'movable': d.movable, 'action': action,
-                       'domains': list(d.domains), 'reason': d.reason,
-                       'current': pins(d.current),
-                       'desired': pins(d.desired)}
-    return out
-
-
 def _loops(agent, doc):
     """Add the run-time loops' state to a ``--dump-state`` document."""
-    if agent.classifier is not None and hasattr(agent.classifier,
-                                                'to_dict'):
-        doc['agent']['classifier'] = agent.classifier.to_dict()
+    classifier = agent.repin.classifier
+    if classifier is not None and hasattr(classifier, 'to_dict'):
+        doc['agent']['classifier'] = classifier.to_dict()
     return doc
 
 
@@ -294,7 +274,8 @@ def _dump_with_decisions(agent):
     except repinning.PlannerError as e:
         doc['agent']['decisions_error'] = str(e)
     else:
-        doc['agent']['decisions'] = decisions_doc(decisions)
+        doc['agent']['decisions'] = repin_agent.decisions_document(
+            decisions)
     return doc
 
 
@@ -325,9 +306,10 @@ def main(argv=None, planner=None, hv=None):
             if conf.dump_state:
                 doc = _loops(agent, agent.dump_state(one.snapshot,
                                                      one.capabilities))
-                doc['agent']['decisions'] = decisions_doc(one.decisions)
+                doc['agent']['decisions'] = (
+                    repin_agent.decisions_document(one.decisions))
                 _write_state(conf.dump_state, doc)
-            print(service.format_decisions(one.decisions, one.result))
+            print(repin_agent.format_decisions(one.decisions, one.result))
             for cap in agent.capabilities:
                 report = one.capabilities.get(cap.name)
                 if report is None:

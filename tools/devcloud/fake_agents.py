@@ -81,6 +81,7 @@ from nova_cacheaware.agent import reporting  # noqa: E402
 from nova_cacheaware.agent import rpc as agent_rpc  # noqa: E402
 from nova_cacheaware.agent import service  # noqa: E402
 from nova_cacheaware.agent import specs  # noqa: E402
+from nova_cacheaware.cachedomain import agent as repin_agent  # noqa: E402
 from nova_cacheaware.cachedomain import repinning  # noqa: E402
 from nova_cacheaware.conf import reporting as reporting_conf  # noqa: E402
 from nova_cacheaware import exception  # noqa: E402
@@ -220,7 +221,7 @@ def build_agent(host, workdir, placement, transport, topic, period,
                 else placement_host_report.HostPlacementReporter)
     act = actuator.Actuator(hv, actuator.RateLimiter(64, period))
     return RecordingAgent(
-        hv, domain_set, repinning.Planner(), act,
+        hv, domain_set, repin_agent.RepinStep(repinning.Planner(), act),
         spec_source=specs.StaticSpecSource(spec_map), usable_cpus=cpus,
         placement=reporter(placement, host),
         publisher=notify.NotificationStatePublisher(transport, host, topic))

@@ -1,9 +1,10 @@
 """The ``auto`` classifier on noisy CPI traces: its errors and its delay.
 
-The agent's :class:`~nova_cacheaware.agent.sampling.ShareSampler` decides
-whether an ``auto`` VM is memory-bound by sampling its CPI in both sharing
-modes and calling :func:`nova_cacheaware.cachedomain.memclass.classify` (the
-real, pure classifier; nothing is re-implemented here). This module drives
+The agent's :class:`~nova_cacheaware.cachedomain.sampling.ShareSampler`
+decides whether an ``auto`` VM is memory-bound by sampling its CPI in both
+sharing modes and calling
+:func:`nova_cacheaware.cachedomain.memclass.classify` (the real, pure
+classifier; nothing is re-implemented here). This module drives
 that classifier with generated CPI samples and the sampler's schedule, so
 that the cache simulator pays what the classifier really costs:
 
@@ -34,7 +35,7 @@ import math
 from nova_cacheaware.cachedomain import memclass
 
 MEMORY = memclass.MEMORY
-#: Samples the agent keeps per VM and mode (agent.sampling.MAX_SAMPLES).
+#: Samples the agent keeps per VM and mode (cachedomain.trials.MAX_SAMPLES).
 MAX_SAMPLES = 256
 
 

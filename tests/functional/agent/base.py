@@ -10,6 +10,7 @@ from nova_cacheaware.agent import actuator
 from nova_cacheaware.agent import hypervisor
 from nova_cacheaware.agent import service
 from nova_cacheaware.agent import specs
+from nova_cacheaware.cachedomain import agent as repin_agent
 from nova_cacheaware.cachedomain import repinning
 from nova_cacheaware.topology import domains
 from tests.fixtures import linux_guest
@@ -117,7 +118,8 @@ class AgentTestCase(base.FunctionalTestCase):
         hv = hv or self.hv
         act = actuator.Actuator(hv, actuator.RateLimiter(limit, 60.0),
                                 dry_run=dry_run)
-        return service.Agent(hv, dset, repinning.Planner(), act,
+        return service.Agent(hv, dset,
+                             repin_agent.RepinStep(repinning.Planner(), act),
                              spec_source=specs.StaticSpecSource(self.specs),
                              usable_cpus=usable)
 

@@ -19,6 +19,7 @@ from nova_cacheaware.agent import hypervisor  # noqa: E402
 from nova_cacheaware.agent import service  # noqa: E402
 from nova_cacheaware.agent import specs  # noqa: E402
 from nova_cacheaware.agent import threads  # noqa: E402
+from nova_cacheaware.cachedomain import agent as repin_agent  # noqa: E402
 from nova_cacheaware.cachedomain import repinning  # noqa: E402
 from tests.fixtures import nova_domains  # noqa: E402
 from tests.functional.agent import base  # noqa: E402
@@ -55,7 +56,8 @@ def main():
     hv = hypervisor.LibvirtHypervisor('test:///default',
                                       domain_filter=mine.__contains__)
     act = actuator.Actuator(hv, actuator.RateLimiter(None, 60.0))
-    agent = CountingAgent(hv, FOUR, repinning.Planner(), act,
+    agent = CountingAgent(hv, FOUR,
+                          repin_agent.RepinStep(repinning.Planner(), act),
                           spec_source=specs.StaticSpecSource(spec))
     ticks = [0]
 

@@ -191,7 +191,7 @@ class HandEditsTest(test_reporting.PlacementService, base.AgentTestCase):
         agent.reconcile()
         self.assertEqual({0: (0, 1), 1: (0, 1)}, self.live_pins(m1))
         self.assertEqual({}, agent.placement_side.membound_reserved(
-            agent.reconcile().decisions, agent.classifier))
+            agent.reconcile().decisions, agent.repin.classifier))
 
         # The cache level changes (L2 -> L3) and the agent restarts.
         second = placement_report.PlacementSyncReporter(self.client, name)

@@ -118,7 +118,7 @@ class AgentPrometheusTest(base.AgentTestCase):
     def test_prometheus_sees_what_the_agent_did(self):
         t0 = time.monotonic()
         agent = self.agent(FOUR)
-        tally = Tally(agent.actuator)
+        tally = Tally(agent.repin.actuator)
         agent.placement = placement = DownPlacement()
         agent.publisher = up = self.publisher(bus.RABBIT_URL, agent)
         thread = self.start(agent)

@@ -313,7 +313,7 @@ class AgentDownRestartTest(PrivateLibvirtdTestCase):
     def test_the_hook_puts_the_vcpus_back_on_the_recorded_cpus(self):
         a = self.define(1, cpuset='0-1', workload='memory')
         agent = self.agent(TWO)
-        agent.actuator.pin_records = pin_record.PinRecords(self.pins)
+        agent.repin.actuator.pin_records = pin_record.PinRecords(self.pins)
         agent.reconcile()
         pinned = self.live_pins(a)[0]
         self.assertEqual(1, len(pinned))

@@ -19,7 +19,7 @@ import time
 import fixtures
 from oslo_config import cfg
 
-from nova_cacheaware.agent import counters
+from nova_cacheaware.cachedomain import counters
 from nova_cacheaware import privsep
 from nova_cacheaware.privsep import perf
 from tests.functional import base

@@ -73,7 +73,7 @@ class QemuAgentTest(base.QemuTestCase):
         agent = self.agent(TWO)
         _, _, decisions = agent.decide(agent.observe())
         self.dom(a).destroy()
-        result = agent.actuator.apply(decisions)
+        result = agent.repin.actuator.apply(decisions)
         self.assertEqual([a], [f[0] for f in result.failed])
         self.assertEqual([(b, 0)], [s[:2] for s in result.succeeded])
         self.assertEqual(1, len(self.live_pins(b)[0]))

@@ -109,7 +109,7 @@ class PlacementReportingTest(PlacementService, base.AgentTestCase):
             self.client, lambda: name)
         agent = self.agent(FOUR)
         agent.placement = reporter
-        agent.classifier = classifier
+        agent.repin.classifier = classifier
 
         agent.reconcile()
         # Pass 1: one provider per domain, the root's VCPU ratio, and the
@@ -147,7 +147,7 @@ class PlacementReportingTest(PlacementService, base.AgentTestCase):
         self.assertEqual({0: (2, 3), 1: (2, 3)}, self.live_pins(auto_b))
         self.assertEqual({'L2-0': 1, 'L2-1': 1},
                          agent.placement_side.membound_reserved(
-                             one.decisions, agent.classifier))
+                             one.decisions, agent.repin.classifier))
         self.assertEqual(
             [1, 0, 0, 0], [self.inventory(rps[d], MEMBOUND)['reserved']
                            for d in sorted(rps)])

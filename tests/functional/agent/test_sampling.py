@@ -9,11 +9,12 @@ cycles at study 000's CPI for the mode the VM is in (a memory-bound VM:
 import json
 import os
 
-from nova_cacheaware.agent import counters
 from nova_cacheaware.agent import hypervisor
-from nova_cacheaware.agent import sampling
+from nova_cacheaware.cachedomain import counters
 from nova_cacheaware.cachedomain import memclass
 from nova_cacheaware.cachedomain import repinning
+from nova_cacheaware.cachedomain import sampling
+from nova_cacheaware.cachedomain import trials
 from tests.functional.agent import base
 
 FOUR = base.domain_set((0, 1), (2, 3), (4, 5), (6, 7))
@@ -47,12 +48,12 @@ class StudyCounters(counters.CounterSource):
         out = {}
         for key in sorted(threads):
             uuid = key.split('/')[0]
-            mode = sampling.share_mode(live[uuid], domains)
+            mode = trials.share_mode(live[uuid], domains)
             self.samples += 1
             # A little deterministic spread, like real samples.
             jitter = 1.0 + 0.01 * (self.samples % 5)
             if uuid in self.memory_bound:
-                cpi = (0.5 if mode == sampling.ALL else 3.2) * jitter
+                cpi = (0.5 if mode == trials.ALL else 3.2) * jitter
             else:
                 cpi = 1.0 * jitter
             before = self.totals.get(key, {'cycles': 0, 'instructions': 0})
@@ -78,8 +79,8 @@ class SamplingTest(base.AgentTestCase):
             FOUR, memclass.ClassifierConfig(dwell=1), window_passes=4,
             interval_s=3600.0, clock=lambda: clock[0])
         agent = self.agent(FOUR)
-        agent.counter_source = StudyCounters(self.hv, {mem})
-        agent.classifier = sampler
+        agent.repin.counter_source = StudyCounters(self.hv, {mem})
+        agent.repin.classifier = sampler
         passes = []
         for _ in range(12):
             one = agent.reconcile()
@@ -110,7 +111,7 @@ class SamplingTest(base.AgentTestCase):
                          passes[-1][mem])
         self.assertEqual({0: (0, 1), 1: (0, 1)}, self.live_pins(mem))
         self.assertEqual({'L2-0': 1}, agent.placement_side.membound_reserved(
-            one.decisions, agent.classifier))
+            one.decisions, agent.repin.classifier))
         # The CPU-bound VM: same CPI in both modes, stays 'auto', back on
         # Nova's CPUs after its window.
         self.assertEqual(memclass.OTHER, sampler.states[cpu].vm_class)
@@ -130,14 +131,14 @@ class SamplingTest(base.AgentTestCase):
         self.assertEqual({0: tuple(range(8)), 1: tuple(range(8))},
                          self.live_pins(mem))
         self.assertEqual({'L2-0': 1}, agent.placement_side.membound_reserved(
-            one.decisions, agent.classifier))
+            one.decisions, agent.repin.classifier))
         self.assertEqual((mem, 'partial', ''), sampler.history[-1])
 
     def test_no_counters_no_trial(self):
         self.define(2, cpuset='0-7')
         sampler = sampling.ShareSampler(FOUR)
         agent = self.agent(FOUR)
-        agent.classifier = sampler
+        agent.repin.classifier = sampler
         for _ in range(3):
             one = agent.reconcile()
         self.assertEqual([], sampler.history)
@@ -151,9 +152,9 @@ TRACE = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures',
 class RecordedTraceTest(base.AgentTestCase):
     """A recorded counter trace replayed through the agent's own path.
 
-    :class:`~nova_cacheaware.agent.counters.TraceCounterSource` answers
-    the agent's ``counter_source``; ``Agent._sample_counters``,
-    ``counters.derived`` and the sampler run as in production, with the
+    :class:`~nova_cacheaware.cachedomain.counters.TraceCounterSource` answers
+    the repin step's ``counter_source``; ``RepinStep.sample_counters``,
+    ``derived`` and the sampler run as in production, with the
     host counting CPI only, LLC misses only, or both.
     """
 
@@ -169,7 +170,7 @@ class RecordedTraceTest(base.AgentTestCase):
 
         def mode_of(key):
             live = {i.uuid: i.live for i in self.hv.list_instances()}
-            return sampling.share_mode(live[key.split('/')[0]], domains)
+            return trials.share_mode(live[key.split('/')[0]], domains)
 
         with open(TRACE) as f:
             trace = json.load(f)
@@ -178,10 +179,10 @@ class RecordedTraceTest(base.AgentTestCase):
             FOUR, memclass.ClassifierConfig(dwell=1), window_passes=4,
             interval_s=3600.0, clock=lambda: clock[0])
         agent = self.agent(FOUR)
-        agent.counter_source = counters.TraceCounterSource(
+        agent.repin.counter_source = counters.TraceCounterSource(
             trace, names={'mem': mem, 'cpu': cpu}, mode_of=mode_of,
             events=events)
-        agent.classifier = sampler
+        agent.repin.classifier = sampler
         sources = {mem: [], cpu: []}
         for _ in range(passes):
             one = agent.reconcile()

@@ -125,7 +125,7 @@ class ReconcileTest(base.AgentTestCase):
         snapshot = agent.observe()
         _, _, decisions = agent.decide(snapshot)
         self.dom(a).destroy()
-        result = agent.actuator.apply(decisions)
+        result = agent.repin.actuator.apply(decisions)
         self.assertEqual([a], sorted({f[0] for f in result.failed}))
         self.assertIn('is gone', result.failed[0][2])
         self.assertEqual(2, result.repins)
@@ -270,7 +270,7 @@ class RealPlannerTest(base.AgentTestCase):
         self.define(1, pins={0: '7'}, extra={'hw:cpu_policy': 'dedicated'})
         self.define(2, cpuset='0-7', workload='io')
         agent = self.agent(FOUR)
-        agent.planner = planner
+        agent.repin.planner = planner
         one = agent.reconcile()
         self.assertEqual([], one.result.failed)
         placed = [self.live_pins(u)[0] for u in m]

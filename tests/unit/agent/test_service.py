@@ -1,14 +1,12 @@
-"""Lifecycle mapping, the --once table and the snapshot's requests."""
+"""Lifecycle mapping and the snapshot's requests."""
 
 import types
 
 import libvirt
 import testtools
 
-from nova_cacheaware.agent import actuator
 from nova_cacheaware.agent import hypervisor as hv
 from nova_cacheaware.agent import service
-from nova_cacheaware.cachedomain import repinning
 
 
 class LifecycleReasonTest(testtools.TestCase):
@@ -38,26 +36,6 @@ class LifecycleReasonTest(testtools.TestCase):
         h = hv.LibvirtHypervisor('qemu+unix:///system?socket=/nonexistent')
         self.assertIsNone(h._conn)
         self.assertRaises(hv.HypervisorUnavailable, h.list_instances)
-
-
-class FormatDecisionsTest(testtools.TestCase):
-
-    def test_table(self):
-        d = repinning.Decision(
-            uuid='0123456789abcdef', name='web-1', workload='memory',
-            movable=True, reason='memory-bound: All-share',
-            action=repinning.REPIN, current={0: (0, 1, 2, 3), 1: (0, 1, 2, 3)},
-            desired={0: (2, 3), 1: (2, 3)},
-            allowed={0: (0, 1, 2, 3), 1: (0, 1, 2, 3)}, domains=('L2-1',),
-            share='all')
-        result = actuator.ApplyResult(succeeded=[('x', 0, (2, 3))] * 2)
-        self.assertEqual(
-            'INSTANCE  NAME   WORKLOAD  ACTION  CURRENT  DESIRED  '
-            'DOMAINS  REASON\n'
-            '01234567  web-1  memory    repin   0-1:0-3  0-1:2-3  '
-            'L2-1     memory-bound: All-share\n'
-            'repins: 2 ok, 0 failed, 0 deferred, 0 dry-run',
-            service.format_decisions([d], result))
 
 
 class SnapshotRequestsTest(testtools.TestCase):

@@ -6,7 +6,7 @@ from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 import testtools
 
-from nova_cacheaware.agent import counters
+from nova_cacheaware.cachedomain import counters
 from nova_cacheaware.cachedomain import memclass
 from nova_cacheaware.cmd import agent as agent_cmd
 from nova_cacheaware.conf import agent as agent_conf

@@ -6,7 +6,7 @@ import threading
 import fixtures
 import testtools
 
-from nova_cacheaware.agent import counters
+from nova_cacheaware.cachedomain import counters
 from nova_cacheaware.privsep import perf
 from tests.fixtures import privsep as privsep_fixture
 from tests.unit.privsep import test_perf
@@ -30,7 +30,7 @@ class PerfCounterSourceTest(testtools.TestCase):
         for err in (errno.ENOENT, errno.ENODEV, errno.EOPNOTSUPP):
             self.kernel.calls = []
             self.kernel.errors = dict.fromkeys(
-                (0, 1, 3), counters.PerfUnsupported(err, 'x'))
+                (0, 1, 3), perf.PerfUnsupported(err, 'x'))
             source = self.source()
             self.assertEqual({}, source.sample({'vm/0': 123}))
             self.assertEqual({}, source.sample({'vm/0': 123}))
@@ -41,7 +41,7 @@ class PerfCounterSourceTest(testtools.TestCase):
 
     def test_an_event_the_host_cannot_count_is_dropped_alone(self):
         self.kernel.errors = {counters.PERF_COUNT_HW_CACHE_MISSES:
-                              counters.PerfUnsupported(errno.ENOENT, 'x')}
+                              perf.PerfUnsupported(errno.ENOENT, 'x')}
         source = self.source()
         self.addCleanup(source.close)
         self.assertEqual({'vm/0': {'cycles': 1, 'instructions': 1}},
@@ -56,9 +56,9 @@ class PerfCounterSourceTest(testtools.TestCase):
         self.assertEqual(5, len(self.kernel.calls))
 
     def test_available_probes_once_and_closes_the_probe(self):
-        self.kernel.errors = {0: counters.PerfUnsupported(errno.ENOENT, 'x'),
-                              1: counters.PerfUnsupported(errno.ENOENT, 'x'),
-                              3: counters.PerfUnsupported(errno.ENOENT, 'x')}
+        self.kernel.errors = {0: perf.PerfUnsupported(errno.ENOENT, 'x'),
+                              1: perf.PerfUnsupported(errno.ENOENT, 'x'),
+                              3: perf.PerfUnsupported(errno.ENOENT, 'x')}
         source = self.source()
         self.assertFalse(source.available())
         self.assertFalse(source.available())
@@ -145,16 +145,6 @@ class PerfCounterSourceTest(testtools.TestCase):
         self.assertEqual({}, source.sample({'a': 1}))
         self.assertIsNone(source.unsupported)
         self.assertIn('counters not read this pass', self.log.output)
-
-    def test_derived(self):
-        self.assertEqual(
-            {'cpi': 2.0, 'llc_mpki': 5.0, 'instructions': 1000,
-             'llc_misses': 5},
-            counters.derived({'cycles': 0, 'instructions': 0,
-                              'llc_misses': 0},
-                             {'cycles': 2000, 'instructions': 1000,
-                              'llc_misses': 5}))
-        self.assertEqual({}, counters.derived({}, {'cycles': 1}))
 
 
 class TraceCounterSourceTest(testtools.TestCase):

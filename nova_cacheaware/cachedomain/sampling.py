@@ -1,10 +1,10 @@
-"""The agent's classifier of ``auto`` VMs: feeds the pure sampler.
+"""The repin step's classifier of ``auto`` VMs: feeds the pure sampler.
 
-The sampling windows, the votes and their rules are
-:mod:`nova_cacheaware.cachedomain.trials` (pure, replayable);
-:class:`ShareSampler` adds what the agent's loop needs: the clock,
-sampling each snapshot once (``--dump-state`` asks again) and the log
-lines. Without counters (no PMU, or ``[agent] counters = False``) the
+An adapter of the repin step (:mod:`.agent`). The sampling windows, the
+votes and their rules are :mod:`nova_cacheaware.cachedomain.trials` (pure,
+replayable); :class:`ShareSampler` adds what the agent's loop needs: the
+clock, sampling each snapshot once (``--dump-state`` asks again) and the
+log lines. Without counters (no PMU, or ``[agent] counters = False``) the
 agent builds none: it works on declared workloads.
 :meth:`ShareSampler.to_dict` is what ``--dump-state`` shows of it.
 """
@@ -16,15 +16,9 @@ from nova_cacheaware.cachedomain import trials
 
 LOG = logging.getLogger(__name__)
 
-# The policy's names, where the agent's tests and tools look for them.
-ALL, PARTIAL = trials.ALL, trials.PARTIAL
-MAX_SAMPLES = trials.MAX_SAMPLES
-Trial = trials.Trial
-share_mode = trials.share_mode
-
 
 class ShareSampler(trials.Sampler):
-    """:class:`~.repinning_trials.Sampler` on the agent's clock.
+    """:class:`~.trials.Sampler` on the agent's clock.
 
     :param domain_set: the host's cache domains (what All-share means).
     :param clock: ``() -> seconds`` (monotonic).
@@ -50,7 +44,7 @@ class ShareSampler(trials.Sampler):
                      result.mpki)
 
     def window(self, snapshot, plan_input, plan, decisions):
-        """The sampling window of this pass (a :class:`Trial` or None)."""
+        """This pass's sampling window (a :class:`~.trials.Trial`, or None)."""
         started = len(self.history)
         trial = self.step(decisions, plan_input, plan, snapshot.specs,
                           self.clock())

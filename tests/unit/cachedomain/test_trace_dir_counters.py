@@ -1,22 +1,18 @@
 """``[agent] counter_trace_dir``: per-instance counter traces, replayed.
 
 For clouds without a hardware PMU: the counts come from a file per
-instance, everything after them is the agent's own (``Agent.
-_sample_counters``, ``counters.derived``, the sampler and its votes).
+instance, everything after them is the agent's own (the repin step's
+path: ``test_agent.py``).
 """
 
 import collections
 import json
 import os
-from unittest import mock
 
 import fixtures
 import testtools
 
-from nova_cacheaware.agent import counters
-from nova_cacheaware.agent import sampling
-from nova_cacheaware.agent import service
-from nova_cacheaware.cachedomain import memclass
+from nova_cacheaware.cachedomain import counters
 
 Instance = collections.namedtuple('Instance', 'uuid live')
 Domain = collections.namedtuple('Domain', 'id cpus')
@@ -45,7 +41,7 @@ class TraceDirCounterSourceTest(testtools.TestCase):
         super().setUp()
         self.dir = self.useFixture(fixtures.TempDir()).path
         self.log = self.useFixture(fixtures.FakeLogger(
-            name='nova_cacheaware.agent.counters'))
+            name='nova_cacheaware.cachedomain.counters'))
         self.source = counters.TraceDirCounterSource(self.dir, DOMAINS)
 
     def write(self, uuid, trace, mtime_ns=None):
@@ -133,42 +129,3 @@ class TraceDirCounterSourceTest(testtools.TestCase):
     def test_loop_of_an_empty_trace_gives_nothing(self):
         source = counters.TraceCounterSource({'passes': []}, loop=True)
         self.assertEqual({}, source.sample({'a/0': 1}))
-
-
-class AgentReplayTest(testtools.TestCase):
-    """The agent's own path classifies an ``auto`` instance from a trace."""
-
-    def test_memory_bound_after_dwell_votes_of_min_samples(self):
-        directory = self.useFixture(fixtures.TempDir()).path
-        with open(os.path.join(directory, MEM + '.json'), 'w') as f:
-            json.dump(MEMORY_TRACE, f)
-        hypervisor = mock.Mock()
-        # No thread ids: the replay never asks QEMU's monitor.
-        hypervisor.vcpu_threads.side_effect = AssertionError('monitor')
-        domain_set = mock.Mock(domains=DOMAINS)
-        agent = service.Agent(
-            hypervisor, domain_set, None, None,
-            counter_source=counters.TraceDirCounterSource(directory,
-                                                          DOMAINS))
-        sampler = sampling.ShareSampler(domain_set)
-        instances = [Instance(MEM, {0: (0,)}), Instance(CPU, {0: (1,)})]
-        config = memclass.ClassifierConfig()
-        # The first pass only starts the counts; then one MPKI sample a
-        # pass: a vote every min_samples, memory-bound after dwell votes.
-        passes = 1 + config.min_samples * config.dwell
-        self.assertEqual(25, passes)
-        classified = []
-        for n in range(1, passes + 1):
-            derived = agent._sample_counters(instances)
-            if n > 1:
-                self.assertEqual({'%s/0' % MEM: {
-                    'instructions': 1000000 * (1 + (n + 1) % 2),
-                    'llc_misses': 15000 * (1 + (n + 1) % 2),
-                    'llc_mpki': 15.0}}, derived)
-            sampler.record(instances, {}, derived)
-            classified.append(sampler.memory_bound())
-        self.assertEqual([set()] * (passes - 1) + [{MEM}], classified)
-        self.assertEqual(('mpki', 15.0),
-                         (sampler.last[MEM].source, sampler.last[MEM].mpki))
-        self.assertNotIn(CPU, sampler.states)
-        hypervisor.vcpu_threads.assert_not_called()

@@ -1,10 +1,17 @@
-"""Hardware counters per vCPU thread through ``perf_event_open(2)``.
+"""The repin step's counter sources: what the classifier samples.
 
-Counts cycles, instructions and last-level-cache misses of each vCPU thread
-(``pid`` = the thread id, ``cpu`` = -1: the thread wherever it runs). The
-agent runs unprivileged: the counters are opened and held by the privsep
-daemon (:mod:`nova_cacheaware.privsep.perf`, started on the first call),
-one group per thread, and a sample is one round trip that reads them all;
+Hardware counters per vCPU thread through ``perf_event_open(2)``
+(:class:`PerfCounterSource`), or recorded traces replayed
+(:class:`TraceCounterSource`, :class:`TraceDirCounterSource` for test
+clouds without a PMU); :func:`~.agent.derived` turns two samples into
+what :class:`~.sampling.ShareSampler` records.
+
+:class:`PerfCounterSource` counts cycles, instructions and
+last-level-cache misses of each vCPU thread (``pid`` = the thread id,
+``cpu`` = -1: the thread wherever it runs). The agent runs unprivileged:
+the counters are opened and held by the privsep daemon
+(:mod:`nova_cacheaware.privsep.perf`, started on the first call), one
+group per thread, and a sample is one round trip that reads them all;
 counts are cumulative and the caller takes differences.
 
 Hosts without a hardware PMU (most nested/KVM guests, this project's CI)
@@ -42,13 +49,6 @@ HARDWARE_EVENTS = {
     'llc_misses': (PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES),
 }
 
-# vcpu_sizing's tracepoint counter (vcpu_sizing/spin.py) still opens its
-# events in the agent's own process, through the syscall layer's names.
-make_attr = perf.make_attr
-perf_event_open = perf.perf_event_open
-read_count = perf.read_count
-PerfUnsupported = perf.PerfUnsupported
-
 # What a privileged call answers when the daemon is not there.
 _DAEMON_DOWN = (privsep_daemon.FailedToDropPrivileges, OSError)
 
@@ -71,7 +71,8 @@ class CounterSource(abc.ABC):
     def sample_instances(self, instances):
         """``{"<uuid>/<vcpu>": {event: count}}`` for sources not per thread.
 
-        ``instances``: the agent's :class:`~.hypervisor.Instance` list.
+        ``instances``: the agent's :class:`~nova_cacheaware.agent.hypervisor.
+        Instance` list.
         """
         raise NotImplementedError('%s counts threads: call sample()'
                                   % type(self).__name__)
@@ -347,34 +348,3 @@ class TraceDirCounterSource(CounterSource):
             replay = None
         self._replays[uuid] = (mtime, replay)
         return replay
-
-
-def close_all(fds):
-    """Close every file descriptor in the dict ``fds`` and empty it."""
-    for fd in fds.values():
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    fds.clear()
-
-
-def derived(before, after):
-    """What the classifier uses, between two cumulative samples.
-
-    ``cpi`` (with cycles) and ``llc_mpki`` (LLC misses per kilo-instruction,
-    with LLC misses), plus the raw ``instructions`` and ``llc_misses``
-    deltas that windows of several samples add up
-    (:class:`~nova_cacheaware.agent.sampling.ShareSampler`). Nothing without
-    an instruction count that moved.
-    """
-    d = {k: after[k] - before.get(k, 0) for k in after if k in before}
-    out = {}
-    if d.get('instructions', 0) > 0:
-        out['instructions'] = d['instructions']
-        if 'cycles' in d:
-            out['cpi'] = d['cycles'] / d['instructions']
-        if 'llc_misses' in d:
-            out['llc_misses'] = d['llc_misses']
-            out['llc_mpki'] = 1000.0 * d['llc_misses'] / d['instructions']
-    return out
