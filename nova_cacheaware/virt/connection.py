@@ -80,6 +80,12 @@ class Connection:
         self._lock = threading.RLock()
         self._on_event = None
         self._callback_ids = []
+        # Calls in flight per connection object, and the dropped connections
+        # whose close waits for them: closing a connection another thread
+        # is using crashes libvirt-python (seen in vcpuPinInfo while the
+        # agent's subscription replaced the connection).
+        self._users = {}
+        self._closing = {}   # id -> connection
 
     # -- connection ---------------------------------------------------------
 
@@ -110,11 +116,26 @@ class Connection:
     def _drop(self):
         conn, self._conn = self._conn, None
         self._callback_ids = []
-        if conn is not None:
-            try:
-                conn.close()
-            except Exception:  # a dead connection may refuse to close
-                pass
+        if conn is None:
+            return
+        if self._users.get(id(conn)):
+            self._closing[id(conn)] = conn
+        else:
+            _close(conn)
+
+    def _acquire(self):
+        with self._lock:
+            conn = self.connection()
+            self._users[id(conn)] = self._users.get(id(conn), 0) + 1
+            return conn
+
+    def _release(self, conn):
+        with self._lock:
+            left = self._users.pop(id(conn)) - 1
+            if left:
+                self._users[id(conn)] = left
+            elif self._closing.pop(id(conn), None) is not None:
+                _close(conn)
 
     def is_connection_error(self, error):
         """True when a libvirt error means the connection died."""
@@ -135,12 +156,12 @@ class Connection:
         """Run ``fn(conn)``; retry once on a new connection if it died.
 
         Also when another thread replaced the connection while ``fn`` ran
-        (the event subscription at start, a reconnect): the old one was
-        closed under ``fn``, the new one is alive.
+        (the event subscription at start, a reconnect): the old one is
+        closed only when the last call using it returns.
         """
         libvirt = binding.libvirt()
         for attempt in (1, 2):
-            conn = self.connection()
+            conn = self._acquire()
             try:
                 return fn(conn)
             except libvirt.libvirtError as e:
@@ -155,6 +176,8 @@ class Connection:
                         uri=self.uri, reason=str(e)) from None
                 LOG.warning('libvirt call failed on a dead connection (%s); '
                             'retrying on a new one', e)
+            finally:
+                self._release(conn)
 
     def lookup(self, conn, uuid):
         """The ``virDomain`` of ``uuid`` on ``conn``; DomainGone if none."""
@@ -299,3 +322,10 @@ class Connection:
         if self._on_event is not None:
             # A reconnect re-reads everything: ask for a reconcile.
             self._on_event(None, CLOSED)
+
+
+def _close(conn):
+    try:
+        conn.close()
+    except Exception:  # a dead connection may refuse to close
+        pass
