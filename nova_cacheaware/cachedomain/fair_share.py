@@ -24,15 +24,24 @@ they are spread in proportion to the domains' CPUs (each gets the most
 CPUs; where the last-level cache and the memory link grow with the cores,
 the most cache and bandwidth).
 
-The refinement is a local search (single moves of a VM wholly in one
-domain to another domain, and swaps of two such VMs) that keeps the
-contract's key no worse and strictly improves (fairness, pressure); it
-runs on hosts
-with at most ``MAX_VMS`` movable memory-bound VMs, more vCPUs than CPUs,
-and no memory-bound VM left floating (where the pinned VMs sit then also
-decides which caches the floating one reaches: the contract's dirt counts
-it everywhere, and this estimate does not weigh it). No I/O, no clock:
-pure.
+The refinement runs on hosts with at most ``MAX_VMS`` movable
+memory-bound VMs, more vCPUs than CPUs, and no memory-bound VM left
+floating (where the pinned VMs sit then also decides which caches the
+floating one reaches: the contract's dirt counts it everywhere, and this
+estimate does not weigh it). Its key is ``(contract key, -fairness,
+pressure)``, never worse than the solvers' plan:
+
+* **exact** when every VM the plan places lies wholly in one domain and
+  the whole-domain assignments of those VMs number at most
+  ``EXACT_MAX_PLANS`` (:func:`assignments`, up to exchanging identical
+  VMs): all of them are enumerated (depth first, pruned on a lower bound
+  of the contract's key) and the best by the key is taken. This reaches
+  plans that single steps cannot (one VM exchanged for three);
+* otherwise a local search (single moves of a VM wholly in one domain to
+  another domain, and swaps of two such VMs) that strictly improves the
+  key.
+
+No I/O, no clock: pure.
 """
 
 import math
@@ -46,6 +55,11 @@ MAX_VMS = 8
 MAX_STEPS = 64
 #: Smallest fairness gain that counts (mean log share).
 EPSILON = 1e-9
+#: Most whole-domain assignments enumerated by the exact step
+#: (:func:`assignments`); above it, the local search. Depth first with
+#: pruning: at most about 20 ms at this size (2-vCPU guest, loaded), the
+#: random small hosts of the benchmarks about 1 ms.
+EXACT_MAX_PLANS = 1024
 
 
 def fair_level(cpus, loads, work):
@@ -170,8 +184,10 @@ def refine(plan_input, inst, movable, placements):
 
     Unchanged above ``MAX_VMS`` movable memory-bound VMs, on a host with
     no more vCPUs than CPUs (every vCPU can have a CPU), while a
-    memory-bound VM floats (:func:`memory_floats`), or when no step
-    helps.
+    memory-bound VM floats (:func:`memory_floats`), or when nothing
+    better exists. Exact (:func:`_exact`) when every placed VM lies in one
+    domain and :func:`assignments` is at most ``EXACT_MAX_PLANS``; a local
+    search (:func:`_local_search`) otherwise.
     """
     if (not movable or len(movable) > MAX_VMS
             or sum(vm.vcpus for vm in plan_input.vms)
@@ -186,6 +202,159 @@ def refine(plan_input, inst, movable, placements):
         return (allshare_search.objective(inst, plan),
                 -fairness(cpus, fixed, floating, placed),
                 pressure(inst, placed))
+    if assignments(inst, placements) <= EXACT_MAX_PLANS:
+        return _exact(inst, placements, key,
+                      _WholeKey(inst, cpus, fixed, floating))
+    return _local_search(inst, placements, key)
+
+
+def assignments(inst, placements):
+    """Whole-domain assignments of the VMs ``placements`` places.
+
+    Counted up to exchanging identical VMs (same vCPUs, same current
+    counts: the key cannot tell them apart): per group of ``k`` such VMs
+    that fit in ``m`` domains, the ``C(m + k - 1, k)`` ways to spread
+    them, multiplied over the groups. Infinite when a placed VM spans
+    several domains (the exact step covers whole-domain plans only).
+    """
+    groups = {}
+    for vm, p in enumerate(placements):
+        if p is None:
+            continue
+        if len(allshare_search.support(p)) != 1:
+            return math.inf
+        twin = (inst.sizes[vm], inst.current[vm])
+        groups[twin] = groups.get(twin, 0) + 1
+    total = 1
+    for (size, _current), k in groups.items():
+        fit = sum(1 for f in inst.free if f >= size)
+        total *= math.comb(fit + k - 1, k)
+    return total
+
+
+class _WholeKey:
+    """``(-fairness, pressure)`` of whole-domain plans, from domain loads.
+
+    Equal to the refinement's key (up to rounding) for plans whose placed
+    VMs each lie in one domain: a VM's share then depends only on its
+    domain's load and the fair level, which depends only on the loads,
+    so it is memoised per (vCPUs, VMs) per domain.
+    """
+
+    def __init__(self, inst, cpus, fixed, floating):
+        self.inst, self.cpus, self.fixed = inst, cpus, fixed
+        self.floating = floating
+        self.work = sum(v * busy for v, busy in floating)
+        self.memo, self.levels = {}, {}
+
+    def __call__(self, vcpus, vms):
+        """The key for ``vcpus``/``vms`` placed per domain (tuples)."""
+        found = self.memo.get((vcpus, vms))
+        if found is None:
+            found = self.memo[vcpus, vms] = self._compute(vcpus, vms)
+        return found
+
+    def _compute(self, vcpus, vms):
+        loads = [f + n for f, n in zip(self.fixed, vcpus)]
+        x = self.levels.get(vcpus)
+        if x is None:
+            x = self.levels[vcpus] = fair_level(self.cpus, loads, self.work)
+        total = 0.0
+        for n, c, load in zip(vms, self.cpus, loads):
+            if n:
+                share = min(x, c / max(load, 1e-12))
+                total += n * math.log(max(share, 1e-12))
+        for _v, busy in self.floating:
+            total += math.log(min(1.0, x / busy))
+        fair = total / max(1, sum(vms) + len(self.floating))
+        inst = self.inst
+        press = sum((f + n) ** 2 / c for f, n, c in zip(
+            inst.fixed_load, vcpus, inst.domain_cpus) if c)
+        return (-fair, press)
+
+
+def _exact(inst, placements, key, whole_key):
+    """The best plan by ``key`` over every whole-domain assignment.
+
+    Depth first over the placed VMs (largest first; identical VMs in
+    non-decreasing domain order, each spread once), pruned when a lower
+    bound of the contract's key exceeds the best complete one: whole-domain
+    VMs add no excess, and each VM still to place adds one dirt unless an
+    empty domain is left for it and one move unless it can stay where it
+    is. Leaves are scored by ``whole_key`` (a :class:`_WholeKey`),
+    ``placements`` by ``key``; ``placements`` is kept unless a plan beats
+    it (:func:`_better`), so that the result is a fixed point of
+    :func:`refine`.
+    """
+    def twin(vm):
+        cur = inst.current[vm]
+        return (-inst.sizes[vm], cur is None, cur or ())
+    order = sorted((vm for vm, p in enumerate(placements) if p is not None),
+                   key=lambda vm: (twin(vm), vm))
+    same = [pos > 0 and twin(order[pos - 1]) == twin(vm)
+            for pos, vm in enumerate(order)]
+    # Per position, the VMs from there on that must move (none is now
+    # wholly in one domain).
+    must_move = [0] * (len(order) + 1)
+    for pos in range(len(order) - 1, -1, -1):
+        cur = inst.current[order[pos]]
+        must_move[pos] = must_move[pos + 1] + (
+            cur is None or len(allshare_search.support(cur)) != 1)
+    unplaced = len(placements) - len(order)
+    count = list(inst.fixed_touch)
+    for vm, p in enumerate(placements):
+        if p is None:
+            for d in inst.current_touch[vm]:
+                count[d] += 1
+    free = list(inst.free)
+    plan = list(placements)
+    chosen = [0] * len(order)
+    vcpus = [0] * inst.n_domains
+    vms = [0] * inst.n_domains
+    start = key(placements)
+    found = [start, placements]
+
+    def visit(pos, dirt, moves):
+        left = len(order) - pos
+        bound = (unplaced, 0,
+                 dirt + max(0, left - sum(1 for n in count if not n)),
+                 moves + must_move[pos])
+        if bound > found[0][0]:
+            return
+        if not left:
+            got = ((unplaced, 0, dirt, moves),) + whole_key(tuple(vcpus),
+                                                            tuple(vms))
+            if _better(got, found[0]):
+                found[0], found[1] = got, list(plan)
+            return
+        vm = order[pos]
+        size = inst.sizes[vm]
+        for d in range(chosen[pos - 1] if same[pos] else 0,
+                       inst.n_domains):
+            if free[d] < size:
+                continue
+            p = _single(inst, d, size)
+            chosen[pos] = d
+            free[d] -= size
+            vcpus[d] += size
+            vms[d] += 1
+            count[d] += 1
+            plan[vm] = p
+            visit(pos + 1, dirt + (count[d] > 1),
+                  moves + (p != inst.current[vm]))
+            count[d] -= 1
+            vms[d] -= 1
+            vcpus[d] -= size
+            free[d] += size
+        plan[vm] = placements[vm]
+    visit(0, sum(max(0, n - 1) for n in count), 0)
+    if _better(found[0], start):
+        return found[1]
+    return list(placements)
+
+
+def _local_search(inst, placements, key):
+    """``placements`` improved by single moves and swaps (``key``)."""
     best = list(placements)
     best_key = key(best)
     for _ in range(MAX_STEPS):

@@ -202,9 +202,24 @@ def plan(plan_input, method='auto'):
     :class:`~nova_cacheaware.cachedomain.model.PlanInput`.
 
     Pure and deterministic: the same input gives the same :class:`Plan`.
-    With ``objective`` ``throughput``, small hosts it models are planned
-    by :mod:`~nova_cacheaware.cachedomain.throughput`; the others (and
-    every host with ``contract``) by :func:`solve`.
+    The steps:
+
+    1. :func:`build_instance`: the index-based search instance;
+    2. with ``objective`` ``throughput``, small hosts it models are
+       planned by :mod:`~nova_cacheaware.cachedomain.throughput` (steps 3
+       and 4 skipped);
+    3. :func:`solve`: the contract's key ``(unplaced, excess, dirt,
+       moves)``, then crowding;
+    4. :func:`~nova_cacheaware.cachedomain.fair_share.refine`, on
+       oversubscribed hosts with at most ``fair_share.MAX_VMS`` movable
+       memory-bound VMs and none floating: the key ``(contract key,
+       -fairness, pressure)``. **Exact** when every placed VM lies in one
+       domain and its whole-domain assignments (each placed VM in one
+       domain with room for it, up to exchanging identical VMs) number at
+       most ``fair_share.EXACT_MAX_PLANS`` (1024): the best by the key over
+       all of them. Above the bound, a local search (moves and swaps),
+       so large hosts keep their cost;
+    5. :func:`assemble`: the :class:`Plan` document.
     """
     inst, movable = build_instance(plan_input)
     placements = None
