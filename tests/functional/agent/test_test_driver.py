@@ -5,6 +5,7 @@ import time
 import uuid as uuid_mod
 
 import fixtures
+import libvirt
 
 from nova_cacheaware.agent import domain_xml
 from nova_cacheaware.agent import hypervisor
@@ -283,24 +284,26 @@ class RealPlannerTest(base.AgentTestCase):
 
 class ReplacedConnectionTest(base.AgentTestCase):
 
-    def test_a_call_whose_connection_another_thread_replaced_is_retried(self):
+    def test_a_call_whose_connection_another_thread_replaced_completes(self):
         used = []
 
         def lookup(conn):
             used.append(conn)
-            if len(used) == 1:
-                # What the event subscription at the agent's start does
-                # from its thread while another is in a call: close the
-                # connection and open a new, live one.
-                with self.hv._lock:
-                    self.hv._drop()
-                    self.hv.connection()
-            # test:/// keeps no domain across connections: ask the URI.
+            # What the event subscription at the agent's start does
+            # from its thread while another is in a call: drop the
+            # connection and open a new, live one.
+            with self.hv._lock:
+                self.hv._drop()
+                self.hv.connection()
+            # The call goes on on its own connection, closed only after.
             return conn.getURI()
 
         self.assertEqual(self.uri, self.hv.call(lookup))
-        self.assertEqual(2, len(used))
-        self.assertIsNot(used[0], used[1])
+        self.assertEqual(1, len(used))
+        self.assertIsNot(used[0], self.hv._conn)
+        self.assertEqual(self.uri, self.hv.call(lambda c: c.getURI()))
+        self.assertRaises((libvirt.libvirtError, AttributeError),
+                          used[0].getURI)
 
 
 class HypervisorDownTest(base.AgentTestCase):
