@@ -5,6 +5,18 @@ Usage, from the repository root::
     .venv/bin/python benchmarks/rebalance_year.py [--quick]
         [--out benchmarks/results/rebalance_year.json]
         [--plots doc/source/evaluation]
+        [--part large|small] [--budgets 0,1]
+        [--mix '30 % memory-bound'] [--skip-unknown] [--choice-by-class]
+    .venv/bin/python benchmarks/rebalance_year.py --combine SMALL LARGE...
+        [--out ...] [--plots ...]
+
+``--part`` runs one half (the large clouds take most of the time: run
+them in the background, one process per ``--mix``), ``--budgets`` the
+large clouds' budgets, ``--skip-unknown`` leaves out their run with
+refusals unknown; ``--choice-by-class`` runs the experiment where the
+agents choose by the classifier's class instead of the flavor
+(``YearSpec.choice_by_class``); ``--combine`` writes the JSON (and
+plots) of such parts.
 
 On :mod:`nova_cacheaware_evaluation.sim.rebalance_year`'s cloud (the
 scheduler's and the agent's rules, the classifier's votes on CPI noise
@@ -100,18 +112,26 @@ def summary(result, reference=None):
                                        / len(days), 1)}
 
 
-def large(calib, quick):
-    """Every mix and budget on the large cloud, per seed."""
+def large(calib, quick, budgets=BUDGETS, mixes=tuple(MIXES),
+          unknown=True, by_class=False):
+    """Every mix and budget on the large cloud, per seed.
+
+    ``unknown``: also the goal's budget with refusals unknown;
+    ``by_class``: the agents' choice by class (``YearSpec``'s
+    ``choice_by_class``, an experiment).
+    """
     model = contention.Model(dirty_all=calib['dirty_all'])
     out = []
     hosts, days = (60, 120) if quick else (300, 365)
-    for label, mix in MIXES.items():
+    for label in mixes:
+        mix = MIXES[label]
         for seed in LARGE_SEEDS[:1] if quick else LARGE_SEEDS:
             spec = year.YearSpec(hosts=hosts, days=days, warmup_days=120,
-                                 mix=mix)
+                                 mix=mix, choice_by_class=by_class)
             world = year.world(spec, model, calib['sigma'], seed)
-            runs = [year.run(world, b, know_refused=True) for b in BUDGETS]
-            runs.append(year.run(world, GOAL_BUDGET))
+            runs = [year.run(world, b, know_refused=True) for b in budgets]
+            if unknown:
+                runs.append(year.run(world, GOAL_BUDGET))
             out.append({'mix': label, 'seed': seed, 'hosts': hosts,
                         'days': days,
                         'summaries': [summary(r) for r in runs],
@@ -122,14 +142,15 @@ def large(calib, quick):
     return out
 
 
-def small(calib, quick):
+def small(calib, quick, by_class=False):
     """Strategy against the clairvoyant audit on small clouds."""
     model = contention.Model(dirty_all=calib['dirty_all'])
     out = []
     for label in ('50 % memory-bound', '70 % memory-bound'):
         for seed in SEEDS[:1] if quick else SEEDS:
             spec = year.YearSpec(hosts=8, days=120 if quick else 365,
-                                 warmup_days=120, mix=MIXES[label])
+                                 warmup_days=120, mix=MIXES[label],
+                                 choice_by_class=by_class)
             world = year.world(spec, model, calib['sigma'], seed)
             none = year.run(world, 0)
             ours = year.run(world, GOAL_BUDGET, know_refused=True)
@@ -198,7 +219,23 @@ def main(argv=None):
     parser.add_argument('--quick', action='store_true')
     parser.add_argument('--out', default=OUT)
     parser.add_argument('--plots')
+    parser.add_argument('--part', choices=('large', 'small'))
+    parser.add_argument('--budgets', default=','.join(map(str, BUDGETS)),
+                        help='the large clouds\' budgets, comma-separated')
+    parser.add_argument('--mix', action='append', choices=tuple(MIXES),
+                        help='a large-cloud mix (repeat; default: all)')
+    parser.add_argument('--skip-unknown', action='store_true',
+                        help='no large-cloud run with refusals unknown')
+    parser.add_argument('--choice-by-class', action='store_true',
+                        help='the agents choose by class, not by flavor '
+                        '(an experiment: the strategy model\'s view)')
+    parser.add_argument('--combine', nargs='+', metavar='PART',
+                        help='SMALL then LARGE files: one document')
     args = parser.parse_args(argv)
+    if args.combine:
+        return combine(args.combine, args.out, args.plots)
+    budgets = tuple(float(b) if '.' in b else int(b)
+                    for b in args.budgets.split(','))
     started, cpu = time.time(), time.process_time()
     load = os.getloadavg()
     calib = cache_cloud_bench.probe_calibration()
@@ -207,9 +244,15 @@ def main(argv=None):
            'loadavg_before': load,
            'calibration': {k: calib[k] for k in ('dirty_all', 'sigma',
                                                  'probe_file')},
-           'budgets': BUDGETS, 'seeds': SEEDS, 'large_seeds': LARGE_SEEDS,
-           'large': large(calib, args.quick),
-           'small': small(calib, args.quick)}
+           'budgets': budgets, 'seeds': SEEDS, 'large_seeds': LARGE_SEEDS,
+           'large': ([] if args.part == 'small'
+                     else large(calib, args.quick, budgets,
+                                tuple(args.mix or MIXES),
+                                not args.skip_unknown,
+                                args.choice_by_class)),
+           'choice_by_class': args.choice_by_class,
+           'small': [] if args.part == 'large' else small(
+               calib, args.quick, args.choice_by_class)}
     doc.update(loadavg_after=os.getloadavg(),
                wall_s=round(time.time() - started, 1),
                cpu_s=round(time.process_time() - cpu, 1))
@@ -219,6 +262,41 @@ def main(argv=None):
     for case in doc['large'] + doc['small']:
         for s in case['summaries']:
             print(case['mix'], case['hosts'], case['seed'], s)
+    return doc
+
+
+def _no_dirs(command):
+    """``command`` with its ``--out`` file named without its folder."""
+    words = command.split(' ')
+    return ' '.join(os.path.basename(w) if i and words[i - 1] == '--out'
+                    else w for i, w in enumerate(words))
+
+
+def combine(paths, out, where=None):
+    """One document of a ``--part small`` run and ``--part large`` runs.
+
+    Each part keeps its own command, dates, load and CPU time.
+    """
+    import json
+    parts = []
+    for path in paths:
+        with open(path) as f:
+            parts.append(json.load(f))
+    small_doc, larges = parts[0], parts[1:]
+    doc = {'benchmark': 'rebalance_year', 'combined': True,
+           'budgets': larges[0]['budgets'] if larges else None,
+           'seeds': SEEDS, 'large_seeds': LARGE_SEEDS,
+           'calibration': small_doc['calibration'],
+           'choice_by_class': small_doc.get('choice_by_class', False),
+           'runs': [dict({k: part[k] for k in (
+               'date', 'machine', 'loadavg_before', 'loadavg_after',
+               'wall_s', 'cpu_s')}, command=_no_dirs(part['command']))
+               for part in parts],
+           'large': [c for part in larges for c in part['large']],
+           'small': small_doc['small']}
+    common.write_json(out, doc)
+    if where:
+        plots(doc, where)
     return doc
 
 

@@ -204,7 +204,17 @@ class Host:
         if req.membound and self.membound_free() < 1:
             return False
         return domain_order.room_reason(
-            self.rows(), req.vcpus, req.cacheaware.clean_required) is None
+            self.rows(), req.vcpus, req.cacheaware.clean_required,
+            closed=self.closed(req)) is None
+
+    def closed(self, req):
+        """Domains the filter closes to ``req``: none here.
+
+        :mod:`.cloud_run`'s clouds keep the figures they were published
+        with; the rebalance year's hosts close those holding a
+        ``required`` guest, as the filter does.
+        """
+        return frozenset()
 
     def rows(self):
         """The filter's and weigher's rows of the host's domains.
@@ -232,6 +242,55 @@ class Host:
         chosen = domain_assignment.assign_domains(capacity, held, base)
         name = chosen[guest.vm.id]
         return None if name is None else int(name[1:])
+
+    def clean_wanted(self, guest):
+        """Whether the agent's choice counts ``guest`` as memory-bound.
+
+        As the agent's pass does (``placement_side._choose_domains``):
+        its flavor's ``clean_wanted``, whatever the classifier found.
+        """
+        return guest.req.cacheaware.clean_wanted
+
+    def agent_choice(self, fresh=()):
+        """The agent's pass: a domain for every guest holding host room.
+
+        What the agent does after any change on its host (a server
+        booted, deleted, migrated in or out): every instance of a flavor
+        with the cache group goes to
+        :func:`nova_cacheaware.cachedomain.assignment.assign_domains`,
+        with its flavor's rules (:meth:`clean_wanted`, ``required``, a
+        ``MEMBOUND`` slot when its request holds one) and the domain it
+        had, which it keeps while it may still join it; those in
+        ``fresh`` (just booted or migrated in) and those on Nova's CPUs
+        are placed anew. Guests without host room count where the
+        planner pinned them. Sets every held guest's ``home``.
+        """
+        capacity = {'d%03d' % d: len(c) for d, c in enumerate(self.domains)}
+        base, held = {}, []
+        for g in sorted(self.guests.values(), key=lambda g: g.vm.id):
+            if not g.req.group:
+                d = self.pinned_memory.get(g.vm.id)
+                if d is not None:
+                    vcpus, memory = base.get('d%03d' % d, (0, 0))
+                    base['d%03d' % d] = (vcpus + g.vm.vcpus, memory + 1)
+                continue
+            had = (None if g.vm.id in fresh or g.home is None
+                   else 'd%03d' % g.home)
+            held.append(domain_assignment.HostHeld(
+                uuid=g.vm.id, vcpus=g.vm.vcpus,
+                memory_bound=self.clean_wanted(g), current=had,
+                previous=had,
+                clean_required=g.req.cacheaware.clean_required,
+                holds_slot=g.req.membound))
+        chosen = domain_assignment.assign_domains(capacity, held, base)
+        for uuid, name in chosen.items():
+            self.guests[uuid].home = None if name is None else int(name[1:])
+
+    def required_domains(self):
+        """Domains holding a ``cache_clean=required`` guest (payload 1.5)."""
+        return frozenset('d%03d' % g.home for g in self.guests.values()
+                         if g.home is not None
+                         and g.req.cacheaware.clean_required)
 
 
 def pick_host(hosts, req):

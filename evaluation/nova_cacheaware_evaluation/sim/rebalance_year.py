@@ -1,10 +1,15 @@
 """A year of a cloud with the rebalance strategy's daily audits (simulated).
 
 The cloud is :mod:`.cloud`'s: Nova's choice of host with this project's
-filter and weigher rules (:func:`.cloud.pick_host`), the agent's domain
-choice for a new server (:meth:`.cloud.Host.choose_domain`), and the
-classifier's real votes on CPI samples with the noise measured by the
-contention probe (:mod:`.classifier_trace`). Every server uses a
+filter and weigher rules (:func:`.cloud.pick_host`; the domains of
+``required`` servers closed to Clean-wanting requests, as the filter
+does), the agent's pass after every change of a host - a boot, a delete,
+a live migration in or out - placing every server of the host as the
+real agent does (:meth:`.cloud.Host.agent_choice`: a server keeps its
+domain while it may still join it, one that may not is placed again or
+waits on Nova's CPUs until a domain frees), and the classifier's real
+votes on CPI samples with the noise measured by the contention probe
+(:mod:`.classifier_trace`). Every server uses a
 cache-aware flavor: ``required`` (declared memory-bound,
 ``cache_clean=required``) for a share of the memory-bound ones, ``auto``
 for the others, so that a server found memory-bound after boot may share
@@ -80,7 +85,10 @@ class YearSpec:
     ``load``: mean vCPUs in use over the cloud's CPUs (arrivals are drawn
     so that the stationary load is this); ``declared``: the share of
     memory-bound servers booted with the ``required`` flavor (the others
-    ``auto``); ``mix`` and ``sizes`` as in the cloud scenarios.
+    ``auto``); ``mix`` and ``sizes`` as in the cloud scenarios;
+    ``choice_by_class``: the agents' choice counts an ``auto`` server the
+    classifier found CPU-bound as not memory-bound (the strategy model's
+    assumption, an experiment; the agent reads only its flavor).
     """
 
     hosts: int = 300
@@ -92,6 +100,7 @@ class YearSpec:
     mix: tuple = (('cpu', 5), ('io', 2), ('memory', 3))
     sizes: tuple = ((1, 2), (2, 4), (4, 2))
     declared: float = 0.3
+    choice_by_class: bool = False
 
     @property
     def cpus(self):
@@ -164,20 +173,58 @@ class Host(cloud.Host):
     and the agent's choice see the classes of :attr:`now_s`.
     """
 
-    def __init__(self, index, domains, clock):
+    def __init__(self, index, domains, clock, by_class=False):
         super().__init__(index, domains)
         self.clock = clock
+        self.by_class = by_class
+
+    def clean_wanted(self, guest):
+        """The agent's choice: the flavor's ``clean_wanted``.
+
+        With ``by_class`` (an experiment, not the agent), the strategy
+        model's assumption instead: an ``auto`` server the classifier
+        found CPU-bound no longer counts.
+        """
+        if self.by_class and seen_class(guest, self.clock()) == 'cpu':
+            return False
+        return guest.req.cacheaware.clean_wanted
+
+    def closed(self, req):
+        """The filter's closed domains for ``req``.
+
+        Those holding a ``required`` guest, for a Clean-wanting request
+        (``domain_order.closed_domains``).
+        """
+        if req.cacheaware.clean_wanted:
+            return self.required_domains()
+        return frozenset()
 
     def loads(self):
         """Per domain ``(vCPUs kept there, Clean-wanting servers)``."""
         now_s = self.clock()
+        # The scheduler asks every host for each boot: the answer is kept
+        # while the guests, their domains and their classes stay (a class
+        # changes only at its trajectory's next step).
+        key = tuple((g.vm.id, g.home) for g in self.guests.values())
+        kept = getattr(self, '_loads', None)
+        if (kept is not None and kept[0] == key
+                and kept[1] <= now_s < kept[2]):
+            return list(kept[3]), list(kept[4])
         vcpus = [0] * len(self.domains)
         memory = [0] * len(self.domains)
+        until = math.inf
         for g in self.guests.values():
             if g.home is None:
                 continue
             vcpus[g.home] += g.vm.vcpus
             memory[g.home] += seen_class(g, now_s) != 'cpu'
+            for t, _class in g.changes:
+                if t > now_s - g.arrival:
+                    # A millisecond early: rounding never keeps a stale
+                    # class.
+                    until = min(until, g.arrival + t - 1e-3)
+                    break
+        self._loads = (key, now_s, until, tuple(vcpus), tuple(memory))
         return vcpus, memory
 
 
@@ -187,7 +234,8 @@ class Cloud:
     def __init__(self, spec):
         self.spec = spec
         self.now_s = 0.0
-        self.hosts = [Host(i, spec.domains, self.clock)
+        self.hosts = [Host(i, spec.domains, self.clock,
+                           spec.choice_by_class)
                       for i in range(spec.hosts)]
         self.where = {}          # vm id -> host index
         self.truth = {}          # vm id -> real workload
@@ -218,10 +266,13 @@ class Cloud:
         return True
 
     def _place(self, host, guest):
-        guest.home = host.choose_domain(guest)
+        # The destination's agent places the newcomer and may re-place
+        # the others (one evicted by a required newcomer, say).
+        guest.home = None
         guest.allowed = None
         host.guests[guest.vm.id] = guest
         self.where[guest.vm.id] = host.index
+        host.agent_choice(fresh=(guest.vm.id,))
 
     def depart_until(self, day):
         """Delete every server whose life ended by ``day``."""
@@ -230,6 +281,9 @@ class Cloud:
             host = self.hosts[self.where.pop(vm_id)]
             del host.guests[vm_id]
             del self.truth[vm_id]
+            # Its agent's next pass: room freed may seat one waiting on
+            # Nova's CPUs, or move one away from a required neighbour.
+            host.agent_choice()
 
     def migrate(self, vm_id, destination):
         """Nova's live migration: checked by the scheduler's rules there.
@@ -243,6 +297,7 @@ class Cloud:
         if target is source or not target.admits(guest.req):
             return False
         del source.guests[vm_id]
+        source.agent_choice()
         self._place(target, guest)
         return True
 
@@ -395,7 +450,7 @@ def _copy(state):
     new._ends = state._ends
     new.hosts = []
     for host in state.hosts:
-        twin = Host(host.index, host.domains, new.clock)
+        twin = Host(host.index, host.domains, new.clock, host.by_class)
         twin.guests = {k: dataclasses.replace(g)
                        for k, g in host.guests.items()}
         new.hosts.append(twin)

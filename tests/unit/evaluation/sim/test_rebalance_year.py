@@ -1,5 +1,7 @@
 """The simulated year of rebalance audits: its cloud, audits and counts."""
 
+import heapq
+
 import testtools
 
 from nova_cacheaware_evaluation.sim import cloud
@@ -13,9 +15,10 @@ MEMORY_AT_1950 = ((1950.0, 'memory'),)
 OTHER_AT_1950 = ((1950.0, 'other'),)
 
 
-def small_cloud(hosts=2):
+def small_cloud(hosts=2, by_class=False):
     """A cloud of ``hosts`` hosts of :data:`PAIRS`, at day 1."""
-    state = year.Cloud(year.YearSpec(hosts=hosts, domains=PAIRS))
+    state = year.Cloud(year.YearSpec(hosts=hosts, domains=PAIRS,
+                                     choice_by_class=by_class))
     state.now_s = year.DAY_S
     return state
 
@@ -110,6 +113,105 @@ class SeenClassTest(testtools.TestCase):
                           for s in snap.hosts[1].servers])
         self.assertEqual((2,), snap.pending)
         self.assertEqual([2, 2], [d.capacity for d in snap.hosts[0].domains])
+
+
+def homes(state, host):
+    """``{vm id: domain}`` of the guests of ``host``."""
+    return {k: g.home for k, g in sorted(state.hosts[host].guests.items())}
+
+
+def raced_host(state):
+    """Host 0 as a race left it.
+
+    An ``auto`` memory-bound server beside a ``required`` one in domain
+    0, domain 1 full (a CPU-bound server).
+    """
+    put(state, 0, 'vm-r', 1, 'memory', 0, flavor='required', changes=())
+    put(state, 0, 'vm-a', 1, 'memory', 0)
+    put(state, 0, 'vm-c', 2, 'cpu', 1, changes=OTHER_AT_1950)
+
+
+class AgentTest(testtools.TestCase):
+    """The hosts' agents re-place their servers after every change.
+
+    As the agent's pass does: ``assign_domains`` over every server
+    holding host room, each with its flavor's rules and its domain.
+    """
+
+    def test_pass_moves_an_auto_one_off_a_required_domain(self):
+        state = small_cloud()
+        raced_host(state)
+        self.assertEqual(set(), state.clean())
+        # No other domain has room: it waits on Nova's CPUs.
+        state.hosts[0].agent_choice()
+        self.assertEqual({'vm-a': None, 'vm-c': 1, 'vm-r': 0},
+                         homes(state, 0))
+        self.assertEqual({'vm-r'}, state.clean())
+        self.assertEqual(1, state.unseated())
+
+    def test_departure_frees_a_domain_the_agent_uses(self):
+        state = small_cloud()
+        raced_host(state)
+        heapq.heappush(state._ends, (0.5, 'vm-c'))
+        state.depart_until(1.0)
+        self.assertEqual({'vm-a': 1, 'vm-r': 0}, homes(state, 0))
+        self.assertEqual({'vm-a', 'vm-r'}, state.clean())
+
+    def test_migration_out_seats_a_waiting_server(self):
+        state = small_cloud()
+        raced_host(state)
+        state.hosts[0].agent_choice()
+        self.assertTrue(state.migrate('vm-c', 1))
+        self.assertEqual({'vm-a': 1, 'vm-r': 0}, homes(state, 0))
+        self.assertEqual({'vm-c': 0}, homes(state, 1))
+        self.assertEqual({'vm-a', 'vm-r'}, state.clean())
+
+    def test_boot_places_the_newcomer_and_keeps_the_others(self):
+        state = small_cloud()
+        put(state, 0, 'vm-a', 1, 'memory', 1)
+        self.assertTrue(state.boot(year.Arrival(
+            1.0, contention.SimVM('vm-n', 2, 'cpu'), 10.0, 'auto'),
+            OTHER_AT_1950))
+        # The host with the most free vCPUs (Nova's spreading) is host 1.
+        self.assertEqual({'vm-n': 0}, homes(state, 1))
+        self.assertEqual({'vm-a': 1}, homes(state, 0))
+
+    def test_a_cpu_bound_auto_server_still_counts_as_the_flavor_says(self):
+        # The agent reads the flavor, not the classifier: an auto server
+        # found CPU-bound is still closed out of a required domain.
+        state = small_cloud()
+        put(state, 0, 'vm-r', 1, 'memory', 0, flavor='required', changes=())
+        put(state, 0, 'vm-c', 1, 'cpu', 0, changes=OTHER_AT_1950)
+        state.hosts[0].agent_choice()
+        self.assertEqual({'vm-c': 1, 'vm-r': 0}, homes(state, 0))
+        guest = state.hosts[0].guests['vm-c']
+        self.assertTrue(state.hosts[0].clean_wanted(guest))
+
+    def test_by_class_experiment_keeps_a_cpu_bound_neighbour(self):
+        state = small_cloud(by_class=True)
+        put(state, 0, 'vm-r', 1, 'memory', 0, flavor='required', changes=())
+        put(state, 0, 'vm-c', 1, 'cpu', 0, changes=OTHER_AT_1950)
+        state.hosts[0].agent_choice()
+        self.assertEqual({'vm-c': 0, 'vm-r': 0}, homes(state, 0))
+
+
+class FilterTest(testtools.TestCase):
+    """The filter closes a required server's domain to Clean-wanting ones."""
+
+    def test_only_room_beside_required_refuses_auto(self):
+        state = small_cloud()
+        put(state, 0, 'vm-r', 1, 'memory', 0, flavor='required', changes=())
+        put(state, 0, 'vm-c', 2, 'cpu', 1, changes=OTHER_AT_1950)
+        host = state.hosts[0]
+        self.assertEqual(frozenset({'d000'}), host.required_domains())
+        self.assertFalse(host.admits(cloud.request('auto', 1)))
+        self.assertFalse(host.admits(cloud.request('required', 1)))
+        # A flavor without the cache group is not filtered.
+        self.assertTrue(host.admits(cloud.request('plain', 1)))
+        # The cache scenarios' hosts close none (their published figures).
+        plain = cloud.Host(0, PAIRS)
+        plain.guests = host.guests
+        self.assertTrue(plain.admits(cloud.request('auto', 1)))
 
 
 class AuditTest(testtools.TestCase):
