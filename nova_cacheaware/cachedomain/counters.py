@@ -24,12 +24,10 @@ import abc
 import json
 import logging
 import os
-import threading
-
-from oslo_privsep import daemon as privsep_daemon
 
 from nova_cacheaware.cachedomain import trials
 from nova_cacheaware.privsep import perf
+from nova_cacheaware.privsep import thread_groups
 
 LOG = logging.getLogger(__name__)
 
@@ -48,9 +46,6 @@ HARDWARE_EVENTS = {
     'instructions': (PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS),
     'llc_misses': (PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES),
 }
-
-# What a privileged call answers when the daemon is not there.
-_DAEMON_DOWN = (privsep_daemon.FailedToDropPrivileges, OSError)
 
 
 class CounterSource(abc.ABC):
@@ -97,7 +92,7 @@ class NoCounterSource(CounterSource):
         return {}
 
 
-class PerfCounterSource(CounterSource):
+class PerfCounterSource(thread_groups.ThreadGroups, CounterSource):
     """Counters of each thread, one group per thread in the privsep daemon.
 
     ``events`` maps names to ``(type, config)``; the default is
@@ -109,24 +104,11 @@ class PerfCounterSource(CounterSource):
     host without a PMU never gains one.
     """
 
+    log = LOG
+
     def __init__(self, events=None, groups=perf):
+        super().__init__(groups)
         self.events = dict(events or HARDWARE_EVENTS)
-        self._groups = groups
-        self._handles = {}       # tid -> handle
-        self.unsupported = None  # the reason, once known
-        self._probed = False
-
-    def available(self):
-        """Probe once on the calling thread: can the host count at all?
-
-        Lets the agent skip reading vCPU thread ids (a QEMU monitor
-        command) on hosts without a PMU. The probe starts the daemon.
-        """
-        if self.unsupported is None and not self._probed:
-            self._probed = True
-            self.sample({'probe': threading.get_native_id()})
-            self.close()
-        return not self.unsupported
 
     def sample(self, threads):
         """Counts per key; ``{}`` once the host is known to lack the PMU.
@@ -136,78 +118,19 @@ class PerfCounterSource(CounterSource):
         go on: the classifier then uses what is left (CPI, MPKI or both).
         A thread that ended is skipped.
         """
-        if self.unsupported:
-            return {}
-        tids = set(threads.values())
-        self._close([t for t in self._handles if t not in tids])
-        for tid in sorted(tids - set(self._handles)):
-            self._open(tid)
-            if self.unsupported:
-                return {}
-        if not self._handles:
-            return {}
-        try:
-            answer = self._groups.read_groups(list(self._handles.values()))
-        except _DAEMON_DOWN as e:
-            # The groups went with the daemon; oslo.privsep starts a new
-            # one on the next call, and the next pass opens them again.
-            LOG.warning('counters not read this pass: %s', e)
-            self._handles.clear()
-            return {}
-        counts = answer['counts']
-        by_tid = {}
-        for tid, handle in list(self._handles.items()):
-            if handle in counts:
-                by_tid[tid] = counts[handle]
-            else:           # the thread ended, or the daemon restarted
-                del self._handles[tid]
-        return {key: {n: c for n, c in by_tid[tid].items()
-                      if n in self.events}
-                for key, tid in threads.items() if tid in by_tid}
+        return super().sample(threads)
 
-    def _open(self, tid):
-        try:
-            handle, dropped = self._groups.open_group(tid, self.events)
-        except (perf.NothingToCount, perf.CountingNotPermitted) as e:
-            self._off(str(e))
-            return
-        except _DAEMON_DOWN as e:
-            self._off('the privsep daemon did not start or stopped (%s): '
-                      'see [nova_cacheaware_privileged]' % e)
-            return
-        except perf.TooManyGroups as e:
-            LOG.warning('no counters for thread %s: %s', tid, e)
-            return
-        except (perf.ThreadNotFound, perf.OpenFailed) as e:
-            LOG.debug('no counters for thread %s: %s', tid, e)
-            return
-        self._handles[tid] = handle
-        if dropped:
-            for name in dropped:
-                del self.events[name]
-            LOG.warning('%s not counted on this host (%s); the classifier '
-                        'goes on with %s', ', '.join(sorted(dropped)),
-                        '; '.join(sorted(dropped.values())),
-                        ', '.join(sorted(self.events)))
+    def _dropped(self, dropped):
+        for name in dropped:
+            del self.events[name]
+        LOG.warning('%s not counted on this host (%s); the classifier '
+                    'goes on with %s', ', '.join(sorted(dropped)),
+                    '; '.join(sorted(dropped.values())),
+                    ', '.join(sorted(self.events)))
 
-    def _off(self, reason):
-        self.unsupported = reason
+    def _switched_off(self, reason):
         LOG.warning('hardware counters are not available on this host '
                     '(%s); classifying by declared workloads only', reason)
-        self.close()
-
-    def _close(self, tids):
-        handles = [self._handles.pop(t) for t in tids]
-        if not handles:
-            return
-        try:
-            self._groups.close_groups(handles)
-        except _DAEMON_DOWN as e:
-            LOG.debug('counter groups not closed: %s', e)
-
-    def close(self):
-        """Close every open counter group (no daemon call when none is)."""
-        self._close(list(self._handles))
 
 
 class TraceCounterSource(CounterSource):

@@ -18,7 +18,9 @@ the helper with the agent's own interpreter (no sudo needed).
   ``CAP_SYS_PTRACE`` for the second.
 
 The tracepoint counters (:mod:`nova_cacheaware.privsep.tracepoint`) need
-the same, in the same daemon.
+the same, in the same daemon. The agent holds both kinds the same way:
+:class:`~nova_cacheaware.privsep.thread_groups.ThreadGroups`, a handle per
+vCPU thread on the daemon's groups.
 """
 
 import os

@@ -9,12 +9,9 @@ host has no tracefs or no kvm module).
 """
 
 import logging
-import threading
-
-from oslo_privsep import daemon as privsep_daemon
 
 from nova_cacheaware.agent import hypervisor as hv
-from nova_cacheaware.privsep import perf
+from nova_cacheaware.privsep import thread_groups
 from nova_cacheaware.privsep import tracepoint
 from nova_cacheaware.vcpu_sizing import policy
 
@@ -26,11 +23,8 @@ KVM_EXIT = 'kvm:kvm_exit'
 #: ``exit_reason`` of a pause-loop exit: VMX basic reason 40, SVM 0x77.
 PAUSE_EXIT_REASON = {'vmx': 40, 'svm': 0x77}
 
-# What a privileged call answers when the daemon is not there.
-_DAEMON_DOWN = (privsep_daemon.FailedToDropPrivileges, OSError)
 
-
-class KvmExitCounter:
+class KvmExitCounter(thread_groups.ThreadGroups):
     """All and pause-loop KVM exits per vCPU thread (``kvm:kvm_exit``).
 
     One group per thread, opened, held and read by the privsep daemon
@@ -43,13 +37,14 @@ class KvmExitCounter:
     refused filter drops the pause exits only, logged once.
     """
 
+    cannot = (tracepoint.NoTracepoint,) + thread_groups.ThreadGroups.cannot
+    log = LOG
+    what = 'KVM exit counts'
+
     def __init__(self, groups=tracepoint, cpuinfo='/proc/cpuinfo'):
-        self._groups = groups
+        super().__init__(groups)
         self._cpuinfo = cpuinfo
-        self._handles = {}          # tid -> handle
         self._events = None         # name -> (tracepoint, filter), once read
-        self._probed = False
-        self.unsupported = None
 
     @property
     def events(self):
@@ -62,72 +57,15 @@ class KvmExitCounter:
                                                ('exit_reason', reason))
         return self._events
 
-    def available(self):
-        """True while the tracepoint can be counted on this host.
-
-        The first call counts this thread once (it starts the daemon), so
-        that a host without the tracepoint reads no vCPU thread ids.
-        """
-        if self.unsupported is None and not self._probed:
-            self._probed = True
-            self.sample({'probe': threading.get_native_id()})
-            self.close()
-        return not self.unsupported
-
     def sample(self, threads):
         """``{key: {'exits': n[, 'pause_exits': n]}}``, cumulative.
 
         ``threads``: ``{key: thread id}``; a thread that ended is skipped
         and its group closed.
         """
-        if self.unsupported:
-            return {}
-        tids = set(threads.values())
-        self._close([t for t in self._handles if t not in tids])
-        for tid in sorted(tids - set(self._handles)):
-            self._open(tid)
-            if self.unsupported:
-                return {}
-        if not self._handles:
-            return {}
-        try:
-            answer = self._groups.read_groups(list(self._handles.values()))
-        except _DAEMON_DOWN as e:
-            # The groups went with the daemon; the next pass opens them
-            # in a new one.
-            LOG.warning('vcpu_sizing: KVM exits not read this pass: %s', e)
-            self._handles.clear()
-            return {}
-        counts = answer['counts']
-        by_tid = {}
-        for tid, handle in list(self._handles.items()):
-            if handle in counts:
-                by_tid[tid] = counts[handle]
-            else:           # the thread ended, or the daemon restarted
-                del self._handles[tid]
-        return {key: {n: c for n, c in by_tid[tid].items()
-                      if n in self.events}
-                for key, tid in threads.items() if tid in by_tid}
+        return super().sample(threads)
 
-    def _open(self, tid):
-        try:
-            handle, dropped = self._groups.open_group(tid, self.events)
-        except (tracepoint.NoTracepoint, perf.NothingToCount,
-                perf.CountingNotPermitted) as e:
-            self._off(str(e))
-            return
-        except _DAEMON_DOWN as e:
-            self._off('the privsep daemon did not start or stopped (%s): '
-                      'see [nova_cacheaware_privileged]' % e)
-            return
-        except perf.TooManyGroups as e:
-            LOG.warning('vcpu_sizing: no KVM exit count for thread %s: %s',
-                        tid, e)
-            return
-        except (perf.ThreadNotFound, perf.OpenFailed) as e:
-            LOG.debug('no kvm_exit count for thread %s: %s', tid, e)
-            return
-        self._handles[tid] = handle
+    def _dropped(self, dropped):
         if 'pause_exits' in dropped:
             del self.events['pause_exits']
             LOG.warning('vcpu_sizing: %s; counting all exits only',
@@ -135,24 +73,9 @@ class KvmExitCounter:
         if 'exits' in dropped:
             self._off(dropped['exits'])
 
-    def _off(self, why):
-        self.unsupported = why
+    def _switched_off(self, why):
         LOG.warning('vcpu_sizing: KVM exits are not counted: %s; pCPU '
                     'estimates and vCPU run delay go on without them', why)
-        self.close()
-
-    def _close(self, tids):
-        handles = [self._handles.pop(t) for t in tids]
-        if not handles:
-            return
-        try:
-            self._groups.close_groups(handles)
-        except _DAEMON_DOWN as e:
-            LOG.debug('kvm_exit groups not closed: %s', e)
-
-    def close(self):
-        """Close every group (no daemon call when none is open)."""
-        self._close(list(self._handles))
 
 
 def _virt_flag(path):
