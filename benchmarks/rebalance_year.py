@@ -8,7 +8,7 @@ Usage, from the repository root::
         [--part large|small] [--budgets 0,1]
         [--mix '30 % memory-bound'] [--skip-unknown] [--choice-by-class]
     .venv/bin/python benchmarks/rebalance_year.py --combine SMALL LARGE...
-        [--out ...] [--plots ...]
+        [--out ...] [--plots ...] [--reuse EARLIER.json]
 
 ``--part`` runs one half (the large clouds take most of the time: run
 them in the background, one process per ``--mix``), ``--budgets`` the
@@ -16,7 +16,9 @@ large clouds' budgets, ``--skip-unknown`` leaves out their run with
 refusals unknown; ``--choice-by-class`` runs the experiment where the
 agents choose by the classifier's class instead of the flavor
 (``YearSpec.choice_by_class``); ``--combine`` writes the JSON (and
-plots) of such parts.
+plots) of such parts, with ``--reuse`` taking the no-strategy runs
+(budget 0) the large parts did not run from an earlier document (a
+change of the strategy leaves them as they were).
 
 On :mod:`nova_cacheaware_evaluation.sim.rebalance_year`'s cloud (the
 scheduler's and the agent's rules, the classifier's votes on CPI noise
@@ -231,9 +233,13 @@ def main(argv=None):
                         '(an experiment: the strategy model\'s view)')
     parser.add_argument('--combine', nargs='+', metavar='PART',
                         help='SMALL then LARGE files: one document')
+    parser.add_argument('--reuse', metavar='DOC',
+                        help='with --combine: the large clouds\' budgets '
+                        'the parts did not run, from this earlier document '
+                        '(a change that leaves them as they were)')
     args = parser.parse_args(argv)
     if args.combine:
-        return combine(args.combine, args.out, args.plots)
+        return combine(args.combine, args.out, args.plots, args.reuse)
     budgets = tuple(float(b) if '.' in b else int(b)
                     for b in args.budgets.split(','))
     started, cpu = time.time(), time.process_time()
@@ -272,10 +278,44 @@ def _no_dirs(command):
                     else w for i, w in enumerate(words))
 
 
-def combine(paths, out, where=None):
+def _reused(larges, path):
+    """``larges`` with the budgets they lack taken from document ``path``.
+
+    Per large cloud (mix, seed, hosts, days): the earlier document's
+    summaries and series of the budgets its parts did not run (budget 0,
+    no strategy, is what a change of the strategy leaves as it was).
+    Returns the reused budgets.
+    """
+    import json
+    with open(path) as f:
+        earlier = {(c['mix'], c['seed'], c['hosts'], c['days']): c
+                   for c in json.load(f)['large']}
+    reused = set()
+    for part in larges:
+        for case in part['large']:
+            old = earlier[(case['mix'], case['seed'], case['hosts'],
+                           case['days'])]
+            ran = {(s['per_100'], s['know_refused'])
+                   for s in case['summaries']}
+            taken = [s for s in old['summaries']
+                     if (s['per_100'], s['know_refused']) not in ran
+                     and not s['per_100']]
+            for s in taken:
+                key = 'strategy %s' % s['per_100']
+                case['series'][key] = old['series'][key]
+                reused.add(s['per_100'])
+            case['summaries'] = sorted(
+                taken + case['summaries'],
+                key=lambda s: (s['per_100'], not s['know_refused']))
+    return sorted(reused)
+
+
+def combine(paths, out, where=None, reuse=None):
     """One document of a ``--part small`` run and ``--part large`` runs.
 
-    Each part keeps its own command, dates, load and CPU time.
+    Each part keeps its own command, dates, load and CPU time; ``reuse``:
+    an earlier document whose no-strategy runs (budget 0) stand in for
+    the ones the parts did not run (:func:`_reused`).
     """
     import json
     parts = []
@@ -283,6 +323,7 @@ def combine(paths, out, where=None):
         with open(path) as f:
             parts.append(json.load(f))
     small_doc, larges = parts[0], parts[1:]
+    reused = _reused(larges, reuse) if reuse else []
     doc = {'benchmark': 'rebalance_year', 'combined': True,
            'budgets': larges[0]['budgets'] if larges else None,
            'seeds': SEEDS, 'large_seeds': LARGE_SEEDS,
@@ -294,6 +335,10 @@ def combine(paths, out, where=None):
                for part in parts],
            'large': [c for part in larges for c in part['large']],
            'small': small_doc['small']}
+    if reused:
+        doc['budgets'] = sorted(set(doc['budgets']) | set(reused))
+        doc['reused'] = {'budgets': reused,
+                         'from': os.path.basename(reuse)}
     common.write_json(out, doc)
     if where:
         plots(doc, where)

@@ -25,6 +25,8 @@ from nova_cacheaware import exception
 #: The classes the agent's classifier gives (``unknown``: not yet).
 CLASSES = ('memory', 'cpu', 'unknown')
 CACHE_CLEAN = ('required', 'preferred', 'off')
+#: The flavor's declared ``cacheaware:workload`` values.
+DECLARED = ('memory', 'cpu', 'io', 'auto')
 GROUP_POLICIES = ('affinity', 'anti-affinity', 'soft-affinity',
                   'soft-anti-affinity')
 
@@ -59,6 +61,10 @@ class Server:
     """One server (instance) as the audit sees it.
 
     ``workload``: the agent's class (``memory``, ``cpu``, ``unknown``).
+    ``declared``: its flavor's ``cacheaware:workload`` (``memory``,
+    ``cpu``, ``io``, ``auto``), what the agent's domain choice and the
+    scheduler's filter read (None: not known, the class stands in for
+    it, as documents written before this field assumed).
     ``cache_aware``: its flavor carries ``cacheaware:`` keys at all;
     ``opt_out``: an operator asked that it never be moved. ``domain``:
     the domain the agent pinned it into (None: it runs on Nova's CPUs,
@@ -76,6 +82,7 @@ class Server:
     domain: ty.Optional[str] = None
     storm: bool = False
     pcpu_estimate: ty.Optional[float] = None
+    declared: ty.Optional[str] = None
 
     @property
     def memory_bound(self):
@@ -84,7 +91,7 @@ class Server:
 
     @property
     def wants_clean(self):
-        """True when the agent counts it against Clean (as its choice does).
+        """True when its class may make it Clean: not found CPU-bound.
 
         Memory-bound and not yet classified servers of a cache-aware
         flavor that does not say ``cache_clean=off``.
@@ -96,6 +103,34 @@ class Server:
     def clean_required(self):
         """True for a memory-bound server whose flavor asks ``required``."""
         return self.memory_bound and self.cache_clean == 'required'
+
+    @property
+    def flavor_clean_wanted(self):
+        """True when the agent's choice and the filter count it Clean-wanting.
+
+        Its flavor's ``clean_wanted``
+        (:class:`~nova_cacheaware.contracts.extra_specs.CacheAwareRequest`):
+        a cache-aware flavor declaring ``memory`` or ``auto`` that does not
+        say ``cache_clean=off``, whatever the classifier found since (an
+        ``auto`` server found CPU-bound still counts). Without
+        ``declared``: :attr:`wants_clean`.
+        """
+        if self.declared is None:
+            return self.wants_clean
+        return (self.cache_aware and self.declared in ('memory', 'auto')
+                and self.cache_clean != 'off')
+
+    @property
+    def flavor_clean_required(self):
+        """True when the agent and the filter give it a Clean guarantee.
+
+        Its flavor's ``clean_required``: declared ``memory`` with
+        ``cache_clean=required``. Without ``declared``:
+        :attr:`clean_required`.
+        """
+        if self.declared is None:
+            return self.clean_required
+        return self.declared == 'memory' and self.cache_clean == 'required'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,6 +225,9 @@ _SERVER = {
     'domain': (_OPTIONAL_NAME, None),
     'storm': (_FLAG, False),
     'pcpu_estimate': (_ESTIMATE, None),
+    'declared': (schema.Check(
+        lambda v: v is None or v in DECLARED,
+        '%(where)s: "%(key)s" must be memory, cpu, io, auto or null'), None),
 }
 _HOST = {'name': (_NAME, schema.REQUIRED),
          'pcpus': (_count(0, limits.MAX_CPUS), schema.REQUIRED),
@@ -289,6 +327,9 @@ def snapshot_from_dict(doc):
 def _server_to_dict(server):
     out = dataclasses.asdict(server)
     out['class'] = out.pop('workload')
+    # Written only when known: a document without it reads as before.
+    if out['declared'] is None:
+        del out['declared']
     return out
 
 

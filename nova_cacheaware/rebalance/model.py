@@ -8,7 +8,16 @@ the domain of each instance - a pinned one keeps its domain while it may
 still join it (not two raced claims in room for one), one left on
 Nova's CPUs (and one that arrives by live migration) is placed like a new
 instance. :meth:`Region.trial` predicts a live migration with that same
-choice, so the plan expects what the agents will really do.
+choice, so the plan expects what the agents will really do. The agent's
+choice (and the scheduler's filter) read each server's flavor, not its
+class: an ``auto`` server counts against Clean even once found CPU-bound
+(:attr:`~nova_cacheaware.contracts.rebalance_snapshot.Server.
+flavor_clean_wanted`); Clean itself is judged by the class.
+
+A live migration goes through Nova's scheduler: the destination must
+pass the CacheDomainFilter's room check (:func:`filter_admits`, the
+rule of :func:`nova_cacheaware.scheduler.domain_order.room_reason` on
+the destination's live state), or it is refused.
 
 Placement's per-server limits (:func:`largest_server`: the compute
 node's ``VCPU`` ``max_unit``, a per-domain provider's own) bound where a
@@ -129,6 +138,39 @@ class HostView:
     vcpus: int
     waiting: ty.Tuple[int, ...] = ()
     storms_away: int = 0
+    rows: ty.Tuple[ty.Tuple[str, int, int, int], ...] = ()
+    required: ty.FrozenSet[str] = frozenset()
+
+
+def room_refused(rows, vcpus, clean_required, closed):
+    """True when no row may take the request: the filter's room rule.
+
+    ``rows``: ``(domain, memory-bound, vCPUs used, capacity)``. A domain
+    may when it has room for ``vcpus``, holds no memory-bound server if
+    ``clean_required``, and is not in ``closed``: the rule of
+    :func:`nova_cacheaware.scheduler.domain_order.room_reason` (whose
+    module pulls in the scheduler; a unit test holds the two equal).
+    """
+    return not any(used + vcpus <= capacity
+                   and not (clean_required and memory)
+                   and domain not in closed
+                   for domain, memory, used, capacity in rows)
+
+
+def filter_admits(host_view, server):
+    """True when Nova's filter lets ``server`` be migrated to the host.
+
+    The CacheDomainFilter's room check on the host's live state before
+    it arrives (``domain_order.closed_domains``: the domains of servers
+    whose flavor asks a Clean guarantee are closed to a request whose
+    flavor wants Clean; ``room_reason``), over the domains Placement
+    lets one server of its size have (:func:`largest_server`).
+    """
+    closed = host_view.required if server.flavor_clean_wanted else ()
+    return not room_refused(
+        [row for row in host_view.rows
+         if host_view.domains[row[0]][3] >= server.vcpus],
+        server.vcpus, server.flavor_clean_required, closed)
 
 
 def largest_server(host, domain):
@@ -173,13 +215,15 @@ def settle(host, servers, previous, fresh=()):
     (it keeps it while it may join it); those in ``fresh`` (arriving) are
     placed anew. Servers of flavors without ``cacheaware:`` keys hold no
     host room: they stay where they are and count against room and Clean.
+    Each counts against Clean as its flavor says (``clean_wanted``,
+    ``clean_required``), as the agent's choice counts it.
     """
     held, base, out = [], {}, {}
     for server in servers:
         domain = None if server.uuid in fresh else previous.get(server.uuid)
         out[server.uuid] = domain
         if domain is not None and not (server.cache_aware
-                                       and server.wants_clean):
+                                       and server.flavor_clean_wanted):
             # It keeps its domain: only its load matters to the choice
             # (Clean-wanting ones stay instances: the choice may displace
             # one, and counts the required ones).
@@ -191,9 +235,11 @@ def settle(host, servers, previous, fresh=()):
             continue
         held.append(domain_assignment.HostHeld(
             uuid=server.uuid, vcpus=server.vcpus,
-            memory_bound=server.wants_clean, previous=domain,
-            clean_required=server.clean_required,
-            holds_slot=server.clean_required))
+            # The flavor's rules, as the agent's pass gives them
+            # (placement_side._choose_domains), not the class.
+            memory_bound=server.flavor_clean_wanted, previous=domain,
+            clean_required=server.flavor_clean_required,
+            holds_slot=server.flavor_clean_required))
     # Always the agent's choice, even when every instance had a domain:
     # it moves one out of a home it may no longer join (two raced claims
     # in a domain one of them fits, memory-bound beside required).
@@ -208,15 +254,19 @@ def view(host, servers, placed, origin):
     holders = dict(used)
     memory = dict(used)
     maybe = dict(used)
+    required = set()
     vcpus = 0
     for server in servers:
         vcpus += server.vcpus
         domain = placed[server.uuid]
         if domain is not None:
             used[domain] += server.vcpus
-            holders[domain] += server.wants_clean
+            # Holders as the agent's choice counts them: by flavor.
+            holders[domain] += server.flavor_clean_wanted
             memory[domain] += server.memory_bound
             maybe[domain] += server.workload != 'cpu'
+            if server.flavor_clean_required:
+                required.add(domain)
     crowded = vcpus > host.pcpus
     status = {}
     clean = all_share = relieved = away = 0
@@ -243,10 +293,14 @@ def view(host, servers, placed, origin):
     largest = {d.id: largest_server(host, d) for d in host.domains}
     rooms = tuple(sorted(min(free[d], largest[d]) for d in free
                          if holders[d] == 0 and free[d] > 0))
+    # The live state's memory-bound column: servers not found CPU-bound.
+    rows = tuple((d.id, maybe[d.id], used[d.id], d.capacity)
+                 for d in host.domains)
     return HostView(Score(clean, all_share, 0, relieved), status, rooms,
                     {d: (free[d], holders[d], memory[d], largest[d])
                      for d in free},
-                    vcpus, tuple(sorted(waiting)), away)
+                    vcpus, tuple(sorted(waiting)), away, rows,
+                    frozenset(required))
 
 
 def worse(before, after):
@@ -260,7 +314,8 @@ def worse(before, after):
 class Trial:
     """One live migration played on a :class:`Region`, not yet done.
 
-    ``keeps_rules``: the server gets a domain there that Placement lets
+    ``keeps_rules``: Nova's filter admits it there (:func:`filter_admits`),
+    it gets a domain there that Placement lets
     it have (:func:`largest_server`) and no server's status turns from
     True to False; ``helps``: it keeps the rules and
     raises the score; ``domain``: where the destination's agent pins the server
@@ -359,6 +414,7 @@ class Region:
         after = {**src_view.status, **dst_view.status}
         domain = dst_placed[uuid]
         keeps = (domain is not None
+                 and filter_admits(old_dst, self.servers[uuid])
                  and self.servers[uuid].vcpus <= dst_view.domains[domain][3]
                  and not worse(before, after))
         return Trial(uuid, source, destination, domain, score, keeps,

@@ -32,25 +32,31 @@ steps:
    room the agent gives that server); and while refused ``required``
    requests do not all fit, those whose leaving leaves their domain with
    no Clean-wanting server and room for the smallest such request.
-4. **Destinations.** Every other host with a domain that has room for
-   the server, where Placement lets one server of its size land (its
+4. **Destinations.** Every other host Nova's scheduler lets the server
+   migrate to (:func:`~.rebalance_model.filter_admits`): a domain with
+   room for it, where Placement lets one server of its size land (its
    ``max_unit``: the compute node's ``VCPU`` one, the domain provider's
-   own, :func:`~.rebalance_model.largest_server`), and without another
-   member of its anti-affinity (or soft-anti-affinity) group, ranked: a
-   Clean place (a domain with room and no Clean-wanting server) first
-   for a server that wants one, and for one that does not a domain with
-   room beside a Clean-wanting server (the agent puts it there, keeping
-   Empty domains whole), then hosts whose pCPUs still hold all their
-   guests' vCPUs after the move, then by name. Hosts with no room now
-   but a domain big enough come after all of them (their agent
-   re-places its servers when one arrives, which may make the room).
-   The first :data:`DESTINATIONS_PER_SERVER` are predicted exactly.
+   own, :func:`~.rebalance_model.largest_server`), that the
+   CacheDomainFilter does not close to it (a domain holding a server
+   whose flavor asks ``cache_clean=required`` is closed to every request
+   whose flavor wants Clean, ``auto`` ones included, whatever their
+   class); without another member of its anti-affinity (or
+   soft-anti-affinity) group; ranked: a Clean place (a domain with room
+   and no Clean-wanting server) first for a server whose flavor wants
+   one, and for one that does not a domain with room beside a
+   Clean-wanting server (the agent puts it there, keeping Empty domains
+   whole), then hosts whose pCPUs still hold all their guests' vCPUs
+   after the move, then by name. The first
+   :data:`DESTINATIONS_PER_SERVER` are predicted exactly.
 5. **Exact prediction.** The destination's agent places the server like
    a new instance and the source's agent gives freed room to servers
    waiting on Nova's CPUs, both with the agent's own choice
-   (:func:`~nova_cacheaware.cachedomain.assignment.assign_domains`):
-   the plan's ``domain`` is what that agent will do.
-6. **Rules.** A move is a candidate only if the server gets a domain
+   (:func:`~nova_cacheaware.cachedomain.assignment.assign_domains`),
+   counting each server as its flavor says (an ``auto`` server wants
+   Clean even once found CPU-bound): the plan's ``domain`` is what that
+   agent will do.
+6. **Rules.** A move is a candidate only if Nova's filter admits it at
+   the destination (step 4), the server gets a domain
    there (the destination has the room, counting earlier moves of the
    plan) that Placement lets it have (a domain whose ``max_unit`` is
    smaller is refused before any agent sees it), no server's Clean,
@@ -290,7 +296,7 @@ def _candidates(region, snapshot):
 def _frees_room(host_view, domain, server, smallest):
     """True when ``server`` leaving makes its domain a room for a request."""
     free, holders, _memory, largest = host_view.domains[domain]
-    return (holders - server.wants_clean == 0
+    return (holders - server.flavor_clean_wanted == 0
             and min(free + server.vcpus, largest) >= smallest)
 
 
@@ -305,23 +311,18 @@ def _destinations(region, snapshot, uuid):
                 s.group == server.group
                 for s in region.members[name].values())):
             continue
+        # Nova's filter refuses the migration anywhere else.
+        if not rebalance_model.filter_admits(host_view, server):
+            continue
         # Only domains Placement lets it have (max_unit).
         fits = [holders for free, holders, _memory, largest
                 in host_view.domains.values()
                 if min(free, largest) >= server.vcpus]
         crowded = host_view.vcpus + server.vcpus > region.hosts[name].pcpus
-        if not fits:
-            # No room now, but the agent re-places the host's servers
-            # when one arrives: a domain big enough is worth a trial,
-            # after every host with room now.
-            if any(largest >= server.vcpus for *_free, largest
-                   in host_view.domains.values()):
-                ranked.append((True, True, crowded, name))
-            continue
-        if server.wants_clean:
+        if server.flavor_clean_wanted:
             second_best = min(fits) > 0  # no Clean place
         else:
             second_best = max(fits) == 0  # only Empty domains to spoil
-        ranked.append((second_best, False, crowded, name))
+        ranked.append((second_best, crowded, name))
     ranked.sort()
     return [name for *_, name in ranked[:DESTINATIONS_PER_SERVER]]

@@ -26,9 +26,11 @@ Rules, each a table row in ``tests/unit/watcher/test_snapshot.py``:
   list yet (it just arrived) is kept where it is (``opt_out``), and an
   agent entry Nova no longer places on that host is dropped.
 * ``cache_aware``: the flavor has ``cacheaware:`` keys; ``cache_clean``
-  from them. A server is never moved (``opt_out``) when its flavor or its
-  metadata says ``cacheaware:rebalance=no``, its flavor's ``cacheaware:``
-  keys are invalid, it is not ACTIVE, it is locked, the audit scope
+  and ``declared`` (its ``cacheaware:workload``, what the agent's domain
+  choice and the scheduler's filter read) from them. A server is never
+  moved (``opt_out``) when its flavor or its metadata says
+  ``cacheaware:rebalance=no``, its flavor's ``cacheaware:`` keys are
+  invalid, it is not ACTIVE, it is locked, the audit scope
   excludes it, or it is in a server group of a policy this version does
   not know.
 * A domain holds its CPUs times the host's VCPU allocation ratio (what
@@ -219,6 +221,8 @@ def _server(nova, seen, group_of, unknown):
         if seen else 'unknown',
         cache_clean=spec.cache_clean,
         cache_aware=spec.present and not invalid,
+        # What the agent's choice and the filter read, not the class.
+        declared=None if invalid else spec.workload,
         opt_out=opt_out,
         group=None if group in unknown else group,
         domain=seen.domain if seen else None,

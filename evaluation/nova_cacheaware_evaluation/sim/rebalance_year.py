@@ -366,6 +366,8 @@ def snapshot(state, now_s, pending=()):
             uuid=g.vm.id, vcpus=g.vm.vcpus, workload=seen_class(g, now_s),
             cache_clean=('required' if g.req.cacheaware.clean_required
                          else 'preferred'),
+            # The flavor's workload, as watcher.snapshot fills it.
+            declared=g.req.cacheaware.workload,
             domain=None if g.home is None else 'd%03d' % g.home)
             for g in sorted(host.guests.values(), key=lambda g: g.vm.id))
         hosts.append(rs.Host(name='h%04d' % host.index, pcpus=host.cpus,

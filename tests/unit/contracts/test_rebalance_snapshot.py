@@ -45,6 +45,37 @@ class SnapshotDocumentTest(testtools.TestCase):
         # Unknown limits are not written.
         self.assertNotIn('max_unit', rs.snapshot_to_dict(f.DIRTY)['hosts'][0])
 
+    def test_declared_round_trip(self):
+        snap = f.snapshot(rs.Host('a', 4, (rs.Domain('L2-0', 8),), (
+            rs.Server('x', 1, 'cpu', declared='auto', domain='L2-0'),
+            rs.Server('y', 1, 'cpu', domain='L2-0'))))
+        out = rs.snapshot_to_dict(snap)
+        self.assertEqual(['auto', None], [
+            s.get('declared') for s in out['hosts'][0]['servers']])
+        self.assertEqual(snap, rs.snapshot_from_dict(out))
+
+    FLAVOR_RULES = [
+        # (server, flavor clean_wanted, flavor clean_required): the
+        # agent's (extra_specs.CacheAwareRequest); the class stands in
+        # without "declared".
+        (rs.Server('x', 1, 'cpu', declared='auto'), True, False),
+        (rs.Server('x', 1, 'cpu'), False, False),
+        (rs.Server('x', 1, 'memory', 'required', declared='auto'),
+         True, False),
+        (rs.Server('x', 1, 'cpu', 'required', declared='memory'),
+         True, True),
+        (rs.Server('x', 1, 'memory', 'required'), True, True),
+        (rs.Server('x', 1, 'memory', 'off', declared='auto'), False, False),
+        (rs.Server('x', 1, 'unknown', declared='io'), False, False),
+        (rs.Server('x', 1, 'memory', cache_aware=False, declared='auto'),
+         False, False),
+    ]
+
+    def test_flavor_rules(self):
+        for one, wanted, required in self.FLAVOR_RULES:
+            self.assertEqual((wanted, required), (
+                one.flavor_clean_wanted, one.flavor_clean_required), one)
+
     def test_defaults(self):
         snap = rs.snapshot_from_dict(doc())
         self.assertEqual(
@@ -71,6 +102,8 @@ class SnapshotDocumentTest(testtools.TestCase):
         (server(group='g'), "server x: group 'g' is not in \"groups\""),
         (server(pcpu_estimate=-1), '"pcpu_estimate" must be a number'),
         (server(colour='red'), "server x: unknown key(s) 'colour'"),
+        (server(declared='batch'),
+         '"declared" must be memory, cpu, io, auto or null'),
         (doc(hosts=[{'name': 'a', 'pcpus': 1, 'max_unit': 0}]),
          'host: "max_unit" must be an integer in 1..4096 or null'),
         (doc(hosts=[{'name': 'a', 'pcpus': 1, 'domains': [

@@ -34,7 +34,12 @@ def hosts(draw, name, first_uuid):
             opt_out=draw(st.sampled_from((False, False, False, True))),
             group=draw(st.sampled_from((None, None, None, 'ga', 'gaa'))),
             domain=domain, storm=draw(st.sampled_from((False, False,
-                                                       True)))))
+                                                       True))),
+            # The flavor's workload: often ``auto`` (an ``auto`` server
+            # found CPU-bound still wants Clean to the agent); None: a
+            # document without it.
+            declared=draw(st.sampled_from((None, 'auto', 'auto', 'memory',
+                                           'cpu', 'io')))))
     pcpus = draw(st.integers(1, sum(capacities) + 2))
     return rs.Host(name, pcpus, domains, tuple(servers), draw(max_unit))
 

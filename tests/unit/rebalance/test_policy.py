@@ -4,6 +4,7 @@ import dataclasses
 
 import testtools
 
+from nova_cacheaware.cachedomain import assignment as da
 from nova_cacheaware.contracts import rebalance_snapshot as rs
 from nova_cacheaware.rebalance import model as rm
 from nova_cacheaware.rebalance import policy as rebalance
@@ -329,3 +330,86 @@ class PlacementLimitTableTest(testtools.TestCase):
             rs.Host('a', 4, max_unit=8), rs.Domain('d', 16, max_unit=4)))
         self.assertEqual(16, rm.largest_server(rs.Host('a', 4),
                                                rs.Domain('d', 16)))
+
+
+def by_flavor(uuid, vcpus, workload, declared='auto', **kw):
+    """A server whose flavor declares ``declared`` (class ``workload``)."""
+    return rs.Server(uuid, vcpus, workload, declared=declared, **kw)
+
+
+def by_class(snap):
+    """``snap`` as a document without ``declared``: the class stands in."""
+    return replace_servers(snap, lambda s: dataclasses.replace(
+        s, declared=None))
+
+
+class FlavorRulesTest(testtools.TestCase):
+    """The model counts servers as the agents and the filter do: by flavor.
+
+    An ``auto`` server found CPU-bound still wants Clean to the agent's
+    choice and to the CacheDomainFilter, which closes a domain holding a
+    ``required`` server to it.
+    """
+
+    def required_beside(self, *more):
+        # x (auto, found CPU-bound) leaving a's L2-0 makes the room a
+        # refused 2-vCPU required request needs; b's only room is beside
+        # r, a required server.
+        return f.snapshot(
+            f.q6600('a', by_flavor('x', 1, 'cpu', domain='L2-0'),
+                    by_flavor('m', 2, 'memory', domain='L2-1')),
+            f.q6600('b', by_flavor('r', 1, 'memory', 'memory',
+                                   cache_clean='required', domain='L2-0'),
+                    by_flavor('y', 2, 'memory', domain='L2-1')),
+            *more, pending=(2,))
+
+    def test_no_auto_server_is_sent_beside_a_required_one(self):
+        snap = self.required_beside()
+        # By class, x would go beside r: the filter refuses that.
+        self.assertEqual([('x', 'a', 'b', 'L2-0')],
+                         moves(rebalance.plan_moves(by_class(snap), 3)))
+        region = rm.Region(snap)
+        self.assertFalse(rm.filter_admits(region.views['b'],
+                                          region.servers['x']))
+        self.assertFalse(region.trial('x', 'b').keeps_rules)
+        self.assertEqual([], moves(rebalance.plan_moves(snap, 3)))
+
+    def test_it_goes_where_the_filter_lets_it(self):
+        # c's L2-0 holds a server declared cpu (not Clean-wanting) that
+        # the operator keeps: open to x.
+        snap = self.required_beside(f.q6600(
+            'c', by_flavor('k', 1, 'cpu', 'cpu', opt_out=True,
+                           domain='L2-0'),
+            by_flavor('z', 2, 'memory', domain='L2-1')))
+        plan = rebalance.plan_moves(snap, 3)
+        self.assertEqual([('x', 'a', 'c', 'L2-0')], moves(plan))
+        self.assertEqual(('room', 1, 1), (plan.moves[0].reason,
+                                          plan.before.room + 1,
+                                          plan.after.room))
+
+    def test_predicted_domain_is_the_agents_choice(self):
+        # m1 leaves a Dirty pair for b, where z (auto, found CPU-bound)
+        # still counts against Clean to the agent and k (declared cpu)
+        # does not: the agent puts m1 beside k.
+        snap = f.snapshot(
+            f.q6600('a', by_flavor('m1', 1, 'memory', domain='L2-0'),
+                    by_flavor('m2', 1, 'memory', domain='L2-0'),
+                    by_flavor('k', 2, 'cpu', 'cpu', domain='L2-1')),
+            f.q6600('b', by_flavor('c', 1, 'cpu', 'cpu', domain='L2-0'),
+                    by_flavor('z', 1, 'cpu', domain='L2-1')))
+        plan = rebalance.plan_moves(snap, 3)
+        self.assertEqual([('m1', 'a', 'b', 'L2-0')], moves(plan))
+        self.assertEqual(('clean', 0, 2), (plan.moves[0].reason,
+                                           plan.before.clean,
+                                           plan.after.clean))
+        # The agent's own choice on b once m1 arrived (flavor rules).
+        held = [da.HostHeld(uuid=s.uuid, vcpus=s.vcpus,
+                            memory_bound=s.flavor_clean_wanted,
+                            previous=None if s.uuid == 'm1' else s.domain,
+                            clean_required=s.flavor_clean_required)
+                for s in snap.hosts[1].servers + snap.hosts[0].servers[:1]]
+        self.assertEqual('L2-0', da.assign_domains(
+            {'L2-0': 2, 'L2-1': 2}, held, {})['m1'])
+        # By class the model expected L2-1, beside z.
+        self.assertEqual([('m1', 'a', 'b', 'L2-1')],
+                         moves(rebalance.plan_moves(by_class(snap), 3)))

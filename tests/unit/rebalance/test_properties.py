@@ -14,6 +14,7 @@ import testtools
 from nova_cacheaware.cachedomain import assignment as da
 from nova_cacheaware.rebalance import model as rm
 from nova_cacheaware.rebalance import policy as rebalance
+from nova_cacheaware.scheduler import domain_order
 from tests.unit.rebalance import fixtures as f
 from tests.unit.rebalance import optimum as rebalance_optimum
 from tests.unit.rebalance import strategies as rst
@@ -31,6 +32,52 @@ def domain_use(region, host, domain):
     """vCPUs of the servers placed in ``domain`` of ``host``."""
     return sum(s.vcpus for u, s in region.members[host].items()
                if region.placed[u] == domain)
+
+
+def filter_reason(region, name, server):
+    """The scheduler's ``room_reason`` for ``server`` on host ``name``.
+
+    Its live state as the agents leave it: per domain the servers not
+    found CPU-bound, the vCPUs placed there, the domains holding a
+    server whose flavor asks a Clean guarantee (closed to a request
+    whose flavor wants Clean); Placement's ``max_unit`` drops the domains
+    too small for it.
+    """
+    host = region.hosts[name]
+    rows, closed = [], set()
+    for d in host.domains:
+        there = [s for u, s in region.members[name].items()
+                 if region.placed[u] == d.id]
+        if rm.largest_server(host, d) < server.vcpus:
+            continue
+        memory = sum(s.workload != 'cpu' for s in there)
+        rows.append((d.id, memory, memory, sum(s.vcpus for s in there),
+                     d.capacity))
+        if any(s.flavor_clean_required for s in there):
+            closed.add(d.id)
+    return domain_order.room_reason(
+        rows, server.vcpus, server.flavor_clean_required,
+        closed=frozenset(closed) if server.flavor_clean_wanted
+        else frozenset()) if rows else 'no domain Placement gives'
+
+
+class FilterRuleTest(testtools.TestCase):
+    """The model's room rule is the scheduler's, on any rows."""
+
+    @hypothesis.settings(max_examples=300, deadline=None)
+    @hypothesis.given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 6),
+                                         st.integers(1, 6), st.booleans()),
+                               max_size=4),
+                      st.integers(1, 4), st.booleans())
+    def test_room_refused_is_room_reason(self, raw, vcpus, required):
+        rows = [('d%d' % n, m, used, cap)
+                for n, (m, used, cap, _c) in enumerate(raw)]
+        closed = frozenset('d%d' % n for n, row in enumerate(raw) if row[3])
+        self.assertEqual(
+            domain_order.room_reason(
+                [(d, m, m, used, cap) for d, m, used, cap in rows], vcpus,
+                required, closed=closed) is not None,
+            rm.room_refused(rows, vcpus, required, closed))
 
 
 class PlanRulesTest(testtools.TestCase):
@@ -51,6 +98,9 @@ class PlanRulesTest(testtools.TestCase):
                 self.assertFalse(any(
                     s.group == server.group
                     for s in region.members[move.destination].values()))
+            # Nova's filter admits it there: the scheduler's own rule.
+            self.assertIsNone(filter_reason(region, move.destination,
+                                            server), move)
             trial = region.trial(move.server, move.destination)
             self.assertEqual((True, move.domain, move.score),
                              (trial.helps, trial.domain, trial.score))
@@ -110,10 +160,10 @@ def agents_choice(host, servers, previous, fresh):
     # An arriving server of a flavor without cacheaware: keys floats.
     previous = {u: None if u in fresh else d for u, d in previous.items()}
     held = [da.HostHeld(uuid=s.uuid, vcpus=s.vcpus,
-                        memory_bound=s.wants_clean,
+                        memory_bound=s.flavor_clean_wanted,
                         previous=previous[s.uuid],
-                        clean_required=s.clean_required,
-                        holds_slot=s.clean_required)
+                        clean_required=s.flavor_clean_required,
+                        holds_slot=s.flavor_clean_required)
             for s in servers if s.cache_aware]
     base = {}
     for s in servers:

@@ -38,8 +38,10 @@ class BuildTest(testtools.TestCase):
                                    rs.Domain('L2-1', 2, 0))),
                          (a.name, a.pcpus, a.domains))
         self.assertEqual(rs.Server(U['m1'], 1, 'memory', 'preferred',
-                                   domain='L2-0'), server(audited, 'm1'))
-        self.assertEqual(rs.Server(U['c2'], 2, 'cpu', domain='L2-0'),
+                                   domain='L2-0', declared='auto'),
+                         server(audited, 'm1'))
+        self.assertEqual(rs.Server(U['c2'], 2, 'cpu', domain='L2-0',
+                                   declared='cpu'),
                          server(audited, 'c2'))
         self.assertEqual([U['c2']], [s.uuid for s in b.servers])
         self.assertEqual((), audited.left_out)
@@ -81,7 +83,15 @@ class BuildTest(testtools.TestCase):
          {'opt_out': False, 'cache_aware': False}),
         ('invalid cacheaware: keys', {'extra_specs': {
             'cacheaware:cache_share': 'most'}},
-         {'opt_out': True, 'cache_aware': False}),
+         {'opt_out': True, 'cache_aware': False, 'declared': None}),
+        ('the declared workload from the flavor', {'extra_specs': dict(
+            v.AUTO, **{'cacheaware:workload': 'memory',
+                       'cacheaware:cache_clean': 'required'})},
+         {'declared': 'memory', 'flavor_clean_required': True,
+          'flavor_clean_wanted': True}),
+        ('an auto flavor wants Clean whatever its class', {},
+         {'declared': 'auto', 'workload': 'memory',
+          'flavor_clean_wanted': True, 'flavor_clean_required': False}),
         ('cache_clean from the flavor', {'extra_specs': dict(
             v.AUTO, **{'cacheaware:cache_clean': 'required'})},
          {'cache_clean': 'required'}),

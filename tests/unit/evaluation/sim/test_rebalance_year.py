@@ -102,15 +102,20 @@ class SeenClassTest(testtools.TestCase):
         put(state, 1, 'vm-r', 2, 'memory', 1, flavor='required', changes=())
         snap = year.snapshot(state, year.DAY_S, pending=(2,))
         self.assertEqual(['h0000', 'h0001'], [h.name for h in snap.hosts])
+        # declared: the flavor's workload, as watcher.snapshot fills it
+        # (an auto server found CPU-bound still wants Clean by flavor).
         self.assertEqual(
-            [('vm-a', 'memory', 'preferred', 'd000'),
-             ('vm-b', 'memory', 'preferred', 'd000'),
-             ('vm-c', 'cpu', 'preferred', 'd001')],
-            [(s.uuid, s.workload, s.cache_clean, s.domain)
+            [('vm-a', 'memory', 'preferred', 'd000', 'auto'),
+             ('vm-b', 'memory', 'preferred', 'd000', 'auto'),
+             ('vm-c', 'cpu', 'preferred', 'd001', 'auto')],
+            [(s.uuid, s.workload, s.cache_clean, s.domain, s.declared)
              for s in snap.hosts[0].servers])
-        self.assertEqual([('vm-r', 'memory', 'required', 'd001')],
-                         [(s.uuid, s.workload, s.cache_clean, s.domain)
-                          for s in snap.hosts[1].servers])
+        self.assertEqual([True, False], [
+            snap.hosts[0].servers[2].flavor_clean_wanted,
+            snap.hosts[0].servers[2].wants_clean])
+        self.assertEqual([('vm-r', 'memory', 'required', 'd001', 'memory')],
+                         [(s.uuid, s.workload, s.cache_clean, s.domain,
+                           s.declared) for s in snap.hosts[1].servers])
         self.assertEqual((2,), snap.pending)
         self.assertEqual([2, 2], [d.capacity for d in snap.hosts[0].domains])
 
