@@ -97,24 +97,6 @@ def patterns(counts, capacity):
             if sum(n * k for n, k in zip(p, sizes)) <= capacity]
 
 
-def _scale(terms, cap):
-    """Least ``s >= 1`` with ``sum(a / (b + c s)) <= cap``."""
-    def demand(s):
-        return sum(a / (b + c * s) for a, b, c in terms)
-    if demand(1.0) <= cap:
-        return 1.0
-    lo, hi = 1.0, 2.0
-    while demand(hi) > cap and hi < 1e9:
-        lo, hi = hi, hi * 2
-    for _ in range(50):
-        mid = (lo + hi) / 2
-        if demand(mid) > cap:
-            lo = mid
-        else:
-            hi = mid
-    return hi
-
-
 @dataclasses.dataclass
 class Env:
     """Host-wide quantities of one draw under a reference pinning.
@@ -208,7 +190,7 @@ def domain(cpus, pinned, env, params):
             terms.append((a, 1 - w.stall, w.stall * factors[j] * env.host))
         else:
             terms.append((a, env.floating[here[j - n_pin]][3], 0.0))
-    link = _scale(terms, params.domain_bw_per_cpu * cpus)
+    link = occupancy.solve_scale(terms, params.domain_bw_per_cpu * cpus)
     logs = sum(math.log(alloc) - math.log(
         (1 - w.stall) + w.stall * f * link * env.host)
         for w, f in zip(occ[:n_pin], factors[:n_pin]))
@@ -294,7 +276,8 @@ def environment(domains, vms, work, pinned_at, params, rounds=3,
                               / params.miss_floor,
                               w.stall * part[d][0] * part[d][1] * lam[d]
                               / total))
-            link[d] = _scale(terms, params.domain_bw_per_cpu * c)
+            link[d] = occupancy.solve_scale(
+                terms, params.domain_bw_per_cpu * c)
         terms = []
         for _k, w, part, cross in records:
             total = sum(t for t, _f in part.values())
@@ -305,7 +288,7 @@ def environment(domains, vms, work, pinned_at, params, rounds=3,
                           / params.miss_floor,
                           w.stall * sum(t * f * link[e] for e, (t, f)
                                         in part.items()) / total))
-        host = _scale(terms, params.host_bw_per_cpu * sum(cpus))
+        host = occupancy.solve_scale(terms, params.host_bw_per_cpu * sum(cpus))
     env.host = host
     logs = 0.0
     units = []

@@ -236,15 +236,15 @@ def _bandwidth_factors(domains, vms, work, state, params, rounds=3):
         for d, cpus in enumerate(domains):
             lam = [x * host for x in link]
             lam[d] = host
-            link[d] = _solve_scale(
+            link[d] = solve_scale(
                 _terms(vms, work, state, lam, (d,), (d,), params),
                 params.domain_bw_per_cpu * len(cpus))
-        host = _solve_scale(
+        host = solve_scale(
             _terms(vms, work, state, link, every, every, params), host_cap)
     return [x * host for x in link]
 
 
-def _solve_scale(terms, cap, iterations=50):
+def solve_scale(terms, cap, iterations=50):
     """Least ``s >= 1`` with ``sum(a / (b + c s)) <= cap`` (bisection)."""
     def demand(s):
         return sum(a / (b + c * s) for a, b, c in terms)
