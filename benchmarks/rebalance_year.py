@@ -6,16 +6,14 @@ Usage, from the repository root::
         [--out benchmarks/results/rebalance_year.json]
         [--plots doc/source/evaluation]
         [--part large|small] [--budgets 0,1]
-        [--mix '30 % memory-bound'] [--skip-unknown] [--choice-by-class]
+        [--mix '30 % memory-bound'] [--skip-unknown]
     .venv/bin/python benchmarks/rebalance_year.py --combine SMALL LARGE...
         [--out ...] [--plots ...] [--reuse EARLIER.json]
 
 ``--part`` runs one half (the large clouds take most of the time: run
 them in the background, one process per ``--mix``), ``--budgets`` the
 large clouds' budgets, ``--skip-unknown`` leaves out their run with
-refusals unknown; ``--choice-by-class`` runs the experiment where the
-agents choose by the classifier's class instead of the flavor
-(``YearSpec.choice_by_class``); ``--combine`` writes the JSON (and
+refusals unknown; ``--combine`` writes the JSON (and
 plots) of such parts, with ``--reuse`` taking the no-strategy runs
 (budget 0) the large parts did not run from an earlier document (a
 change of the strategy leaves them as they were).
@@ -115,12 +113,10 @@ def summary(result, reference=None):
 
 
 def large(calib, quick, budgets=BUDGETS, mixes=tuple(MIXES),
-          unknown=True, by_class=False):
+          unknown=True):
     """Every mix and budget on the large cloud, per seed.
 
-    ``unknown``: also the goal's budget with refusals unknown;
-    ``by_class``: the agents' choice by class (``YearSpec``'s
-    ``choice_by_class``, an experiment).
+    ``unknown``: also the goal's budget with refusals unknown.
     """
     model = contention.Model(dirty_all=calib['dirty_all'])
     out = []
@@ -129,7 +125,7 @@ def large(calib, quick, budgets=BUDGETS, mixes=tuple(MIXES),
         mix = MIXES[label]
         for seed in LARGE_SEEDS[:1] if quick else LARGE_SEEDS:
             spec = year.YearSpec(hosts=hosts, days=days, warmup_days=120,
-                                 mix=mix, choice_by_class=by_class)
+                                 mix=mix)
             world = year.world(spec, model, calib['sigma'], seed)
             runs = [year.run(world, b, know_refused=True) for b in budgets]
             if unknown:
@@ -144,15 +140,14 @@ def large(calib, quick, budgets=BUDGETS, mixes=tuple(MIXES),
     return out
 
 
-def small(calib, quick, by_class=False):
+def small(calib, quick):
     """Strategy against the clairvoyant audit on small clouds."""
     model = contention.Model(dirty_all=calib['dirty_all'])
     out = []
     for label in ('50 % memory-bound', '70 % memory-bound'):
         for seed in SEEDS[:1] if quick else SEEDS:
             spec = year.YearSpec(hosts=8, days=120 if quick else 365,
-                                 warmup_days=120, mix=MIXES[label],
-                                 choice_by_class=by_class)
+                                 warmup_days=120, mix=MIXES[label])
             world = year.world(spec, model, calib['sigma'], seed)
             none = year.run(world, 0)
             ours = year.run(world, GOAL_BUDGET, know_refused=True)
@@ -228,9 +223,6 @@ def main(argv=None):
                         help='a large-cloud mix (repeat; default: all)')
     parser.add_argument('--skip-unknown', action='store_true',
                         help='no large-cloud run with refusals unknown')
-    parser.add_argument('--choice-by-class', action='store_true',
-                        help='the agents choose by class, not by flavor '
-                        '(an experiment: the strategy model\'s view)')
     parser.add_argument('--combine', nargs='+', metavar='PART',
                         help='SMALL then LARGE files: one document')
     parser.add_argument('--reuse', metavar='DOC',
@@ -254,11 +246,9 @@ def main(argv=None):
            'large': ([] if args.part == 'small'
                      else large(calib, args.quick, budgets,
                                 tuple(args.mix or MIXES),
-                                not args.skip_unknown,
-                                args.choice_by_class)),
-           'choice_by_class': args.choice_by_class,
+                                not args.skip_unknown)),
            'small': [] if args.part == 'large' else small(
-               calib, args.quick, args.choice_by_class)}
+               calib, args.quick)}
     doc.update(loadavg_after=os.getloadavg(),
                wall_s=round(time.time() - started, 1),
                cpu_s=round(time.process_time() - cpu, 1))
@@ -328,7 +318,6 @@ def combine(paths, out, where=None, reuse=None):
            'budgets': larges[0]['budgets'] if larges else None,
            'seeds': SEEDS, 'large_seeds': LARGE_SEEDS,
            'calibration': small_doc['calibration'],
-           'choice_by_class': small_doc.get('choice_by_class', False),
            'runs': [dict({k: part[k] for k in (
                'date', 'machine', 'loadavg_before', 'loadavg_after',
                'wall_s', 'cpu_s')}, command=_no_dirs(part['command']))

@@ -46,11 +46,13 @@ class PlacementSide:
         self._required_loads = None  # {domain: cache_clean=required VMs}
         self._membound_homes = {}
 
-    def held(self, snapshot, domain_set, usable):
+    def held(self, snapshot, domain_set, usable, not_memory_bound=()):
         """``{uuid: domain id}`` held in Placement, chosen where needed.
 
         ``domain_set``: the host's cache domains; ``usable``: the CPUs
-        usable now.
+        usable now; ``not_memory_bound``: the ``auto`` instances the
+        classifier has found not memory-bound (the choice counts them as
+        the live state does, not against Clean).
 
         Per-host model: instances holding the host's room get a domain
         (:meth:`_choose_domains`); per-domain model: Placement names it.
@@ -58,7 +60,8 @@ class PlacementSide:
         """
         held = self._read_held(snapshot, domain_set, usable)
         if any(d == reporting.ANY_DOMAIN for d in held.values()):
-            held = self._choose_domains(snapshot, held, domain_set, usable)
+            held = self._choose_domains(snapshot, held, domain_set, usable,
+                                        frozenset(not_memory_bound))
         else:
             self.chosen = {}
             self.unplaced = set()
@@ -82,14 +85,17 @@ class PlacementSide:
             LOG.warning('reading allocations failed: %s', e)
             return self.last_held
 
-    def _choose_domains(self, snapshot, held, domain_set, usable):
+    def _choose_domains(self, snapshot, held, domain_set, usable,
+                        not_memory_bound):
         """Resolve :data:`~.reporting.ANY_DOMAIN` (per-host model).
 
         Instances holding room of the host get a domain from
         :func:`~nova_cacheaware.cachedomain.assignment.assign_domains`, with
         the scheduler's rule and seed: the one they had, else the best
         for them now. Those that fit nowhere are left out (they stay on
-        Nova's CPUs, reported not All-share).
+        Nova's CPUs, reported not All-share). An instance counts against
+        Clean when its flavor wants Clean and the classifier has not found
+        it not memory-bound (``not_memory_bound``).
         """
         domains = repinning.plan_domains(domain_set, usable)
         cpus_of = {d.id: set(d.cpus) for d in domains}
@@ -115,6 +121,11 @@ class PlacementSide:
                 continue
             wanted_clean, required = _clean_rules(
                 snapshot.requests.get(instance.uuid))
+            # An 'auto' one found CPU-bound is no memory-bound neighbour
+            # (as the live state's column and Placement's reserved count
+            # it); found memory-bound again, it wants its Clean back.
+            wanted_clean = (wanted_clean
+                            and instance.uuid not in not_memory_bound)
             wanted.append(domain_assignment.HostHeld(
                 uuid=instance.uuid, vcpus=len(instance.nova.allowed),
                 memory_bound=wanted_clean, clean_required=required,

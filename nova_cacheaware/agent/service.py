@@ -188,7 +188,10 @@ class Agent:
         """
         side = self.placement_side
         usable = self._usable(snapshot)
-        held = side.held(snapshot, self.domain_set, usable)
+        classifier = self.repin.classifier
+        held = side.held(snapshot, self.domain_set, usable,
+                         not_memory_bound=classifier.not_memory_bound()
+                         if classifier is not None else ())
         return self.repin.decide(snapshot, self.domain_set, usable, held,
                                  chosen=frozenset(side.chosen),
                                  waiting=frozenset(side.unplaced))

@@ -134,6 +134,11 @@ ClassifierConfig`.
         return {u for u, s in self.states.items()
                 if s.vm_class == memclass.MEMORY}
 
+    def not_memory_bound(self):
+        """Uuids of ``auto`` VMs currently classified not memory-bound."""
+        return {u for u, s in self.states.items()
+                if s.vm_class == memclass.OTHER}
+
     # -- before planning: sample and classify -----------------------------
 
     def record(self, instances, specs, counters):

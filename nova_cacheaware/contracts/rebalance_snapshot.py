@@ -106,7 +106,7 @@ class Server:
 
     @property
     def flavor_clean_wanted(self):
-        """True when the agent's choice and the filter count it Clean-wanting.
+        """True when the scheduler's filter counts it Clean-wanting.
 
         Its flavor's ``clean_wanted``
         (:class:`~nova_cacheaware.contracts.extra_specs.CacheAwareRequest`):
@@ -119,6 +119,18 @@ class Server:
             return self.wants_clean
         return (self.cache_aware and self.declared in ('memory', 'auto')
                 and self.cache_clean != 'off')
+
+    @property
+    def agent_clean_wanted(self):
+        """True when the agent's choice counts it against Clean.
+
+        Its flavor wants Clean (:attr:`flavor_clean_wanted`) and the
+        classifier has not found it CPU-bound: the agent's pass
+        (``placement_side._choose_domains``), like the live state's
+        memory-bound column, counts an ``auto`` server found CPU-bound as
+        no memory-bound neighbour.
+        """
+        return self.flavor_clean_wanted and self.workload != 'cpu'
 
     @property
     def flavor_clean_required(self):

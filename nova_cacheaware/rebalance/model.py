@@ -9,10 +9,12 @@ still join it (not two raced claims in room for one), one left on
 Nova's CPUs (and one that arrives by live migration) is placed like a new
 instance. :meth:`Region.trial` predicts a live migration with that same
 choice, so the plan expects what the agents will really do. The agent's
-choice (and the scheduler's filter) read each server's flavor, not its
-class: an ``auto`` server counts against Clean even once found CPU-bound
-(:attr:`~nova_cacheaware.contracts.rebalance_snapshot.Server.
-flavor_clean_wanted`); Clean itself is judged by the class.
+choice counts a server against Clean when its flavor wants Clean and the
+classifier has not found it CPU-bound (:attr:`~nova_cacheaware.contracts.
+rebalance_snapshot.Server.agent_clean_wanted`); the scheduler's filter
+reads the flavor only (:attr:`~nova_cacheaware.contracts.
+rebalance_snapshot.Server.flavor_clean_wanted`); Clean itself is judged
+by the class.
 
 A live migration goes through Nova's scheduler: the destination must
 pass the CacheDomainFilter's room check (:func:`filter_admits`, the
@@ -215,15 +217,16 @@ def settle(host, servers, previous, fresh=()):
     (it keeps it while it may join it); those in ``fresh`` (arriving) are
     placed anew. Servers of flavors without ``cacheaware:`` keys hold no
     host room: they stay where they are and count against room and Clean.
-    Each counts against Clean as its flavor says (``clean_wanted``,
-    ``clean_required``), as the agent's choice counts it.
+    Each counts against Clean as the agent's choice counts it
+    (``agent_clean_wanted``: its flavor wants Clean and it is not found
+    CPU-bound; ``clean_required`` by its flavor).
     """
     held, base, out = [], {}, {}
     for server in servers:
         domain = None if server.uuid in fresh else previous.get(server.uuid)
         out[server.uuid] = domain
         if domain is not None and not (server.cache_aware
-                                       and server.flavor_clean_wanted):
+                                       and server.agent_clean_wanted):
             # It keeps its domain: only its load matters to the choice
             # (Clean-wanting ones stay instances: the choice may displace
             # one, and counts the required ones).
@@ -235,9 +238,9 @@ def settle(host, servers, previous, fresh=()):
             continue
         held.append(domain_assignment.HostHeld(
             uuid=server.uuid, vcpus=server.vcpus,
-            # The flavor's rules, as the agent's pass gives them
-            # (placement_side._choose_domains), not the class.
-            memory_bound=server.flavor_clean_wanted, previous=domain,
+            # As the agent's pass gives them
+            # (placement_side._choose_domains).
+            memory_bound=server.agent_clean_wanted, previous=domain,
             clean_required=server.flavor_clean_required,
             holds_slot=server.flavor_clean_required))
     # Always the agent's choice, even when every instance had a domain:
@@ -261,8 +264,8 @@ def view(host, servers, placed, origin):
         domain = placed[server.uuid]
         if domain is not None:
             used[domain] += server.vcpus
-            # Holders as the agent's choice counts them: by flavor.
-            holders[domain] += server.flavor_clean_wanted
+            # Holders as the agent's choice counts them.
+            holders[domain] += server.agent_clean_wanted
             memory[domain] += server.memory_bound
             maybe[domain] += server.workload != 'cpu'
             if server.flavor_clean_required:

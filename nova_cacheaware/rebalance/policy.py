@@ -42,8 +42,8 @@ steps:
    whose flavor wants Clean, ``auto`` ones included, whatever their
    class); without another member of its anti-affinity (or
    soft-anti-affinity) group; ranked: a Clean place (a domain with room
-   and no Clean-wanting server) first for a server whose flavor wants
-   one, and for one that does not a domain with room beside a
+   and no server the agent counts against Clean) first for a server the
+   agent counts so, and for one it does not a domain with room beside a
    Clean-wanting server (the agent puts it there, keeping Empty domains
    whole), then hosts whose pCPUs still hold all their guests' vCPUs
    after the move, then by name. The first
@@ -52,9 +52,9 @@ steps:
    a new instance and the source's agent gives freed room to servers
    waiting on Nova's CPUs, both with the agent's own choice
    (:func:`~nova_cacheaware.cachedomain.assignment.assign_domains`),
-   counting each server as its flavor says (an ``auto`` server wants
-   Clean even once found CPU-bound): the plan's ``domain`` is what that
-   agent will do.
+   counting each server as the agent does (its flavor wants Clean and
+   the classifier has not found it CPU-bound; ``required`` by its
+   flavor): the plan's ``domain`` is what that agent will do.
 6. **Rules.** A move is a candidate only if Nova's filter admits it at
    the destination (step 4), the server gets a domain
    there (the destination has the room, counting earlier moves of the
@@ -296,7 +296,7 @@ def _candidates(region, snapshot):
 def _frees_room(host_view, domain, server, smallest):
     """True when ``server`` leaving makes its domain a room for a request."""
     free, holders, _memory, largest = host_view.domains[domain]
-    return (holders - server.flavor_clean_wanted == 0
+    return (holders - server.agent_clean_wanted == 0
             and min(free + server.vcpus, largest) >= smallest)
 
 
@@ -319,7 +319,7 @@ def _destinations(region, snapshot, uuid):
                 in host_view.domains.values()
                 if min(free, largest) >= server.vcpus]
         crowded = host_view.vcpus + server.vcpus > region.hosts[name].pcpus
-        if server.flavor_clean_wanted:
+        if server.agent_clean_wanted:
             second_best = min(fits) > 0  # no Clean place
         else:
             second_best = max(fits) == 0  # only Empty domains to spoil

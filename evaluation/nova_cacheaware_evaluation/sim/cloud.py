@@ -246,8 +246,9 @@ class Host:
     def clean_wanted(self, guest):
         """Whether the agent's choice counts ``guest`` as memory-bound.
 
-        As the agent's pass does (``placement_side._choose_domains``):
-        its flavor's ``clean_wanted``, whatever the classifier found.
+        Its flavor's ``clean_wanted``: a host without a clock knows no
+        classes (the year's hosts add the classifier's, as the agent's
+        pass does).
         """
         return guest.req.cacheaware.clean_wanted
 

@@ -85,10 +85,7 @@ class YearSpec:
     ``load``: mean vCPUs in use over the cloud's CPUs (arrivals are drawn
     so that the stationary load is this); ``declared``: the share of
     memory-bound servers booted with the ``required`` flavor (the others
-    ``auto``); ``mix`` and ``sizes`` as in the cloud scenarios;
-    ``choice_by_class``: the agents' choice counts an ``auto`` server the
-    classifier found CPU-bound as not memory-bound (the strategy model's
-    assumption, an experiment; the agent reads only its flavor).
+    ``auto``); ``mix`` and ``sizes`` as in the cloud scenarios.
     """
 
     hosts: int = 300
@@ -100,7 +97,6 @@ class YearSpec:
     mix: tuple = (('cpu', 5), ('io', 2), ('memory', 3))
     sizes: tuple = ((1, 2), (2, 4), (4, 2))
     declared: float = 0.3
-    choice_by_class: bool = False
 
     @property
     def cpus(self):
@@ -173,19 +169,18 @@ class Host(cloud.Host):
     and the agent's choice see the classes of :attr:`now_s`.
     """
 
-    def __init__(self, index, domains, clock, by_class=False):
+    def __init__(self, index, domains, clock):
         super().__init__(index, domains)
         self.clock = clock
-        self.by_class = by_class
 
     def clean_wanted(self, guest):
-        """The agent's choice: the flavor's ``clean_wanted``.
+        """Whether the agent's choice counts ``guest`` against Clean.
 
-        With ``by_class`` (an experiment, not the agent), the strategy
-        model's assumption instead: an ``auto`` server the classifier
-        found CPU-bound no longer counts.
+        As the agent's pass does (``placement_side._choose_domains``):
+        its flavor's ``clean_wanted``, unless the classifier has found it
+        CPU-bound by now.
         """
-        if self.by_class and seen_class(guest, self.clock()) == 'cpu':
+        if seen_class(guest, self.clock()) == 'cpu':
             return False
         return guest.req.cacheaware.clean_wanted
 
@@ -234,8 +229,7 @@ class Cloud:
     def __init__(self, spec):
         self.spec = spec
         self.now_s = 0.0
-        self.hosts = [Host(i, spec.domains, self.clock,
-                           spec.choice_by_class)
+        self.hosts = [Host(i, spec.domains, self.clock)
                       for i in range(spec.hosts)]
         self.where = {}          # vm id -> host index
         self.truth = {}          # vm id -> real workload
@@ -452,7 +446,7 @@ def _copy(state):
     new._ends = state._ends
     new.hosts = []
     for host in state.hosts:
-        twin = Host(host.index, host.domains, new.clock, host.by_class)
+        twin = Host(host.index, host.domains, new.clock)
         twin.guests = {k: dataclasses.replace(g)
                        for k, g in host.guests.items()}
         new.hosts.append(twin)

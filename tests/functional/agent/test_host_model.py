@@ -238,6 +238,49 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
                         if d.uuid == r2)
         self.assertEqual(repinning.WAITING_REASON, decision.reason)
 
+    def test_auto_instance_found_not_memory_bound_leaves_room_for_clean(self):
+        # Two domains of 4 CPUs, an 'auto' instance in each. Once the
+        # classifier finds a1 not memory-bound, the choice and the live
+        # state stop counting it against Clean: a required instance joins
+        # it instead of taking a domain back from an 'auto' one.
+        root, name = self.compute_node(ratio=1.0)
+        agent, reporter = self.host_agent(name)
+        agent.domain_set = base.domain_set((0, 1, 2, 3), (4, 5, 6, 7))
+        classifier = agent.repin.classifier = test_reporting.FoundMemoryBound()
+        bus = agent.publisher = Bus()
+        agent.reconcile()
+        host = reporter.host_provider_uuid()
+        a1, a2 = (self.boot(root, host, AUTO, False) for _ in 'ab')
+        agent.handle_events([(u, 'started') for u in (a1, a2)])
+        agent.reconcile()
+        homes = {agent.last_held[a1], agent.last_held[a2]}
+        self.assertEqual({'L2-0', 'L2-1'}, homes)
+        classifier.other.add(a1)
+        agent.reconcile()
+        state = notify.to_host_cache_state(bus.sent[-1], name)
+        self.assertEqual(
+            {agent.last_held[a1]: 0, agent.last_held[a2]: 1},
+            {d.id: d.clean_holders for d in state.domains})
+        # The scheduler predicts the next choice from that state.
+        m1 = self.boot(root, host, MEMORY, True)
+        predicted = domain_order.predict_domain(
+            domain_order.host_loads(state.domain_rows(1.0)), 2, True, m1)
+        agent.handle_events([(m1, 'started')])
+        agent.reconcile()
+        self.assertEqual(agent.last_held[a1], agent.last_held[m1])
+        self.assertEqual(predicted, agent.last_held[m1])
+        self.assertEqual(set(), agent.placement_side.unplaced)
+        self.assertEqual({0: (0, 1, 2, 3)} if agent.last_held[m1] == 'L2-0'
+                         else {0: (4, 5, 6, 7)},
+                         {0: self.live_pins(m1)[0]})
+        # Found memory-bound again, a1 may not stay beside the required
+        # m1: it moves beside a2 (preferred: Dirty, not waiting).
+        classifier.other.clear()
+        classifier.found.add(a1)
+        agent.reconcile()
+        self.assertEqual(agent.last_held[a2], agent.last_held[a1])
+        self.assertNotEqual(agent.last_held[m1], agent.last_held[a1])
+
     def test_switch_from_domain_model_keeps_instances_in_place(self):
         root, name = self.compute_node(ratio=1.0)
         old = placement_report.PlacementSyncReporter(self.client,

@@ -36,10 +36,11 @@ CLOSED_RABBIT = 'rabbit://guest:guest@127.0.0.1:9/'
 
 
 class FoundMemoryBound(object):
-    """A classifier double: the given 'auto' VMs were found memory-bound."""
+    """A classifier double: 'auto' VMs found memory-bound, or not."""
 
     def __init__(self):
         self.found = set()
+        self.other = set()
 
     def observe(self, snapshot):
         pass
@@ -49,6 +50,9 @@ class FoundMemoryBound(object):
 
     def memory_bound(self):
         return set(self.found)
+
+    def not_memory_bound(self):
+        return set(self.other)
 
 
 class PlacementService(object):

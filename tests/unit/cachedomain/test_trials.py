@@ -114,11 +114,22 @@ class TrialTest(testtools.TestCase):
         self.assertEqual([('a', memclass.MEMORY)],
                          [(u, d.state.vm_class) for u, d in changed])
         self.assertEqual({'a'}, sampler.memory_bound())
+        self.assertEqual(set(), sampler.not_memory_bound())
         plan_input, _plan, decisions = decide([vm], {}, sampler)
         self.assertEqual('memory', plan_input.vms[0].workload)
         self.assertEqual(('memory-bound: All-share', ('L2-0',)),
                          (decisions[0].reason, decisions[0].domains))
         self.assertEqual('memory', sampler.to_dict()['a']['class'])
+        # Partial-share no slower than All-share: not memory-bound.
+        for n in range(4):
+            sampler.record([vm_all], {}, counters('a', 0.5 + 0.01 * n))
+        for n in range(4):
+            changed = sampler.record([vm], {}, counters('a', 0.5 + 0.01 * n))
+        self.assertEqual([('a', memclass.OTHER)],
+                         [(u, d.state.vm_class) for u, d in changed])
+        self.assertEqual((set(), {'a'}), (sampler.memory_bound(),
+                                          sampler.not_memory_bound()))
         # Gone from the host: forgotten.
         sampler.record([], {}, {})
         self.assertEqual({}, sampler.to_dict())
+        self.assertEqual(set(), sampler.not_memory_bound())

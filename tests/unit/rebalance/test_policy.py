@@ -344,11 +344,12 @@ def by_class(snap):
 
 
 class FlavorRulesTest(testtools.TestCase):
-    """The model counts servers as the agents and the filter do: by flavor.
+    """The model counts servers as the agents and the filter do.
 
-    An ``auto`` server found CPU-bound still wants Clean to the agent's
-    choice and to the CacheDomainFilter, which closes a domain holding a
-    ``required`` server to it.
+    An ``auto`` server found CPU-bound still wants Clean to the
+    CacheDomainFilter, which reads only the flavor and closes a domain
+    holding a ``required`` server to it; the agent's choice counts it as
+    no memory-bound neighbour.
     """
 
     def required_beside(self, *more):
@@ -372,7 +373,11 @@ class FlavorRulesTest(testtools.TestCase):
         self.assertFalse(rm.filter_admits(region.views['b'],
                                           region.servers['x']))
         self.assertFalse(region.trial('x', 'b').keeps_rules)
-        self.assertEqual([], moves(rebalance.plan_moves(snap, 3)))
+        # r goes beside x instead: the agent and the live state count x as
+        # no memory-bound neighbour, and b's L2-0 becomes the room.
+        plan = rebalance.plan_moves(snap, 3)
+        self.assertEqual([('r', 'b', 'a', 'L2-0')], moves(plan))
+        self.assertEqual('room', plan.moves[0].reason)
 
     def test_it_goes_where_the_filter_lets_it(self):
         # c's L2-0 holds a server declared cpu (not Clean-wanting) that
@@ -388,9 +393,9 @@ class FlavorRulesTest(testtools.TestCase):
                                           plan.after.room))
 
     def test_predicted_domain_is_the_agents_choice(self):
-        # m1 leaves a Dirty pair for b, where z (auto, found CPU-bound)
-        # still counts against Clean to the agent and k (declared cpu)
-        # does not: the agent puts m1 beside k.
+        # m1 leaves a Dirty pair for b, where neither c (declared cpu) nor
+        # z (auto, found CPU-bound) counts against Clean to the agent:
+        # both domains are Clean places, the agent's seed picks one.
         snap = f.snapshot(
             f.q6600('a', by_flavor('m1', 1, 'memory', domain='L2-0'),
                     by_flavor('m2', 1, 'memory', domain='L2-0'),
@@ -398,18 +403,21 @@ class FlavorRulesTest(testtools.TestCase):
             f.q6600('b', by_flavor('c', 1, 'cpu', 'cpu', domain='L2-0'),
                     by_flavor('z', 1, 'cpu', domain='L2-1')))
         plan = rebalance.plan_moves(snap, 3)
-        self.assertEqual([('m1', 'a', 'b', 'L2-0')], moves(plan))
+        self.assertEqual([('m1', 'a', 'b', 'L2-1')], moves(plan))
         self.assertEqual(('clean', 0, 2), (plan.moves[0].reason,
                                            plan.before.clean,
                                            plan.after.clean))
-        # The agent's own choice on b once m1 arrived (flavor rules).
+        # The agent's own choice on b once m1 arrived.
         held = [da.HostHeld(uuid=s.uuid, vcpus=s.vcpus,
-                            memory_bound=s.flavor_clean_wanted,
+                            memory_bound=s.agent_clean_wanted,
                             previous=None if s.uuid == 'm1' else s.domain,
                             clean_required=s.flavor_clean_required)
                 for s in snap.hosts[1].servers + snap.hosts[0].servers[:1]]
+        self.assertEqual('L2-1', da.assign_domains(
+            {'L2-0': 2, 'L2-1': 2}, held, {})['m1'])
+        # z counted against Clean (the agent before it read classes)
+        # would have sent m1 beside c.
+        held = [dataclasses.replace(vm, memory_bound=True)
+                if vm.uuid == 'z' else vm for vm in held]
         self.assertEqual('L2-0', da.assign_domains(
             {'L2-0': 2, 'L2-1': 2}, held, {})['m1'])
-        # By class the model expected L2-1, beside z.
-        self.assertEqual([('m1', 'a', 'b', 'L2-1')],
-                         moves(rebalance.plan_moves(by_class(snap), 3)))

@@ -160,7 +160,7 @@ def agents_choice(host, servers, previous, fresh):
     # An arriving server of a flavor without cacheaware: keys floats.
     previous = {u: None if u in fresh else d for u, d in previous.items()}
     held = [da.HostHeld(uuid=s.uuid, vcpus=s.vcpus,
-                        memory_bound=s.flavor_clean_wanted,
+                        memory_bound=s.agent_clean_wanted,
                         previous=previous[s.uuid],
                         clean_required=s.flavor_clean_required,
                         holds_slot=s.flavor_clean_required)

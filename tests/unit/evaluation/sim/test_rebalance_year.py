@@ -15,10 +15,9 @@ MEMORY_AT_1950 = ((1950.0, 'memory'),)
 OTHER_AT_1950 = ((1950.0, 'other'),)
 
 
-def small_cloud(hosts=2, by_class=False):
+def small_cloud(hosts=2):
     """A cloud of ``hosts`` hosts of :data:`PAIRS`, at day 1."""
-    state = year.Cloud(year.YearSpec(hosts=hosts, domains=PAIRS,
-                                     choice_by_class=by_class))
+    state = year.Cloud(year.YearSpec(hosts=hosts, domains=PAIRS))
     state.now_s = year.DAY_S
     return state
 
@@ -103,15 +102,17 @@ class SeenClassTest(testtools.TestCase):
         snap = year.snapshot(state, year.DAY_S, pending=(2,))
         self.assertEqual(['h0000', 'h0001'], [h.name for h in snap.hosts])
         # declared: the flavor's workload, as watcher.snapshot fills it
-        # (an auto server found CPU-bound still wants Clean by flavor).
+        # (an auto server found CPU-bound still wants Clean to the
+        # filter, not to the agent).
         self.assertEqual(
             [('vm-a', 'memory', 'preferred', 'd000', 'auto'),
              ('vm-b', 'memory', 'preferred', 'd000', 'auto'),
              ('vm-c', 'cpu', 'preferred', 'd001', 'auto')],
             [(s.uuid, s.workload, s.cache_clean, s.domain, s.declared)
              for s in snap.hosts[0].servers])
-        self.assertEqual([True, False], [
+        self.assertEqual([True, False, False], [
             snap.hosts[0].servers[2].flavor_clean_wanted,
+            snap.hosts[0].servers[2].agent_clean_wanted,
             snap.hosts[0].servers[2].wants_clean])
         self.assertEqual([('vm-r', 'memory', 'required', 'd001', 'memory')],
                          [(s.uuid, s.workload, s.cache_clean, s.domain,
@@ -181,23 +182,23 @@ class AgentTest(testtools.TestCase):
         self.assertEqual({'vm-n': 0}, homes(state, 1))
         self.assertEqual({'vm-a': 1}, homes(state, 0))
 
-    def test_a_cpu_bound_auto_server_still_counts_as_the_flavor_says(self):
-        # The agent reads the flavor, not the classifier: an auto server
-        # found CPU-bound is still closed out of a required domain.
+    def test_an_auto_server_found_cpu_bound_stays_beside_a_required_one(self):
+        # The agent counts the class it found: an auto server found
+        # CPU-bound is no memory-bound neighbour of a required one.
         state = small_cloud()
         put(state, 0, 'vm-r', 1, 'memory', 0, flavor='required', changes=())
         put(state, 0, 'vm-c', 1, 'cpu', 0, changes=OTHER_AT_1950)
         state.hosts[0].agent_choice()
-        self.assertEqual({'vm-c': 1, 'vm-r': 0}, homes(state, 0))
-        guest = state.hosts[0].guests['vm-c']
-        self.assertTrue(state.hosts[0].clean_wanted(guest))
-
-    def test_by_class_experiment_keeps_a_cpu_bound_neighbour(self):
-        state = small_cloud(by_class=True)
-        put(state, 0, 'vm-r', 1, 'memory', 0, flavor='required', changes=())
-        put(state, 0, 'vm-c', 1, 'cpu', 0, changes=OTHER_AT_1950)
-        state.hosts[0].agent_choice()
         self.assertEqual({'vm-c': 0, 'vm-r': 0}, homes(state, 0))
+        guest = state.hosts[0].guests['vm-c']
+        self.assertFalse(state.hosts[0].clean_wanted(guest))
+
+    def test_an_auto_server_not_classified_yet_leaves_a_required_one(self):
+        state = small_cloud()
+        put(state, 0, 'vm-r', 1, 'memory', 0, flavor='required', changes=())
+        put(state, 0, 'vm-c', 1, 'cpu', 0, changes=((9e9, 'other'),))
+        state.hosts[0].agent_choice()
+        self.assertEqual({'vm-c': 1, 'vm-r': 0}, homes(state, 0))
 
 
 class FilterTest(testtools.TestCase):
