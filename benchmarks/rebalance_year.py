@@ -6,18 +6,17 @@ Usage, from the repository root::
         [--out benchmarks/results/rebalance_year.json]
         [--plots doc/source/evaluation]
         [--part large|small] [--budgets 0,1]
-        [--mix '30 % memory-bound'] [--skip-unknown] [--reserve ROOMS:VCPUS]
+        [--mix '30 % memory-bound'] [--skip-unknown]
     .venv/bin/python benchmarks/rebalance_year.py --combine SMALL LARGE...
         [--out ...] [--plots ...] [--reuse EARLIER.json]
 
 ``--part`` runs one half (the large clouds take most of the time: run
 them in the background, one process per ``--mix``), ``--budgets`` the
 large clouds' budgets, ``--skip-unknown`` leaves out their run with
-refusals unknown; ``--reserve`` gives the large clouds' audits the
-strategy's ``reserved_rooms`` and ``reserved_room_vcpus``; ``--combine``
-writes the JSON (and plots) of such parts, with ``--reuse`` taking the
-no-strategy runs (budget 0) the large parts did not run from an earlier
-document (a change of the strategy leaves them as they were).
+refusals unknown; ``--combine`` writes the JSON (and
+plots) of such parts, with ``--reuse`` taking the no-strategy runs
+(budget 0) the large parts did not run from an earlier document (a
+change of the strategy leaves them as they were).
 
 On :mod:`nova_cacheaware_evaluation.sim.rebalance_year`'s cloud (the
 scheduler's and the agent's rules, the classifier's votes on CPI noise
@@ -92,7 +91,6 @@ def summary(result, reference=None):
     loose = ratios(days, 'clean', lambda i, d: d['bound'])
     return {'per_100': result['per_100'], 'mover': result['mover'],
             'know_refused': result['know_refused'],
-            'reserve': result.get('reserve', []),
             'clean_mean': round(sum(after) / len(after), 4),
             'clean_worst': round(min(after), 4),
             'clean_before_mean': round(sum(before) / len(before), 4),
@@ -115,11 +113,10 @@ def summary(result, reference=None):
 
 
 def large(calib, quick, budgets=BUDGETS, mixes=tuple(MIXES),
-          unknown=True, reserve=()):
+          unknown=True):
     """Every mix and budget on the large cloud, per seed.
 
-    ``unknown``: also the goal's budget with refusals unknown;
-    ``reserve``: the vCPUs of the rooms the audits keep.
+    ``unknown``: also the goal's budget with refusals unknown.
     """
     model = contention.Model(dirty_all=calib['dirty_all'])
     out = []
@@ -130,10 +127,9 @@ def large(calib, quick, budgets=BUDGETS, mixes=tuple(MIXES),
             spec = year.YearSpec(hosts=hosts, days=days, warmup_days=120,
                                  mix=mix)
             world = year.world(spec, model, calib['sigma'], seed)
-            runs = [year.run(world, b, know_refused=True, reserve=reserve)
-                    for b in budgets]
+            runs = [year.run(world, b, know_refused=True) for b in budgets]
             if unknown:
-                runs.append(year.run(world, GOAL_BUDGET, reserve=reserve))
+                runs.append(year.run(world, GOAL_BUDGET))
             out.append({'mix': label, 'seed': seed, 'hosts': hosts,
                         'days': days,
                         'summaries': [summary(r) for r in runs],
@@ -227,10 +223,6 @@ def main(argv=None):
                         help='a large-cloud mix (repeat; default: all)')
     parser.add_argument('--skip-unknown', action='store_true',
                         help='no large-cloud run with refusals unknown')
-    parser.add_argument('--reserve', metavar='ROOMS:VCPUS',
-                        help='the large clouds\' audits keep ROOMS rooms '
-                        'of VCPUS vCPUs (reserved_rooms, '
-                        'reserved_room_vcpus)')
     parser.add_argument('--combine', nargs='+', metavar='PART',
                         help='SMALL then LARGE files: one document')
     parser.add_argument('--reuse', metavar='DOC',
@@ -242,10 +234,6 @@ def main(argv=None):
         return combine(args.combine, args.out, args.plots, args.reuse)
     budgets = tuple(float(b) if '.' in b else int(b)
                     for b in args.budgets.split(','))
-    reserve = ()
-    if args.reserve:
-        rooms, vcpus = (int(n) for n in args.reserve.split(':'))
-        reserve = (vcpus,) * rooms
     started, cpu = time.time(), time.process_time()
     load = os.getloadavg()
     calib = cache_cloud_bench.probe_calibration()
@@ -258,7 +246,7 @@ def main(argv=None):
            'large': ([] if args.part == 'small'
                      else large(calib, args.quick, budgets,
                                 tuple(args.mix or MIXES),
-                                not args.skip_unknown, reserve)),
+                                not args.skip_unknown)),
            'small': [] if args.part == 'large' else small(
                calib, args.quick)}
     doc.update(loadavg_after=os.getloadavg(),

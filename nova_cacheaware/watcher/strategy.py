@@ -53,9 +53,6 @@ LIVE = 'live'
 PER_100_SERVERS = 1.0
 #: Refused ``required`` requests of the last day count (a daily audit's).
 REFUSED_WITHIN_HOURS = 24.0
-#: Reserved rooms one audit may count (with the refused requests, within
-#: the snapshot's bound on pending requests).
-MAX_RESERVED_ROOMS = 1024
 
 
 class CacheRebalance(base.BaseStrategy):
@@ -110,19 +107,6 @@ class CacheRebalance(base.BaseStrategy):
                                    '(0: do not ask Nova).',
                     'type': 'number', 'minimum': 0,
                     'default': REFUSED_WITHIN_HOURS},
-                'reserved_rooms': {
-                    'description': 'Keep room for this many cache_clean='
-                                   'required requests to come: the plan '
-                                   'counts each like a refused request of '
-                                   'reserved_room_vcpus vCPUs (a running '
-                                   'server is not made Clean in the last '
-                                   'such rooms, and moves may make them).',
-                    'type': 'integer', 'minimum': 0,
-                    'maximum': MAX_RESERVED_ROOMS, 'default': 0},
-                'reserved_room_vcpus': {
-                    'description': 'The vCPUs of each reserved room (your '
-                                   'cache_clean=required flavors\' size).',
-                    'type': 'integer', 'minimum': 1, 'default': 1},
             },
         }
 
@@ -173,8 +157,7 @@ class CacheRebalance(base.BaseStrategy):
              if h.uuid and h.name in {view.host for view in views.views}}))
         self.audited = snapshot.build(views.views, hosts, servers,
                                       source.server_groups(),
-                                      tuple(self._refused(source))
-                                      + self._reserved())
+                                      self._refused(source))
         for name, reason in self.audited.left_out:
             LOG.info('Cache rebalance audit: %s left out: %s', name, reason)
         if LOG.isEnabledFor(logging.DEBUG):
@@ -203,16 +186,6 @@ class CacheRebalance(base.BaseStrategy):
                      'requests refused in the last %s hours (vCPUs %s)',
                      len(pending), hours, list(pending))
         return pending
-
-    def _reserved(self):
-        """The operator's reserved rooms, as refused requests' vCPUs."""
-        rooms = self.input_parameters.get('reserved_rooms', 0)
-        vcpus = self.input_parameters.get('reserved_room_vcpus', 1)
-        if rooms:
-            LOG.info('Cache rebalance audit keeps room for %d '
-                     'cache_clean=required requests to come (%d vCPUs '
-                     'each)', rooms, vcpus)
-        return (vcpus,) * rooms
 
     def _api_source(self):
         conf = self.config

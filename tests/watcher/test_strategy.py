@@ -17,7 +17,6 @@ import types
 import uuid
 
 import fixtures
-import jsonschema
 from oslo_config import cfg
 import testtools
 from watcher.applier.loading import default as action_loading
@@ -383,29 +382,6 @@ class StrategyTest(testtools.TestCase):
         self.assertEqual(datetime.timedelta(hours=1.5), round_to_s(
             datetime.datetime.now(datetime.timezone.utc)
             - strategy.state_source.refused_since))
-
-    def test_a_reserved_room_is_kept_like_a_refused_request(self):
-        log = self.useFixture(fixtures.FakeLogger(
-            name='nova_cacheaware.watcher.strategy'))
-        strategy, solution = run(compute_model(CROWDED[0]), CROWDED[1],
-                                 reserved_rooms=1, reserved_room_vcpus=2)
-        # As for one refused 2-vCPU request: a's L2-0 is made Empty.
-        self.assertEqual([('m1', 'a', 'b')], actions(solution))
-        self.assertEqual((2,), strategy.audited.snapshot.pending)
-        self.assertIn('Cache rebalance audit keeps room for 1 '
-                      'cache_clean=required requests to come (2 vCPUs '
-                      'each)', log.output)
-        # After the refused ones, and with them.
-        strategy, _solution = run(compute_model(CROWDED[0]), CROWDED[1],
-                                  refused=(1,), reserved_rooms=2,
-                                  reserved_room_vcpus=4)
-        self.assertEqual((1, 4, 4), strategy.audited.snapshot.pending)
-
-    def test_reserved_rooms_bounds(self):
-        for bad in ({'reserved_rooms': -1}, {'reserved_rooms': 1025},
-                    {'reserved_room_vcpus': 0}):
-            self.assertRaises(jsonschema.ValidationError, run,
-                              compute_model(DIRTY[0]), DIRTY[1], **bad)
 
     def test_nova_unreadable_audit_goes_on_without_refusals(self):
         log = self.useFixture(fixtures.FakeLogger(

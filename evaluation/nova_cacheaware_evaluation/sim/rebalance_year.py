@@ -469,8 +469,7 @@ def world(spec, model, sigma, seed):
                                                   seed + 1))
 
 
-def run(the_world, per_100, mover='strategy', know_refused=False,
-        reserve=()):
+def run(the_world, per_100, mover='strategy', know_refused=False):
     """One year on ``the_world``; the daily series and totals (JSON-ready).
 
     ``mover``: ``strategy`` (the Watcher strategy's decision) or
@@ -479,9 +478,7 @@ def run(the_world, per_100, mover='strategy', know_refused=False,
     request the scheduler refuses is asked again once, after the day's
     audit (its tenant retries), and counts as refused only if it fails
     again; ``know_refused``: the audit's snapshot lists those requests
-    (what the strategy would do if Nova recorded them); ``reserve``: the
-    vCPUs of the rooms the strategy's ``reserved_rooms`` keeps, counted
-    after them. Each day's figures
+    (what the strategy would do if Nova recorded them). Each day's figures
     are taken twice: before the audit (``clean_before``: the day's
     arrivals and departures done) and after its moves (``clean``).
     """
@@ -510,9 +507,8 @@ def run(the_world, per_100, mover='strategy', know_refused=False,
         servers = len(state.truth)
         budget = budget_of(servers, per_100)
         moves = (clairvoyant_moves(state, budget) if mover == 'clairvoyant'
-                 else strategy_moves(state, now_s, budget, ([
-                     a.vm.vcpus for a in pending] if know_refused else [])
-                     + list(reserve)))
+                 else strategy_moves(state, now_s, budget, [
+                     a.vm.vcpus for a in pending] if know_refused else ()))
         audit = apply_plan(state, moves)
         # The tenants of refused required requests boot again once, after
         # the audit: refused only if that fails too.
@@ -543,8 +539,7 @@ def run(the_world, per_100, mover='strategy', know_refused=False,
                      'budget': budget, 'moved': audit.moved,
                      'failed': audit.failed, 'worse': audit.worse})
     return {'per_100': per_100, 'mover': mover,
-            'know_refused': know_refused, 'reserve': list(reserve),
-            'days': days,
+            'know_refused': know_refused, 'days': days,
             'refused': refused, 'refused_required': refused_required,
             'planned': totals.planned, 'moved': totals.moved,
             'failed': totals.failed, 'worse': totals.worse,

@@ -2,7 +2,6 @@
 
 import heapq
 
-import fixtures
 import testtools
 
 from nova_cacheaware_evaluation.sim import cloud
@@ -311,20 +310,3 @@ class YearTest(testtools.TestCase):
 
     def test_repeatable(self):
         self.assertEqual(year.run(self.world, 1), year.run(self.world, 1))
-
-    def test_reserved_rooms_follow_the_refused_requests(self):
-        seen = []
-        real = year.strategy_moves
-
-        def spy(state, now_s, budget, pending=()):
-            seen.append(list(pending))
-            return real(state, now_s, budget, pending)
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_cacheaware_evaluation.sim.rebalance_year.strategy_moves',
-            spy))
-        got = year.run(self.world, 1, know_refused=True, reserve=(4, 4))
-        self.assertEqual([4, 4], got['reserve'])
-        # Every audit (30 days of warmup, 20 measured); no required
-        # request refused on this cloud: the reserve alone.
-        self.assertEqual([[4, 4]] * 50, seen)
-        self.assertEqual(0, got['refused_required'])
