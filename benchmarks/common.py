@@ -4,6 +4,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import subprocess
 
 
@@ -21,6 +22,12 @@ def machine():
         fields.get('Model name', '?').strip(),
         fields.get('CPU(s)', '?').strip(),
         fields.get('Hypervisor vendor', 'bare metal').strip())
+
+
+def command(script, argv, python='.venv/bin/python'):
+    """The command line that reran ``benchmarks/<script>`` with ``argv``."""
+    return ' '.join([python, 'benchmarks/%s' % script]
+                    + [shlex.quote(a) for a in argv])
 
 
 def now():

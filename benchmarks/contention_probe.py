@@ -25,7 +25,6 @@ doc/source/evaluation/contention-probe.rst.
 import argparse
 import json
 import os
-import shlex
 import subprocess
 import sys
 
@@ -109,8 +108,7 @@ def report(doc):
 def main(argv=None):
     """Run the probes and write the results document."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    command = ' '.join(['python', 'benchmarks/contention_probe.py']
-                       + [shlex.quote(a) for a in argv])
+    command = common.command('contention_probe.py', argv, python='python')
     extra = []
     if '--' in argv:
         extra = argv[argv.index('--') + 1:]

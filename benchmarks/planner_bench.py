@@ -29,7 +29,6 @@ import dataclasses
 import json
 import os
 import random
-import shlex
 import statistics
 import sys
 import time
@@ -288,8 +287,7 @@ def main(argv=None):
     rows = speed(repeat, seeds=[1, 2, 3])
     doc = {
         'benchmark': 'planner_bench',
-        'command': ' '.join(['.venv/bin/python', 'benchmarks/planner_bench.py']
-                            + [shlex.quote(a) for a in (argv or [])]),
+        'command': common.command('planner_bench.py', argv or []),
         'date': common.now(),
         'machine': common.machine(),
         'speed_summary': speed_summary(rows),

@@ -26,7 +26,6 @@ import argparse
 import math
 import os
 import random
-import shlex
 import statistics
 import sys
 import time
@@ -139,9 +138,7 @@ def main(argv=None):
     large = large_rows(args.repeat)
     small = small_rows(args.repeat, seeds, args.hosts)
     doc = {'benchmark': 'planner_bench_exact',
-           'command': ' '.join(['.venv/bin/python',
-                                'benchmarks/planner_bench_exact.py']
-                               + [shlex.quote(a) for a in (argv or [])]),
+           'command': common.command('planner_bench_exact.py', argv or []),
            'date': common.now(), 'machine': common.machine(),
            'exact_max_plans': BOUND,
            'large_summary': {

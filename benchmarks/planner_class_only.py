@@ -42,7 +42,6 @@ import argparse
 import math
 import os
 import random
-import shlex
 import statistics
 import sys
 import time
@@ -147,9 +146,7 @@ def main(argv=None):
     load_before = os.getloadavg()
     started, cpu = time.monotonic(), time.process_time()
     doc = {'benchmark': 'planner_class_only',
-           'command': ' '.join(['.venv/bin/python',
-                                'benchmarks/planner_class_only.py']
-                               + [shlex.quote(a) for a in (argv or [])]),
+           'command': common.command('planner_class_only.py', argv or []),
            'date': common.now(), 'machine': common.machine(),
            'calibration': calib,
            'goal': {'mean': GOAL_MEAN, 'worst': GOAL_WORST},

@@ -35,7 +35,6 @@ import argparse
 import math
 import os
 import random
-import shlex
 import statistics
 import sys
 import time
@@ -213,9 +212,7 @@ def main(argv=None):
                        params, args.budget)
              for shape in SHAPES for seed in range(1, args.large_hosts + 1)]
     doc = {'benchmark': 'planner_class_only_ilp',
-           'command': ' '.join(['.venv/bin/python',
-                                'benchmarks/planner_class_only_ilp.py']
-                               + [shlex.quote(a) for a in (argv or [])]),
+           'command': common.command('planner_class_only_ilp.py', argv or []),
            'date': common.now(), 'machine': common.machine(),
            'calibration': calib, 'small': small, 'large': large}
     if small:

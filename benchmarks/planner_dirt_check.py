@@ -18,7 +18,6 @@ import argparse
 import dataclasses
 import os
 import random
-import shlex
 import sys
 import time
 
@@ -90,9 +89,7 @@ def main(argv=None):
                and r['dirt'][0] > r['dirt'][2] * (1 + bound)]
     kept = [r for r in rows if r['incremental_with_check']]
     doc = {'benchmark': 'planner_dirt_check',
-           'command': ' '.join(['.venv/bin/python',
-                                'benchmarks/planner_dirt_check.py']
-                               + [shlex.quote(a) for a in (argv or [])]),
+           'command': common.command('planner_dirt_check.py', argv or []),
            'date': common.now(), 'machine': common.machine(),
            'dirt_bound': bound, 'changes': args.changes,
            'incremental_without_check': sum(

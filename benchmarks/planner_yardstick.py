@@ -45,7 +45,6 @@ import json
 import math
 import os
 import random
-import shlex
 import statistics
 import sys
 import time
@@ -243,9 +242,7 @@ def main(argv=None):
     load_before = os.getloadavg()
     started = time.monotonic()
     doc = {'benchmark': 'planner_yardstick',
-           'command': ' '.join(['.venv/bin/python',
-                                'benchmarks/planner_yardstick.py']
-                               + [shlex.quote(a) for a in (argv or [])]),
+           'command': common.command('planner_yardstick.py', argv or []),
            'date': common.now(), 'machine': common.machine(),
            'calibration': dict(calib, parameters={
                k: {'value': getattr(occupancy.Params(), k), 'source': v}

@@ -36,7 +36,6 @@ import gc
 import json
 import os
 import platform
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -219,9 +218,7 @@ def run(args):
         print('region_state: %d x %d done (%.0f s)' % (
             hosts, vms, time.monotonic() - started), file=sys.stderr)
     doc = {'benchmark': 'region_state',
-           'command': ' '.join(['.venv/bin/python',
-                                'benchmarks/region_state.py']
-                               + [shlex.quote(a) for a in sys.argv[1:]]),
+           'command': common.command('region_state.py', sys.argv[1:]),
            'date': common.now(), 'machine': common.machine(),
            'cpu': _cpu(), 'python': platform.python_version(),
            'settings': {'period_s': sim.PERIOD_S,

@@ -69,7 +69,6 @@ import json
 import os
 import platform
 import random
-import shlex
 import statistics
 import sys
 import time
@@ -551,9 +550,7 @@ def main():
                     print(json.dumps(result), file=sys.stderr, flush=True)
     doc = {
         'benchmark': 'scheduler_filter_cost',
-        'command': ' '.join(['.venv/bin/python',
-                             'benchmarks/scheduler_filter_cost.py']
-                            + [shlex.quote(a) for a in sys.argv[1:]]),
+        'command': common.command('scheduler_filter_cost.py', sys.argv[1:]),
         'date': common.now(),
         'machine': common.machine(),
         'python': platform.python_version(),
