@@ -273,8 +273,21 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         self.assertEqual({0: (0, 1, 2, 3)} if agent.last_held[m1] == 'L2-0'
                          else {0: (4, 5, 6, 7)},
                          {0: self.live_pins(m1)[0]})
-        # Found memory-bound again, a1 may not stay beside the required
-        # m1: it moves beside a2 (preferred: Dirty, not waiting).
+        # An agent restarted (kill -9) has no verdict yet: a1 counts as
+        # memory-bound again and leaves the required m1's domain, beside a2
+        # (preferred: Dirty, not waiting); m1 stays where it is, Clean.
+        restarted, _reporter = self.host_agent(name)
+        restarted.domain_set = agent.domain_set
+        restarted.repin.classifier = test_reporting.FoundMemoryBound()
+        home_m1 = agent.last_held[m1]
+        restarted.reconcile()
+        self.assertEqual(home_m1, restarted.last_held[m1])
+        self.assertEqual(restarted.last_held[a2], restarted.last_held[a1])
+        self.assertEqual(set(), restarted.placement_side.unplaced)
+        cpus = {'L2-0': (0, 1, 2, 3), 'L2-1': (4, 5, 6, 7)}
+        self.assertEqual({cpus[restarted.last_held[a2]]},
+                         set(self.live_pins(a1).values()))
+        # Found memory-bound, the same.
         classifier.other.clear()
         classifier.found.add(a1)
         agent.reconcile()
