@@ -6,15 +6,17 @@ Usage, from the repository root::
         [--out benchmarks/results/rebalance_year.json]
         [--plots doc/source/evaluation]
         [--part large|small] [--budgets 0,1]
-        [--mix '30 % memory-bound'] [--skip-unknown]
+        [--mix '30 % memory-bound'] [--skip-unknown] [--skip-clean-first]
     .venv/bin/python benchmarks/rebalance_year.py --combine SMALL LARGE...
         [--out ...] [--plots ...] [--reuse EARLIER.json]
 
 ``--part`` runs one half (the large clouds take most of the time: run
 them in the background, one process per ``--mix``), ``--budgets`` the
-large clouds' budgets, ``--skip-unknown`` leaves out their run with
-refusals unknown; ``--combine`` writes the JSON (and
-plots) of such parts, with ``--reuse`` taking the no-strategy runs
+large clouds' budgets (empty: none), ``--skip-unknown`` leaves out their
+run with refusals unknown, ``--skip-clean-first`` the one with the
+strategy's ``priority`` ``clean``; ``--combine`` writes the JSON (and
+plots) of such parts (one cloud's runs from several parts made one),
+with ``--reuse`` taking the no-strategy runs
 (budget 0) the large parts did not run from an earlier document (a
 change of the strategy leaves them as they were).
 
@@ -36,7 +38,9 @@ measured by the contention probe), each seed's trace is run
   budget (one per 100 servers per day: one move a day there);
 * the audit as shipped knows the day's refused ``required`` requests
   (the strategy's ``refused_within_hours``: Nova's ERROR servers with
-  NoValidHost); once without them (``refused_within_hours = 0``).
+  NoValidHost) and makes room for them first (``priority`` ``required``);
+  at the goal's budget once with Clean first (``priority`` ``clean``)
+  and once without them (``refused_within_hours = 0``).
 
 Writes the JSON (command, machine, date, load, CPU time) and, with
 ``--plots``, ``rebalance-year-clean.png`` and ``rebalance-year-small.png``
@@ -91,6 +95,7 @@ def summary(result, reference=None):
     loose = ratios(days, 'clean', lambda i, d: d['bound'])
     return {'per_100': result['per_100'], 'mover': result['mover'],
             'know_refused': result['know_refused'],
+            'priority': result['priority'],
             'clean_mean': round(sum(after) / len(after), 4),
             'clean_worst': round(min(after), 4),
             'clean_before_mean': round(sum(before) / len(before), 4),
@@ -113,10 +118,11 @@ def summary(result, reference=None):
 
 
 def large(calib, quick, budgets=BUDGETS, mixes=tuple(MIXES),
-          unknown=True):
+          unknown=True, clean_first=True):
     """Every mix and budget on the large cloud, per seed.
 
-    ``unknown``: also the goal's budget with refusals unknown.
+    ``unknown``: also the goal's budget with refusals unknown;
+    ``clean_first``: also the goal's budget with ``priority`` ``clean``.
     """
     model = contention.Model(dirty_all=calib['dirty_all'])
     out = []
@@ -128,6 +134,9 @@ def large(calib, quick, budgets=BUDGETS, mixes=tuple(MIXES),
                                  mix=mix)
             world = year.world(spec, model, calib['sigma'], seed)
             runs = [year.run(world, b, know_refused=True) for b in budgets]
+            if clean_first:
+                runs.append(year.run(world, GOAL_BUDGET, know_refused=True,
+                                     priority='clean'))
             if unknown:
                 runs.append(year.run(world, GOAL_BUDGET))
             out.append({'mix': label, 'seed': seed, 'hosts': hosts,
@@ -151,24 +160,31 @@ def small(calib, quick):
             world = year.world(spec, model, calib['sigma'], seed)
             none = year.run(world, 0)
             ours = year.run(world, GOAL_BUDGET, know_refused=True)
+            clean = year.run(world, GOAL_BUDGET, know_refused=True,
+                             priority='clean')
             best = year.run(world, GOAL_BUDGET, mover='clairvoyant')
             clairvoyant = best['days']
             out.append({
                 'mix': label, 'seed': seed, 'hosts': 8,
-                'summaries': [summary(r) for r in (none, ours, best)],
+                'summaries': [summary(r)
+                              for r in (none, ours, clean, best)],
                 'vs_clairvoyant': summary(
                     ours, lambda i, d: clairvoyant[i]['clean']),
                 'series': {_key(r): [(d['clean_before'], d['clean'],
                                       d['optimum'], d['moved'])
                                      for d in r['days']]
-                           for r in (none, ours, best)}})
+                           for r in (none, ours, clean, best)}})
     return out
 
 
 def _key(result):
-    return '%s %s%s' % (result['mover'], result['per_100'],
-                        '' if result['know_refused'] or not result['per_100']
-                        else ' refusals unknown')
+    if not result['per_100'] or result['mover'] != 'strategy':
+        return '%s %s' % (result['mover'], result['per_100'])
+    if not result['know_refused']:
+        return 'strategy %s refusals unknown' % result['per_100']
+    return 'strategy %s%s' % (result['per_100'],
+                              ' clean first'
+                              if result['priority'] == 'clean' else '')
 
 
 def _large_lines(ax, case):
@@ -223,6 +239,8 @@ def main(argv=None):
                         help='a large-cloud mix (repeat; default: all)')
     parser.add_argument('--skip-unknown', action='store_true',
                         help='no large-cloud run with refusals unknown')
+    parser.add_argument('--skip-clean-first', action='store_true',
+                        help='no large-cloud run with priority "clean"')
     parser.add_argument('--combine', nargs='+', metavar='PART',
                         help='SMALL then LARGE files: one document')
     parser.add_argument('--reuse', metavar='DOC',
@@ -233,7 +251,7 @@ def main(argv=None):
     if args.combine:
         return combine(args.combine, args.out, args.plots, args.reuse)
     budgets = tuple(float(b) if '.' in b else int(b)
-                    for b in args.budgets.split(','))
+                    for b in args.budgets.split(',') if b)
     started, cpu = time.time(), time.process_time()
     load = os.getloadavg()
     calib = cache_cloud_bench.probe_calibration()
@@ -246,7 +264,8 @@ def main(argv=None):
            'large': ([] if args.part == 'small'
                      else large(calib, args.quick, budgets,
                                 tuple(args.mix or MIXES),
-                                not args.skip_unknown)),
+                                not args.skip_unknown,
+                                not args.skip_clean_first)),
            'small': [] if args.part == 'large' else small(
                calib, args.quick)}
     doc.update(loadavg_after=os.getloadavg(),
@@ -300,6 +319,24 @@ def _reused(larges, path):
     return sorted(reused)
 
 
+def _merged(cases):
+    """``cases`` with those of one cloud made one.
+
+    Parts that ran one cloud's budgets apart: their summaries and series
+    together.
+    """
+    out = {}
+    for case in cases:
+        key = (case['mix'], case['seed'], case['hosts'], case['days'])
+        if key not in out:
+            out[key] = dict(case, summaries=list(case['summaries']),
+                            series=dict(case['series']))
+            continue
+        out[key]['summaries'].extend(case['summaries'])
+        out[key]['series'].update(case['series'])
+    return list(out.values())
+
+
 def combine(paths, out, where=None, reuse=None):
     """One document of a ``--part small`` run and ``--part large`` runs.
 
@@ -322,7 +359,7 @@ def combine(paths, out, where=None, reuse=None):
                'date', 'machine', 'loadavg_before', 'loadavg_after',
                'wall_s', 'cpu_s')}, command=_no_dirs(part['command']))
                for part in parts],
-           'large': [c for part in larges for c in part['large']],
+           'large': _merged(c for part in larges for c in part['large']),
            'small': small_doc['small']}
     if reused:
         doc['budgets'] = sorted(set(doc['budgets']) | set(reused))

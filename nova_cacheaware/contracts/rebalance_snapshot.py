@@ -29,6 +29,9 @@ CACHE_CLEAN = ('required', 'preferred', 'off')
 DECLARED = ('memory', 'cpu', 'io', 'auto')
 GROUP_POLICIES = ('affinity', 'anti-affinity', 'soft-affinity',
                   'soft-anti-affinity')
+#: What a plan serves first: rooms for the refused ``required`` requests,
+#: or Clean servers (each fitting request counted as one).
+PRIORITIES = ('required', 'clean')
 
 #: Bounds no region reaches; they keep an absurd document from making the
 #: planner build (and search) millions of values.
@@ -166,12 +169,14 @@ class Snapshot:
     """A region: hosts, server group policies, refused ``required`` requests.
 
     ``groups``: ``((group id, policy), ...)``; ``pending``: the vCPUs of
-    each ``cache_clean=required`` request that got NoValidHost.
+    each ``cache_clean=required`` request that got NoValidHost;
+    ``priority``: one of :data:`PRIORITIES`, what the plan serves first.
     """
 
     hosts: ty.Tuple[Host, ...]
     groups: ty.Tuple[ty.Tuple[str, str], ...] = ()
     pending: ty.Tuple[int, ...] = ()
+    priority: str = 'required'
 
     @functools.cached_property
     def _policies(self):
@@ -317,7 +322,8 @@ def snapshot_from_dict(doc):
     if not isinstance(doc, dict):
         raise bad('the snapshot must be a JSON object')
     with schema.reraise(bad):
-        schema.only_keys(doc, ('hosts', 'groups', 'pending'), 'snapshot')
+        schema.only_keys(doc, ('hosts', 'groups', 'pending', 'priority'),
+                         'snapshot')
         groups = _groups(doc)
         seen, names, hosts, total = set(), set(), [], 0
         for raw in _list(doc, 'hosts', 'snapshot', MAX_HOSTS):
@@ -333,7 +339,10 @@ def snapshot_from_dict(doc):
             _count(1, limits.MAX_VCPUS).check(
                 schema.obj(one, 'pending').get('vcpus'), 'vcpus', 'pending')
             for one in _list(doc, 'pending', 'snapshot', MAX_PENDING))
-    return Snapshot(hosts=tuple(hosts), groups=groups, pending=pending)
+        priority = schema.OneOf(PRIORITIES, ', '.join(PRIORITIES)).check(
+            doc.get('priority', 'required'), 'priority', 'snapshot')
+    return Snapshot(hosts=tuple(hosts), groups=groups, pending=pending,
+                    priority=priority)
 
 
 def _server_to_dict(server):
@@ -368,4 +377,5 @@ def snapshot_to_dict(snapshot):
     return {
         'hosts': [_host_to_dict(h) for h in snapshot.hosts],
         'groups': dict(snapshot.groups),
-        'pending': [{'vcpus': v} for v in snapshot.pending]}
+        'pending': [{'vcpus': v} for v in snapshot.pending],
+        'priority': snapshot.priority}

@@ -46,22 +46,35 @@ class Score:
     its own domain without a memory-bound server); ``relieved``: storming
     servers moved to a host whose pCPUs hold all its guests' vCPUs.
 
-    Compared by :meth:`key`: first Clean servers counting each refused
-    ``required`` request that fits as the Clean server it becomes when
-    its owner boots it again, then those requests (at an equal count, a
-    move that gives a request's room to a running server is no gain),
-    then All-share, then storms relieved.
+    Compared by :meth:`key`, as the snapshot's ``priority`` says
+    (``required_first``): by default (``required``) first the refused
+    ``required`` requests that fit, then Clean servers - a room is never
+    given to a running server while a request waits for it -; with
+    ``priority`` ``clean``, first Clean servers counting each such
+    request as the Clean server it becomes when its owner boots it again,
+    then those requests (at an equal count, a move that gives a request's
+    room to a running server is no gain). Then All-share, then storms
+    relieved.
     """
 
     clean: int = 0
     all_share: int = 0
     room: int = 0
     relieved: int = 0
+    #: The snapshot's priority (not a count: not compared, not added).
+    required_first: bool = dataclasses.field(default=True, compare=False)
 
     def key(self):
         """The tuple scores are compared by."""
+        if self.required_first:
+            return (self.room, self.clean, self.all_share, self.relieved)
         return (self.clean + self.room, self.room, self.all_share,
                 self.relieved)
+
+    def counts(self):
+        """``{part: count}``: the four counts, for a document."""
+        return {f.name: getattr(self, f.name)
+                for f in dataclasses.fields(self) if f.compare}
 
     def __lt__(self, other):
         return self.key() < other.key()
@@ -69,6 +82,8 @@ class Score:
     def first_gain(self, before):
         """The name of the first part higher than in ``before``, or None."""
         for field in dataclasses.fields(self):
+            if not field.compare:
+                continue
             if getattr(self, field.name) != getattr(before, field.name):
                 return (field.name if getattr(self, field.name)
                         > getattr(before, field.name) else None)
@@ -77,12 +92,14 @@ class Score:
     def __add__(self, other):
         return Score(self.clean + other.clean,
                      self.all_share + other.all_share,
-                     self.room + other.room, self.relieved + other.relieved)
+                     self.room + other.room, self.relieved + other.relieved,
+                     self.required_first)
 
     def __sub__(self, other):
         return Score(self.clean - other.clean,
                      self.all_share - other.all_share,
-                     self.room - other.room, self.relieved - other.relieved)
+                     self.room - other.room, self.relieved - other.relieved,
+                     self.required_first)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -354,6 +371,7 @@ class Region:
         self.members = {h.name: {s.uuid: s for s in h.servers}
                         for h in snapshot.hosts}
         self.pending = tuple(sorted(snapshot.pending))
+        self.required_first = snapshot.priority == 'required'
         self.placed = {}
         self.views = {}
         self.rooms = collections.Counter()
@@ -369,7 +387,8 @@ class Region:
 
     def _with_room(self, total, rooms):
         return dataclasses.replace(total,
-                                   room=fits_pending(self.pending, rooms))
+                                   room=fits_pending(self.pending, rooms),
+                                   required_first=self.required_first)
 
     def _set(self, name, placed, host_view):
         old = self.views.get(name)

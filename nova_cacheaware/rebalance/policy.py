@@ -10,14 +10,16 @@ proposes an ordered list of live migrations within a budget. Pure: no
 I/O, no clock; the later Watcher strategy turns the plan into actions.
 
 The objective is the region's :class:`~.rebalance_model.Score`, compared
-by :meth:`~.rebalance_model.Score.key`: (a) Clean memory-bound servers
-plus refused ``required`` requests that would fit (a whole domain with
-room and no Clean-wanting server each, where Placement's ``max_unit``
-admits the request: the Clean server each becomes when booted again),
-then (b) those requests (a room is not given to a running server for
-nothing), then (c) All-share servers, then (d) storming servers relieved
-(moved to a host whose pCPUs hold all its guests' vCPUs). The plan, in
-steps:
+by :meth:`~.rebalance_model.Score.key` as the snapshot's ``priority``
+says. ``required`` (the default): (a) refused ``required`` requests that
+would fit (a whole domain with room and no Clean-wanting server each,
+where Placement's ``max_unit`` admits the request), then (b) Clean
+memory-bound servers - a room is never given to a running server while
+a request waits for it. ``clean``: (a) Clean servers plus those requests
+(the Clean server each becomes when booted again), then (b) the
+requests. Then, in both, (c) All-share servers, then (d) storming
+servers relieved (moved to a host whose pCPUs hold all its guests'
+vCPUs). The plan, in steps:
 
 1. **Settle first.** Every host's agent places what it would place with
    no migration at all (:class:`~.rebalance_model.Region`): no
@@ -222,7 +224,8 @@ def _bound_after_leaving(region, uuid, source_view):
                                      int(server.cache_aware), 0,
                                      int(server.storm)))
     score = dataclasses.replace(
-        score, room=rebalance_model.fits_pending(region.pending, rooms))
+        score, room=rebalance_model.fits_pending(region.pending, rooms),
+        required_first=region.required_first)
     return (score,) + tie_break(server) + (0,)
 
 

@@ -121,14 +121,15 @@ class Audited:
         return sum(len(h.servers) for h in self.snapshot.hosts)
 
 
-def build(views, hosts, servers, groups=(), pending=()):
+def build(views, hosts, servers, groups=(), pending=(), priority='required'):
     """The :class:`Audited` snapshot of what one audit read.
 
     ``views``: :class:`~nova_cacheaware.contracts.host_view.HostView` of
     the hosts whose agent answered; ``hosts``: :class:`NovaHost`;
     ``servers``: :class:`NovaServer`; ``groups``: :class:`ServerGroup`;
     ``pending``: the vCPUs of refused ``cache_clean=required`` requests
-    (:func:`~nova_cacheaware.watcher.sources.refused_required`).
+    (:func:`~nova_cacheaware.watcher.sources.refused_required`);
+    ``priority``: what the plan serves first (the strategy's parameter).
     """
     left_out = []
     by_name = {h.name: h for h in hosts}
@@ -157,7 +158,7 @@ def build(views, hosts, servers, groups=(), pending=()):
         hosts=tuple(out_hosts),
         groups=tuple(sorted((g, p) for g, p in policies.items()
                             if g in used)),
-        pending=tuple(sorted(pending)))
+        pending=tuple(sorted(pending)), priority=priority)
     return Audited(snapshot, tuple(left_out))
 
 

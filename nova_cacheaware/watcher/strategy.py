@@ -53,6 +53,9 @@ LIVE = 'live'
 PER_100_SERVERS = 1.0
 #: Refused ``required`` requests of the last day count (a daily audit's).
 REFUSED_WITHIN_HOURS = 24.0
+#: Rooms for refused ``required`` requests before Clean servers: with
+#: Clean first, a crowded region's audits refuse more of them than none.
+PRIORITY = 'required'
 
 
 class CacheRebalance(base.BaseStrategy):
@@ -107,6 +110,16 @@ class CacheRebalance(base.BaseStrategy):
                                    '(0: do not ask Nova).',
                     'type': 'number', 'minimum': 0,
                     'default': REFUSED_WITHIN_HOURS},
+                'priority': {
+                    'description': 'What a plan serves first: "required" '
+                                   '(rooms for the refused cache_clean='
+                                   'required requests, then Clean servers) '
+                                   'or "clean" (Clean servers, each '
+                                   'refused request that fits counted as '
+                                   'one).',
+                    'type': 'string',
+                    'enum': list(rebalance_snapshot.PRIORITIES),
+                    'default': PRIORITY},
             },
         }
 
@@ -155,9 +168,10 @@ class CacheRebalance(base.BaseStrategy):
         hosts = with_limits(hosts, source.placement_limits(
             {h.name: h.uuid for h in hosts
              if h.uuid and h.name in {view.host for view in views.views}}))
-        self.audited = snapshot.build(views.views, hosts, servers,
-                                      source.server_groups(),
-                                      self._refused(source))
+        self.audited = snapshot.build(
+            views.views, hosts, servers, source.server_groups(),
+            self._refused(source),
+            self.input_parameters.get('priority', PRIORITY))
         for name, reason in self.audited.left_out:
             LOG.info('Cache rebalance audit: %s left out: %s', name, reason)
         if LOG.isEnabledFor(logging.DEBUG):

@@ -17,6 +17,7 @@ import types
 import uuid
 
 import fixtures
+import jsonschema
 from oslo_config import cfg
 import testtools
 from watcher.applier.loading import default as action_loading
@@ -395,6 +396,29 @@ class StrategyTest(testtools.TestCase):
         self.assertIn('Cache rebalance audit plans without the refused '
                       'cache_clean=required requests: cannot list the '
                       'ERROR servers from Nova: HTTP 503', log.output)
+
+    def test_priority_parameter(self):
+        # b's Empty L2-1 is the room of a refused 2-vCPU request, or the
+        # place that makes m1 and m2 Clean.
+        table = [
+            # (parameters, moves)
+            ({}, []),
+            ({'priority': 'required'}, []),
+            ({'priority': 'clean'}, [('m1', 'a', 'b')]),
+        ]
+        for parameters, expected in table:
+            strategy, solution = run(compute_model(DIRTY[0]), DIRTY[1],
+                                     refused=(2,), **parameters)
+            self.assertEqual(expected, actions(solution), parameters)
+            self.assertEqual(parameters.get('priority', 'required'),
+                             strategy.audited.snapshot.priority)
+
+    def test_unknown_priority_is_refused_as_watcher_does(self):
+        error = self.assertRaises(jsonschema.ValidationError, run,
+                                  compute_model(DIRTY[0]), DIRTY[1],
+                                  priority='fast')
+        self.assertIn("'fast' is not one of ['required', 'clean']",
+                      str(error))
 
     def test_unknown_parameter_is_refused_as_watcher_does(self):
         self.assertRaises(watcher_exception.AuditParameterNotAllowed, run,

@@ -346,11 +346,12 @@ def seen_class(guest, now_s):
     return 'cpu' if got == 'other' else 'unknown'
 
 
-def snapshot(state, now_s, pending=()):
+def snapshot(state, now_s, pending=(), priority='required'):
     """The region snapshot the Watcher strategy builds from the agents.
 
-    ``pending``: the vCPUs of refused ``required`` requests (the audit
-    as shipped knows none: Nova records them nowhere it reads).
+    ``pending``: the vCPUs of refused ``required`` requests (the
+    strategy reads them from Nova's ERROR servers); ``priority``: the
+    strategy's parameter.
     """
     hosts = []
     for host in state.hosts:
@@ -366,7 +367,8 @@ def snapshot(state, now_s, pending=()):
             for g in sorted(host.guests.values(), key=lambda g: g.vm.id))
         hosts.append(rs.Host(name='h%04d' % host.index, pcpus=host.cpus,
                              domains=domains, servers=servers))
-    return rs.Snapshot(hosts=tuple(hosts), pending=tuple(pending))
+    return rs.Snapshot(hosts=tuple(hosts), pending=tuple(pending),
+                       priority=priority)
 
 
 def budget_of(servers, per_100):
@@ -401,11 +403,12 @@ def apply_plan(state, moves):
     return result
 
 
-def strategy_moves(state, now_s, budget, pending=()):
+def strategy_moves(state, now_s, budget, pending=(), priority='required'):
     """The strategy's plan for the audit, as ``[(vm id, host index)]``."""
     if budget <= 0:
         return []
-    plan = rebalance.plan_moves(snapshot(state, now_s, pending), budget)
+    plan = rebalance.plan_moves(snapshot(state, now_s, pending, priority),
+                                budget)
     return [(m.server, int(m.destination[1:])) for m in plan.moves]
 
 
@@ -469,7 +472,8 @@ def world(spec, model, sigma, seed):
                                                   seed + 1))
 
 
-def run(the_world, per_100, mover='strategy', know_refused=False):
+def run(the_world, per_100, mover='strategy', know_refused=False,
+        priority='required'):
     """One year on ``the_world``; the daily series and totals (JSON-ready).
 
     ``mover``: ``strategy`` (the Watcher strategy's decision) or
@@ -478,7 +482,8 @@ def run(the_world, per_100, mover='strategy', know_refused=False):
     request the scheduler refuses is asked again once, after the day's
     audit (its tenant retries), and counts as refused only if it fails
     again; ``know_refused``: the audit's snapshot lists those requests
-    (what the strategy would do if Nova recorded them). Each day's figures
+    (the strategy's ``refused_within_hours``); ``priority``: the
+    strategy's parameter (rooms for them first, or Clean). Each day's figures
     are taken twice: before the audit (``clean_before``: the day's
     arrivals and departures done) and after its moves (``clean``).
     """
@@ -508,7 +513,8 @@ def run(the_world, per_100, mover='strategy', know_refused=False):
         budget = budget_of(servers, per_100)
         moves = (clairvoyant_moves(state, budget) if mover == 'clairvoyant'
                  else strategy_moves(state, now_s, budget, [
-                     a.vm.vcpus for a in pending] if know_refused else ()))
+                     a.vm.vcpus for a in pending] if know_refused else (),
+                     priority))
         audit = apply_plan(state, moves)
         # The tenants of refused required requests boot again once, after
         # the audit: refused only if that fails too.
@@ -539,7 +545,11 @@ def run(the_world, per_100, mover='strategy', know_refused=False):
                      'budget': budget, 'moved': audit.moved,
                      'failed': audit.failed, 'worse': audit.worse})
     return {'per_100': per_100, 'mover': mover,
-            'know_refused': know_refused, 'days': days,
+            'know_refused': know_refused,
+            # Only an audit that knows refused requests has a priority.
+            'priority': (priority if mover == 'strategy' and per_100
+                         and know_refused else None),
+            'days': days,
             'refused': refused, 'refused_required': refused_required,
             'planned': totals.planned, 'moved': totals.moved,
             'failed': totals.failed, 'worse': totals.worse,

@@ -32,10 +32,9 @@ def configure(parser):
 
 def plan_to_dict(plan):
     """The JSON document of a :class:`~.rebalance_model.Plan`."""
-    return {'before': dataclasses.asdict(plan.before),
-            'after': dataclasses.asdict(plan.after),
-            'moves': [dict(dataclasses.asdict(m),
-                           score=dataclasses.asdict(m.score))
+    return {'before': plan.before.counts(),
+            'after': plan.after.counts(),
+            'moves': [dict(dataclasses.asdict(m), score=m.score.counts())
                       for m in plan.moves]}
 
 

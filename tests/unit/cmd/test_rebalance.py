@@ -32,6 +32,23 @@ class RebalanceCommandTest(base.CLITestCase):
                                 stdin=stdin)
             self.assertEqual(count, len(doc['moves']), argv)
 
+    def test_priority_is_the_snapshots(self):
+        # DIRTY with a refused 1-vCPU request: b's Empty L2-1 is its room,
+        # or the place that makes m1 and m2 Clean.
+        for priority, moved, after in (
+                ('required', [], {'clean': 0, 'all_share': 4, 'room': 1,
+                                  'relieved': 0}),
+                ('clean', ['m1'], {'clean': 2, 'all_share': 4, 'room': 0,
+                                   'relieved': 0})):
+            snap = f.snapshot(*f.DIRTY.hosts, pending=(1,),
+                              priority=priority)
+            doc = self.cli_json(['rebalance', '--input', '-', '--budget',
+                                 '3'],
+                                stdin=json.dumps(rs.snapshot_to_dict(snap)))
+            self.assertEqual((moved, after), (
+                [m['server'] for m in doc['moves']], doc['after']),
+                priority)
+
     def test_nothing_to_improve(self):
         doc = self.cli_json(['rebalance', '--input', '-', '--budget', '5'],
                             stdin=json.dumps(rs.snapshot_to_dict(f.SETTLED)))

@@ -45,6 +45,16 @@ class SnapshotDocumentTest(testtools.TestCase):
         # Unknown limits are not written.
         self.assertNotIn('max_unit', rs.snapshot_to_dict(f.DIRTY)['hosts'][0])
 
+    def test_priority_round_trip(self):
+        # Absent: rooms for refused requests first.
+        self.assertEqual('required', rs.snapshot_from_dict(doc()).priority)
+        for priority in rs.PRIORITIES:
+            snap = f.snapshot(*f.DIRTY.hosts, pending=(2,),
+                              priority=priority)
+            out = rs.snapshot_to_dict(snap)
+            self.assertEqual(priority, out['priority'])
+            self.assertEqual(snap, rs.snapshot_from_dict(out))
+
     def test_declared_round_trip(self):
         snap = f.snapshot(rs.Host('a', 4, (rs.Domain('L2-0', 8),), (
             rs.Server('x', 1, 'cpu', declared='auto', domain='L2-0'),
@@ -112,6 +122,10 @@ class SnapshotDocumentTest(testtools.TestCase):
         (doc(groups={'g': 'together'}), "unknown \"policy\" 'together'"),
         (doc(pending=[{'vcpus': 0}]), 'pending: "vcpus" must be an integer'),
         (doc(pending=[3]), 'pending: must be a JSON object'),
+        (doc(priority='fast'),
+         "snapshot: unknown \"priority\" 'fast' (expected required, "
+         "clean)"),
+        (doc(priority=None), "unknown \"priority\" None"),
     ]
 
     def test_refusals(self):

@@ -44,9 +44,10 @@ def ecore(name, *servers):
                 nodes=(0,) * 6)
 
 
-def snapshot(*hosts, groups=(), pending=()):
+def snapshot(*hosts, groups=(), pending=(), priority='required'):
     """A :class:`~.rebalance_snapshot.Snapshot`."""
-    return rs.Snapshot(tuple(hosts), tuple(sorted(groups)), tuple(pending))
+    return rs.Snapshot(tuple(hosts), tuple(sorted(groups)), tuple(pending),
+                       priority)
 
 
 #: An ``auto`` server classified memory-bound after boot on a host with

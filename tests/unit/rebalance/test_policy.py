@@ -144,50 +144,76 @@ class TieBreakTableTest(testtools.TestCase):
 
 
 class RefusedRequestOrderTest(testtools.TestCase):
-    """A refused ``required`` request that fits counts as a Clean server."""
+    """The snapshot's ``priority``: rooms for refused requests, or Clean."""
 
     def test_score_order(self):
         table = [
-            # (lower, higher)
+            # (priority, lower, higher)
+            # Rooms for refused requests first, then Clean.
+            ('required', (9, 9, 0, 9), (0, 0, 1, 0)),
+            ('required', (4, 9, 1, 5), (5, 0, 1, 0)),
             # Clean plus room first.
-            (rm.Score(4, 9, 0, 5), rm.Score(3, 0, 2, 0)),
+            ('clean', (4, 9, 0, 5), (3, 0, 2, 0)),
             # Equal sums: a request's room is not given for one Clean.
-            (rm.Score(5, 0, 0, 0), rm.Score(4, 0, 1, 0)),
-            # Then All-share, then storms relieved.
-            (rm.Score(5, 1, 0, 9), rm.Score(5, 2, 0, 0)),
-            (rm.Score(5, 2, 0, 0), rm.Score(5, 2, 0, 1)),
+            ('clean', (5, 0, 0, 0), (4, 0, 1, 0)),
+            # A room is worth one Clean server, not two.
+            ('clean', (0, 0, 1, 0), (2, 0, 0, 0)),
+            # Then All-share, then storms relieved, in both.
+            ('required', (5, 1, 0, 9), (5, 2, 0, 0)),
+            ('clean', (5, 1, 0, 9), (5, 2, 0, 0)),
+            ('required', (5, 2, 0, 0), (5, 2, 0, 1)),
             # Without refused requests: Clean, All-share, relieved.
-            (rm.Score(4, 9, 0, 9), rm.Score(5, 0, 0, 0)),
+            ('required', (4, 9, 0, 9), (5, 0, 0, 0)),
+            ('clean', (4, 9, 0, 9), (5, 0, 0, 0)),
         ]
-        for lower, higher in table:
-            self.assertLess(lower, higher)
+        for priority, lower, higher in table:
+            first = priority == 'required'
+            lower = rm.Score(*lower, required_first=first)
+            higher = rm.Score(*higher, required_first=first)
+            self.assertLess(lower, higher, (priority, lower, higher))
             self.assertGreater(higher, lower)
             self.assertNotEqual(lower, higher)
         self.assertEqual(rm.Score(1, 2, 3, 4), rm.Score(1, 2, 3, 4))
 
-    def crowded(self, pending):
-        # z1's L3-0 holds three memory-bound servers (Dirty), its other
-        # CCXs are full; z2's L3-3 is the region's only Empty domain.
+    def crowded(self, pending, dirty=3, priority='required'):
+        # z1's L3-0 holds ``dirty`` memory-bound servers (Dirty), its
+        # other CCXs are full; z2's L3-3 is the region's only Empty
+        # domain.
         return f.snapshot(
-            f.zen('z1', f.mem('m1', 2, 'L3-0'), f.mem('m2', 2, 'L3-0'),
-                  f.mem('m3', 2, 'L3-0'),
+            f.zen('z1', *(f.mem('m%d' % n, 2, 'L3-0')
+                          for n in range(1, dirty + 1)),
                   *(f.cpu('c%d' % n, 8, 'L3-%d' % n) for n in (1, 2, 3))),
             f.zen('z2', *(f.cpu('d%d' % n, 8, 'L3-%d' % n)
                           for n in (0, 1, 2))),
-            pending=pending)
+            pending=pending, priority=priority)
 
     def test_no_running_server_takes_the_room_a_request_needs(self):
-        # Without a refused request, m1 moves to the Empty CCX: one more
-        # Clean server (m2 and m3 stay Dirty together).
-        plan = rebalance.plan_moves(self.crowded(()), 3)
-        self.assertEqual([('m1', 'z1', 'z2', 'L3-3')], moves(plan))
-        self.assertEqual((rm.Score(0, 9), rm.Score(1, 9)),
-                         (plan.before, plan.after))
-        # With a refused 8-vCPU request, that CCX is its room: the move
-        # would trade the request's Clean for m1's, and is not made.
-        plan = rebalance.plan_moves(self.crowded((8,)), 3)
-        self.assertEqual([], moves(plan))
-        self.assertEqual(rm.Score(0, 9, 1), plan.after)
+        for priority in ('required', 'clean'):
+            # Without a refused request, m1 moves to the Empty CCX: one
+            # more Clean server (m2 and m3 stay Dirty together).
+            plan = rebalance.plan_moves(self.crowded((), priority=priority),
+                                        3)
+            self.assertEqual([('m1', 'z1', 'z2', 'L3-3')], moves(plan))
+            self.assertEqual((rm.Score(0, 9), rm.Score(1, 9)),
+                             (plan.before, plan.after))
+            # With a refused 8-vCPU request, that CCX is its room: the
+            # move would trade the request's Clean for m1's, and is not
+            # made.
+            plan = rebalance.plan_moves(
+                self.crowded((8,), priority=priority), 3)
+            self.assertEqual([], moves(plan), priority)
+            self.assertEqual(rm.Score(0, 9, 1), plan.after)
+
+    def test_a_dirty_pair_and_a_refused_request_for_the_one_room(self):
+        # Moving m1 makes two servers Clean and takes the request's room.
+        required = rebalance.plan_moves(self.crowded((8,), 2), 3)
+        self.assertEqual(([], rm.Score(0, 8, 1)),
+                         (moves(required), required.after))
+        clean = rebalance.plan_moves(
+            self.crowded((8,), 2, priority='clean'), 3)
+        self.assertEqual(([('m1', 'z1', 'z2', 'L3-3')], rm.Score(2, 8, 0)),
+                         (moves(clean), clean.after))
+        self.assertEqual('clean', clean.moves[0].reason)
 
 
 class RuleTableTest(testtools.TestCase):
