@@ -6,6 +6,9 @@ Usage, from the repository root::
         [--hosts 100,1000] [--vms-per-host 200] [--budget 10]
         [--repeat 3] [--json-out benchmarks/results/FILE.json]
 
+Each region is planned with both priorities of the snapshot (rooms for
+refused requests first, the default; Clean first), one after the other.
+
 Each region is seeded and random: hosts of 16 cache domains of 16 vCPUs
 (two NUMA nodes, 128 pCPUs), each holding about ``--vms-per-host``
 servers of 1 or 2 vCPUs (one in ten memory-bound, six cpu-bound, three
@@ -19,6 +22,7 @@ measure the neighbours as well. The load average is recorded.
 """
 
 import argparse
+import dataclasses
 import os
 import random
 import statistics
@@ -96,17 +100,22 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rows = []
     for hosts in [int(h) for h in args.hosts.split(',')]:
-        snapshot = random_region(hosts, args.vms_per_host)
-        times, plan = measure(snapshot, args.budget, args.repeat)
-        rows.append({
-            'hosts': hosts, 'domains': hosts * DOMAINS,
-            'servers': sum(len(h.servers) for h in snapshot.hosts),
-            'pending': len(snapshot.pending), 'budget': args.budget,
-            'moves': len(plan.moves), 'cpu_s': [round(t, 3) for t in times],
-            'best_cpu_s': round(min(times), 3),
-            'median_cpu_s': round(statistics.median(times), 3),
-            'before': plan.before.__dict__, 'after': plan.after.__dict__})
-        print(rows[-1], flush=True)
+        region = random_region(hosts, args.vms_per_host)
+        # Both priorities on the same region, one after the other.
+        for priority in rs.PRIORITIES:
+            snapshot = dataclasses.replace(region, priority=priority)
+            times, plan = measure(snapshot, args.budget, args.repeat)
+            rows.append({
+                'hosts': hosts, 'domains': hosts * DOMAINS,
+                'servers': sum(len(h.servers) for h in snapshot.hosts),
+                'pending': len(snapshot.pending), 'priority': priority,
+                'budget': args.budget, 'moves': len(plan.moves),
+                'cpu_s': [round(t, 3) for t in times],
+                'best_cpu_s': round(min(times), 3),
+                'median_cpu_s': round(statistics.median(times), 3),
+                'before': plan.before.counts(),
+                'after': plan.after.counts()})
+            print(rows[-1], flush=True)
     doc = {'benchmark': 'rebalance_bench', 'machine': common.machine(),
            'date': common.now(), 'load_average': os.getloadavg(),
            'python': sys.version.split()[0],
