@@ -46,9 +46,13 @@ def hosts(draw, name, first_uuid):
 
 @st.composite
 def snapshots(draw, max_hosts=3):
-    """A region of 2..``max_hosts`` hosts and up to 2 refused requests."""
+    """A region of 2..``max_hosts`` hosts, up to 2 refused requests.
+
+    Either priority.
+    """
     out = []
     for n in range(draw(st.integers(2, max_hosts))):
         out.append(draw(hosts('h%d' % n, 10 * n)))
     pending = tuple(draw(st.lists(st.integers(1, 4), max_size=2)))
-    return rs.Snapshot(tuple(out), GROUPS, pending)
+    return rs.Snapshot(tuple(out), GROUPS, pending,
+                       draw(st.sampled_from(rs.PRIORITIES)))
