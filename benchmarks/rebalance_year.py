@@ -7,6 +7,7 @@ Usage, from the repository root::
         [--plots doc/source/evaluation]
         [--part large|small] [--budgets 0,1]
         [--mix '30 % memory-bound'] [--skip-unknown] [--skip-clean-first]
+        [--large-seed 7]
     .venv/bin/python benchmarks/rebalance_year.py --combine SMALL LARGE...
         [--out ...] [--plots ...] [--reuse EARLIER.json]
 
@@ -14,7 +15,8 @@ Usage, from the repository root::
 them in the background, one process per ``--mix``), ``--budgets`` the
 large clouds' budgets (empty: none), ``--skip-unknown`` leaves out their
 run with refusals unknown, ``--skip-clean-first`` the one with the
-strategy's ``priority`` ``clean``; ``--combine`` writes the JSON (and
+strategy's ``priority`` ``clean``, ``--large-seed`` the large clouds'
+seeds (default 7); ``--combine`` writes the JSON (and
 plots) of such parts (one cloud's runs from several parts made one),
 with ``--reuse`` taking the no-strategy runs
 (budget 0) the large parts did not run from an earlier document (a
@@ -118,7 +120,7 @@ def summary(result, reference=None):
 
 
 def large(calib, quick, budgets=BUDGETS, mixes=tuple(MIXES),
-          unknown=True, clean_first=True):
+          unknown=True, clean_first=True, seeds=LARGE_SEEDS):
     """Every mix and budget on the large cloud, per seed.
 
     ``unknown``: also the goal's budget with refusals unknown;
@@ -129,7 +131,7 @@ def large(calib, quick, budgets=BUDGETS, mixes=tuple(MIXES),
     hosts, days = (60, 120) if quick else (300, 365)
     for label in mixes:
         mix = MIXES[label]
-        for seed in LARGE_SEEDS[:1] if quick else LARGE_SEEDS:
+        for seed in seeds[:1] if quick else seeds:
             spec = year.YearSpec(hosts=hosts, days=days, warmup_days=120,
                                  mix=mix)
             world = year.world(spec, model, calib['sigma'], seed)
@@ -241,6 +243,9 @@ def main(argv=None):
                         help='no large-cloud run with refusals unknown')
     parser.add_argument('--skip-clean-first', action='store_true',
                         help='no large-cloud run with priority "clean"')
+    parser.add_argument('--large-seed', type=int, action='append',
+                        help='a large-cloud seed (repeat; default: %s)'
+                        % ','.join(map(str, LARGE_SEEDS)))
     parser.add_argument('--combine', nargs='+', metavar='PART',
                         help='SMALL then LARGE files: one document')
     parser.add_argument('--reuse', metavar='DOC',
@@ -260,12 +265,14 @@ def main(argv=None):
            'loadavg_before': load,
            'calibration': {k: calib[k] for k in ('dirty_all', 'sigma',
                                                  'probe_file')},
-           'budgets': budgets, 'seeds': SEEDS, 'large_seeds': LARGE_SEEDS,
+           'budgets': budgets, 'seeds': SEEDS,
+           'large_seeds': tuple(args.large_seed or LARGE_SEEDS),
            'large': ([] if args.part == 'small'
                      else large(calib, args.quick, budgets,
                                 tuple(args.mix or MIXES),
                                 not args.skip_unknown,
-                                not args.skip_clean_first)),
+                                not args.skip_clean_first,
+                                tuple(args.large_seed or LARGE_SEEDS))),
            'small': [] if args.part == 'large' else small(
                calib, args.quick)}
     doc.update(loadavg_after=os.getloadavg(),
