@@ -345,7 +345,7 @@ def _merged(cases):
 
 
 def combine(paths, out, where=None, reuse=None):
-    """One document of a ``--part small`` run and ``--part large`` runs.
+    """One document of ``--part small`` and ``--part large`` runs.
 
     Each part keeps its own command, dates, load and CPU time; ``reuse``:
     an earlier document whose no-strategy runs (budget 0) stand in for
@@ -356,18 +356,20 @@ def combine(paths, out, where=None, reuse=None):
     for path in paths:
         with open(path) as f:
             parts.append(json.load(f))
-    small_doc, larges = parts[0], parts[1:]
+    larges = [part for part in parts if part['large']]
     reused = _reused(larges, reuse) if reuse else []
     doc = {'benchmark': 'rebalance_year', 'combined': True,
            'budgets': larges[0]['budgets'] if larges else None,
-           'seeds': SEEDS, 'large_seeds': LARGE_SEEDS,
-           'calibration': small_doc['calibration'],
+           'seeds': SEEDS,
+           'large_seeds': sorted({c['seed'] for part in larges
+                                  for c in part['large']}),
+           'calibration': parts[0]['calibration'],
            'runs': [dict({k: part[k] for k in (
                'date', 'machine', 'loadavg_before', 'loadavg_after',
                'wall_s', 'cpu_s')}, command=_no_dirs(part['command']))
                for part in parts],
            'large': _merged(c for part in larges for c in part['large']),
-           'small': small_doc['small']}
+           'small': [c for part in parts for c in part['small']]}
     if reused:
         doc['budgets'] = sorted(set(doc['budgets']) | set(reused))
         doc['reused'] = {'budgets': reused,
