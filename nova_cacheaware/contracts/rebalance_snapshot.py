@@ -32,6 +32,9 @@ GROUP_POLICIES = ('affinity', 'anti-affinity', 'soft-affinity',
 #: What a plan serves first: rooms for the refused ``required`` requests,
 #: or Clean servers (each fitting request counted as one).
 PRIORITIES = ('required', 'clean')
+#: Rooms first: with Clean first, a crowded region's audits refuse more
+#: ``required`` requests than no audits at all.
+DEFAULT_PRIORITY = 'required'
 
 #: Bounds no region reaches; they keep an absurd document from making the
 #: planner build (and search) millions of values.
@@ -176,7 +179,7 @@ class Snapshot:
     hosts: ty.Tuple[Host, ...]
     groups: ty.Tuple[ty.Tuple[str, str], ...] = ()
     pending: ty.Tuple[int, ...] = ()
-    priority: str = 'required'
+    priority: str = DEFAULT_PRIORITY
 
     @functools.cached_property
     def _policies(self):
@@ -340,7 +343,7 @@ def snapshot_from_dict(doc):
                 schema.obj(one, 'pending').get('vcpus'), 'vcpus', 'pending')
             for one in _list(doc, 'pending', 'snapshot', MAX_PENDING))
         priority = schema.OneOf(PRIORITIES, ', '.join(PRIORITIES)).check(
-            doc.get('priority', 'required'), 'priority', 'snapshot')
+            doc.get('priority', DEFAULT_PRIORITY), 'priority', 'snapshot')
     return Snapshot(hosts=tuple(hosts), groups=groups, pending=pending,
                     priority=priority)
 

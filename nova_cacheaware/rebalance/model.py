@@ -383,9 +383,13 @@ class Region:
             placed = settle(host, host.servers, previous)
             self._set(host.name, placed,
                       view(host, host.servers, placed, self.origin))
-        self.score = self._with_room(self.total, self.rooms)
+        self.score = self.with_room(self.total, self.rooms)
 
-    def _with_room(self, total, rooms):
+    def with_room(self, total, rooms):
+        """``total`` counting the pending requests ``rooms`` fit.
+
+        Compared as the snapshot's priority says.
+        """
         return dataclasses.replace(total,
                                    room=fits_pending(self.pending, rooms),
                                    required_first=self.required_first)
@@ -430,8 +434,8 @@ class Region:
         rooms = self.rooms.copy()
         rooms.subtract(old_src.rooms + old_dst.rooms)
         rooms.update(src_view.rooms + dst_view.rooms)
-        score = self._with_room(self.total - old_src.score - old_dst.score
-                                + src_view.score + dst_view.score, rooms)
+        score = self.with_room(self.total - old_src.score - old_dst.score
+                               + src_view.score + dst_view.score, rooms)
         before = {**old_src.status, **old_dst.status}
         after = {**src_view.status, **dst_view.status}
         domain = dst_placed[uuid]

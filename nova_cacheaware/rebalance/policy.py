@@ -90,8 +90,6 @@ free one domain (neither helps alone) is not found, see the evaluation
 against the exhaustive optimum in ``doc/source/user/rebalance.rst``.
 """
 
-import dataclasses
-
 from nova_cacheaware.rebalance import model as rebalance_model
 
 #: Destinations predicted exactly per candidate server and step (step 4):
@@ -223,10 +221,7 @@ def _bound_after_leaving(region, uuid, source_view):
              + rebalance_model.Score(int(server.memory_bound),
                                      int(server.cache_aware), 0,
                                      int(server.storm)))
-    score = dataclasses.replace(
-        score, room=rebalance_model.fits_pending(region.pending, rooms),
-        required_first=region.required_first)
-    return (score,) + tie_break(server) + (0,)
+    return (region.with_room(score, rooms),) + tie_break(server) + (0,)
 
 
 def bound(region, uuid):

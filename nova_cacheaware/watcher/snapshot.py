@@ -121,7 +121,8 @@ class Audited:
         return sum(len(h.servers) for h in self.snapshot.hosts)
 
 
-def build(views, hosts, servers, groups=(), pending=(), priority='required'):
+def build(views, hosts, servers, groups=(), pending=(),
+          priority=rs.DEFAULT_PRIORITY):
     """The :class:`Audited` snapshot of what one audit read.
 
     ``views``: :class:`~nova_cacheaware.contracts.host_view.HostView` of

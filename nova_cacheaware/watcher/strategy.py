@@ -53,9 +53,6 @@ LIVE = 'live'
 PER_100_SERVERS = 1.0
 #: Refused ``required`` requests of the last day count (a daily audit's).
 REFUSED_WITHIN_HOURS = 24.0
-#: Rooms for refused ``required`` requests before Clean servers: with
-#: Clean first, a crowded region's audits refuse more of them than none.
-PRIORITY = 'required'
 
 
 class CacheRebalance(base.BaseStrategy):
@@ -119,7 +116,7 @@ class CacheRebalance(base.BaseStrategy):
                                    'one).',
                     'type': 'string',
                     'enum': list(rebalance_snapshot.PRIORITIES),
-                    'default': PRIORITY},
+                    'default': rebalance_snapshot.DEFAULT_PRIORITY},
             },
         }
 
@@ -171,7 +168,8 @@ class CacheRebalance(base.BaseStrategy):
         self.audited = snapshot.build(
             views.views, hosts, servers, source.server_groups(),
             self._refused(source),
-            self.input_parameters.get('priority', PRIORITY))
+            self.input_parameters.get(
+                'priority', rebalance_snapshot.DEFAULT_PRIORITY))
         for name, reason in self.audited.left_out:
             LOG.info('Cache rebalance audit: %s left out: %s', name, reason)
         if LOG.isEnabledFor(logging.DEBUG):

@@ -346,7 +346,7 @@ def seen_class(guest, now_s):
     return 'cpu' if got == 'other' else 'unknown'
 
 
-def snapshot(state, now_s, pending=(), priority='required'):
+def snapshot(state, now_s, pending=(), priority=rs.DEFAULT_PRIORITY):
     """The region snapshot the Watcher strategy builds from the agents.
 
     ``pending``: the vCPUs of refused ``required`` requests (the
@@ -403,7 +403,8 @@ def apply_plan(state, moves):
     return result
 
 
-def strategy_moves(state, now_s, budget, pending=(), priority='required'):
+def strategy_moves(state, now_s, budget, pending=(),
+                   priority=rs.DEFAULT_PRIORITY):
     """The strategy's plan for the audit, as ``[(vm id, host index)]``."""
     if budget <= 0:
         return []
@@ -473,7 +474,7 @@ def world(spec, model, sigma, seed):
 
 
 def run(the_world, per_100, mover='strategy', know_refused=False,
-        priority='required'):
+        priority=rs.DEFAULT_PRIORITY):
     """One year on ``the_world``; the daily series and totals (JSON-ready).
 
     ``mover``: ``strategy`` (the Watcher strategy's decision) or
