@@ -260,7 +260,9 @@ def main(argv=None):
     started, cpu = time.time(), time.process_time()
     load = os.getloadavg()
     calib = cache_cloud_bench.probe_calibration()
-    doc = {'benchmark': 'rebalance_year', 'command': ' '.join(sys.argv),
+    doc = {'benchmark': 'rebalance_year',
+           'command': common.command(
+               'rebalance_year.py', sys.argv[1:] if argv is None else argv),
            'date': common.now(), 'machine': common.machine(),
            'loadavg_before': load,
            'calibration': {k: calib[k] for k in ('dirty_all', 'sigma',
