@@ -109,7 +109,9 @@ class Move:
     ``domain`` (and its ``numa_node``) is where the destination's agent
     will pin it; ``score`` the region's score once this move is done;
     ``reason`` the first part of the score it raised (``clean``,
-    ``all_share``, ``room`` or ``relieved``).
+    ``all_share``, ``room`` or ``relieved``), or ``place``: the first
+    move of a chain, which raises nothing and makes the place the next
+    move uses.
     """
 
     server: str
@@ -242,11 +244,12 @@ def settle(host, servers, previous, fresh=()):
     for server in servers:
         domain = None if server.uuid in fresh else previous.get(server.uuid)
         out[server.uuid] = domain
-        if domain is not None and not (server.cache_aware
-                                       and server.agent_clean_wanted):
+        if domain is not None and not (server.cache_aware and (
+                server.agent_clean_wanted or server.flavor_clean_required)):
             # It keeps its domain: only its load matters to the choice
             # (Clean-wanting ones stay instances: the choice may displace
-            # one, and counts the required ones).
+            # one; so do required ones, even found CPU-bound: their
+            # domain stays closed to memory-bound ones).
             vcpus, memory = base.get(domain, (0, 0))
             base[domain] = (vcpus + server.vcpus, memory + int(
                 not server.cache_aware and server.memory_bound))
@@ -266,6 +269,27 @@ def settle(host, servers, previous, fresh=()):
     capacity = {d.id: d.capacity for d in host.domains}
     out.update(domain_assignment.assign_domains(capacity, held, base))
     return out
+
+
+#: Passes of the agent :func:`settle_still` plays at most.
+SETTLE_PASSES = 4
+
+
+def settle_still(host, servers):
+    """The agent's choice on ``host`` once its passes change nothing.
+
+    The agent runs its pass every period: one pass may leave a server on
+    Nova's CPUs that the next seats, once the others kept their domains.
+    From the snapshot's domains, pass after pass, at most
+    :data:`SETTLE_PASSES`.
+    """
+    placed = {s.uuid: s.domain for s in servers}
+    for _ in range(SETTLE_PASSES):
+        after = settle(host, servers, placed)
+        if after == placed:
+            break
+        placed = after
+    return placed
 
 
 def view(host, servers, placed, origin):
@@ -379,8 +403,7 @@ class Region:
         #: Bumped on every change of a host: keys of callers' memos.
         self.version = {name: 0 for name in self.hosts}
         for host in snapshot.hosts:
-            previous = {s.uuid: s.domain for s in host.servers}
-            placed = settle(host, host.servers, previous)
+            placed = settle_still(host, host.servers)
             self._set(host.name, placed,
                       view(host, host.servers, placed, self.origin))
         self.score = self.with_room(self.total, self.rooms)
@@ -448,10 +471,26 @@ class Region:
                      (src_placed, dst_placed), (src_view, dst_view))
 
     def commit(self, trial):
-        """Do ``trial``'s move."""
+        """Do ``trial``'s move; returns what :meth:`undo` needs."""
+        kept = (trial, self.score,
+                {uuid: self.placed.get(uuid)
+                 for placed in trial.placed for uuid in placed},
+                self.views[trial.source], self.views[trial.destination])
         server = self.members[trial.source].pop(trial.server)
         self.members[trial.destination][trial.server] = server
         self.host_of[trial.server] = trial.destination
         self._set(trial.source, trial.placed[0], trial.views[0])
         self._set(trial.destination, trial.placed[1], trial.views[1])
         self.score = trial.score
+        return kept
+
+    def undo(self, kept):
+        """Take back the last :meth:`commit` (``kept``: its answer)."""
+        trial, score, placed, source_view, destination_view = kept
+        server = self.members[trial.destination].pop(trial.server)
+        self.members[trial.source][trial.server] = server
+        self.host_of[trial.server] = trial.source
+        self._set(trial.source, {}, source_view)
+        self._set(trial.destination, {}, destination_view)
+        self.placed.update(placed)
+        self.score = score

@@ -65,7 +65,8 @@ vCPUs). The plan, in steps:
    All-share or pCPU status turns from true to false (a Clean All-share
    server is never moved into a worse place; the servers staying on the
    source and those on the destination are never worse off), and the
-   score strictly rises: every move must help.
+   score strictly rises: every move must help, but the first of a
+   chain (step 9).
 7. **Best move.** The highest score after the move; among moves of an
    equal score, in this order (:func:`tie_break`):
 
@@ -82,12 +83,22 @@ vCPUs). The plan, in steps:
    Candidates are tried from the highest bound on what a move of theirs
    can reach down, stopping where none can beat the best found: the
    answer of trying them all, at a fraction of the cost.
-8. **Repeat** until the budget is spent or no move helps (an empty plan
-   when nothing can improve).
+8. **Repeat** until the budget is spent; when no move helps, step 9.
+9. **Chains of two.** With two migrations of the budget left, a move
+   that keeps the score and the rules may make a place the next move
+   uses: a server leaving a domain that then has no Clean-wanting server
+   and room for the smallest Dirty memory-bound server (a Clean place),
+   or leaving it one server away from a room for the smallest refused
+   request that does not fit (a defragmentation of two moves). Such
+   first moves, each to its best ranked destination, are tried in step
+   7's order (at most :data:`CHAINS_TRIED`); the first after which a
+   move helps is kept with that move (its ``reason`` is ``place``).
+   When none leads to one, the plan ends (an empty plan when nothing
+   can improve).
 
-Greedy, one move at a time: a defragmentation that needs two moves to
-free one domain (neither helps alone) is not found, see the evaluation
-against the exhaustive optimum in ``doc/source/user/rebalance.rst``.
+Greedy, a move or a chain of two at a time: a chain that needs three
+moves is not found; see the evaluation against the exhaustive optimum in
+``doc/source/user/rebalance.rst``.
 """
 
 from nova_cacheaware.rebalance import model as rebalance_model
@@ -95,6 +106,10 @@ from nova_cacheaware.rebalance import model as rebalance_model
 #: Destinations predicted exactly per candidate server and step (step 4):
 #: bounds a step's cost on large regions; every host of a small one.
 DESTINATIONS_PER_SERVER = 8
+#: Servers a chain may start with whose move is predicted per step, and
+#: first moves tried with the move they make possible (step 9).
+CHAIN_CANDIDATES = 16
+CHAINS_TRIED = 4
 
 _AFFINITY = ('affinity', 'soft-affinity')
 _ANTI_AFFINITY = ('anti-affinity', 'soft-anti-affinity')
@@ -114,19 +129,31 @@ def plan_moves(snapshot, budget):
     moves = []
     while len(moves) < budget:
         best = _best_trial(region, snapshot, memo)
-        if best is None:
+        if best is not None:
+            moves.append(_commit(region, best, region.score))
+            continue
+        if len(moves) + 2 > budget:
             break
-        region_before = region.score
-        region.commit(best)
-        domain = next(d for d in region.hosts[best.destination].domains
-                      if d.id == best.domain)
-        moves.append(rebalance_model.Move(
-            server=best.server, source=best.source,
-            destination=best.destination, domain=best.domain,
-            numa_node=domain.numa_node,
-            vcpus=region.servers[best.server].vcpus, score=best.score,
-            reason=best.score.first_gain(region_before)))
+        chain = _best_chain(region, snapshot, memo)
+        if chain is None:
+            break
+        first, second = chain
+        moves.append(_commit(region, first, region.score, 'place'))
+        moves.append(_commit(region, second, region.score))
     return rebalance_model.Plan(tuple(moves), before, region.score)
+
+
+def _commit(region, trial, score_before, reason=None):
+    """Do ``trial`` on ``region``; its :class:`~.rebalance_model.Move`."""
+    region.commit(trial)
+    domain = next(d for d in region.hosts[trial.destination].domains
+                  if d.id == trial.domain)
+    return rebalance_model.Move(
+        server=trial.server, source=trial.source,
+        destination=trial.destination, domain=trial.domain,
+        numa_node=domain.numa_node,
+        vcpus=region.servers[trial.server].vcpus, score=trial.score,
+        reason=reason or trial.score.first_gain(score_before))
 
 
 class _Memo:
@@ -151,12 +178,14 @@ class _Memo:
         return self.arrived[key]
 
 
-def _best_trial(region, snapshot, memo):
+def _best_trial(region, snapshot, memo, touching=None):
     """The helping trial of step 7, or None.
 
     Candidates are tried from the highest :func:`bound` down, and stop
     where no later one can beat (or tie with a smaller uuid) the best
     found: the answer is the one trying them all in uuid order gives.
+    ``touching``: only moves from or to these hosts (after a chain's
+    first move where no move helped, those its two hosts made possible).
     """
     best = best_key = None
     candidates = _candidates(region, snapshot)
@@ -174,7 +203,9 @@ def _best_trial(region, snapshot, memo):
                 top == best_key and uuid > best.server)):
             continue
         server_key = tie_break(region.servers[uuid])
-        for destination in _destinations(region, snapshot, uuid):
+        among = (None if touching is None or region.host_of[uuid] in touching
+                 else touching)
+        for destination in _destinations(region, snapshot, uuid, among):
             trial = region.trial(uuid, destination, left,
                                  memo.arrive(uuid, destination))
             if not trial.helps:
@@ -190,6 +221,122 @@ def _best_trial(region, snapshot, memo):
             if key == top:
                 break
     return best
+
+
+def _best_chain(region, snapshot, memo, best=None):
+    """Two moves where no single one helps (step 9), or None.
+
+    The first makes a place (:func:`_preparing`) and keeps the score and
+    the rules, to the server's best ranked destination that does; the
+    second is the best helping move once the first is done
+    (``best``, :func:`_best_trial` by default), among the moves from or
+    to the two hosts the first changed (no other became possible). The
+    first :data:`CHAIN_CANDIDATES` servers are predicted, at most
+    :data:`CHAINS_TRIED` first moves tried; the region is left as it was
+    when none leads to a helping move.
+    """
+    best = best or _best_trial
+    tried = 0
+    for uuid in _preparing(region, snapshot)[:CHAIN_CANDIDATES]:
+        first = _keeping(region, snapshot, memo, uuid)
+        if first is None:
+            continue
+        kept = region.commit(first)
+        second = best(region, snapshot, memo,
+                      touching=frozenset((first.source, first.destination)))
+        region.undo(kept)
+        if second is not None:
+            return first, second
+        tried += 1
+        if tried == CHAINS_TRIED:
+            break
+    return None
+
+
+def _preparing(region, snapshot):
+    """The uuids of the servers a chain may start with, best first.
+
+    Servers whose leaving brings a domain one move from a place: for a
+    Dirty memory-bound server (movable) on another host, leaving it a
+    Clean place for the smallest such server; for refused ``required``
+    requests that do not all fit, leaving it one server away from a room
+    for the smallest. Only servers some domain elsewhere may take without
+    a room lost: one with room beside a Clean-wanting server, or a room
+    while no request waits for it. Ordered by :func:`tie_break`, then
+    uuid.
+    """
+    asking = {}
+    for name, members in region.members.items():
+        for uuid, server in members.items():
+            if (server.memory_bound and movable(server, snapshot)
+                    and not region.views[name].status[uuid][0]
+                    and region.placed[uuid] is not None):
+                asking[name] = min(server.vcpus,
+                                   asking.get(name, server.vcpus))
+    dirty = min(asking.values()) if asking else None
+    unmet = region.score.room < len(region.pending)
+    request = region.pending[0] if unmet else None
+    if dirty is None and request is None:
+        return []
+    beside = max((min(free, largest)
+                  for host_view in region.views.values()
+                  for free, holders, _memory, largest
+                  in host_view.domains.values() if holders), default=0)
+    spare = 0 if unmet else max(
+        (v for v, n in region.rooms.items() if n > 0), default=0)
+    # The smallest Dirty server of a host other than the first's, and of
+    # any host but the second's: that of a host other than a given one.
+    two = sorted((v, h) for h, v in asking.items())[:2] + [(None, None)]
+    found = []
+    for name, members in region.members.items():
+        host_view = region.views[name]
+        elsewhere = two[1][0] if two[0][1] == name else two[0][0]
+        occupants = {}
+        for uuid, server in members.items():
+            domain = region.placed[uuid]
+            if domain is not None:
+                occupants.setdefault(domain, []).append(server)
+        for domain, servers in occupants.items():
+            for server in servers:
+                if movable(server, snapshot) and (
+                        server.vcpus <= max(beside, spare)) and (
+                        _prepares(host_view, domain, server, (), elsewhere)
+                        or any(_prepares(host_view, domain, server,
+                                         (other,), request)
+                               for other in servers
+                               if other is not server
+                               and movable(other, snapshot))):
+                    found.append((tuple(-n for n in tie_break(server)),
+                                  server.uuid))
+    found.sort()
+    return [uuid for _key, uuid in found]
+
+
+def _prepares(host_view, domain, server, then, smallest):
+    """True when ``server`` leaving, then ``then``, makes a needed place.
+
+    The domain is no place for ``smallest`` vCPUs now (None: nothing
+    asks) and becomes one once ``server`` and the servers of ``then``
+    have left.
+    """
+    if smallest is None or _frees_room(host_view, domain, None, smallest):
+        return False
+    free, holders, _memory, largest = host_view.domains[domain]
+    leaving = (server,) + tuple(then)
+    return (holders == sum(s.agent_clean_wanted for s in leaving)
+            and min(free + sum(s.vcpus for s in leaving), largest)
+            >= smallest)
+
+
+def _keeping(region, snapshot, memo, uuid):
+    """``uuid``'s move to its best ranked destination keeping the score."""
+    left = memo.leave(uuid)
+    for destination in _destinations(region, snapshot, uuid):
+        trial = region.trial(uuid, destination, left,
+                             memo.arrive(uuid, destination))
+        if trial.keeps_rules and not trial.score < region.score:
+            return trial
+    return None
 
 
 def tie_break(server):
@@ -292,19 +439,29 @@ def _candidates(region, snapshot):
 
 
 def _frees_room(host_view, domain, server, smallest):
-    """True when ``server`` leaving makes its domain a room for a request."""
+    """True when ``server`` leaving makes its domain a room for a request.
+
+    ``server`` None: the domain is such a room already.
+    """
     free, holders, _memory, largest = host_view.domains[domain]
+    if server is None:
+        return holders == 0 and min(free, largest) >= smallest
     return (holders - server.agent_clean_wanted == 0
             and min(free + server.vcpus, largest) >= smallest)
 
 
-def _destinations(region, snapshot, uuid):
-    """The destination host names of step 4, best ranked first."""
+def _destinations(region, snapshot, uuid, among=None):
+    """The destination host names of step 4, best ranked first.
+
+    ``among``: only these hosts (all of them that qualify).
+    """
     server = region.servers[uuid]
     source = region.host_of[uuid]
     anti = snapshot.group_policy(server.group) in _ANTI_AFFINITY
     ranked = []
-    for name, host_view in region.views.items():
+    views = (region.views.items() if among is None
+             else ((name, region.views[name]) for name in sorted(among)))
+    for name, host_view in views:
         if name == source or (anti and any(
                 s.group == server.group
                 for s in region.members[name].values())):

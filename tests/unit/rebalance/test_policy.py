@@ -216,6 +216,94 @@ class RefusedRequestOrderTest(testtools.TestCase):
         self.assertEqual('clean', clean.moves[0].reason)
 
 
+class ChainTableTest(testtools.TestCase):
+    """Two moves where no single one helps: a Clean place made, then used.
+
+    m1 and m2 share a's L2; b's only domain is full of cpu-bound c, which
+    may join Clean m4 on d (a cpu-bound server dirties nothing), after
+    which m1 has a Clean place on b.
+    """
+
+    def chain(self, *a_servers, d_servers=(f.mem('m4', 1, 'L3-0'),)):
+        return f.snapshot(
+            f.q6600('a', f.mem('m1', 1, 'L2-0'), f.mem('m2', 1, 'L2-0'),
+                    *a_servers),
+            f.host('b', [{'id': 'L2-0', 'cpus': [0, 1]}], [
+                f.cpu('c', 2, 'L2-0')]),
+            f.host('d', [{'id': 'L3-0', 'cpus': [0, 1, 2, 3]}],
+                   list(d_servers)))
+
+    def test_a_place_made_then_used(self):
+        plan = rebalance.plan_moves(self.chain(f.cpu('ca', 2, 'L2-1')), 2)
+        self.assertEqual([('c', 'b', 'd', 'L3-0'), ('m1', 'a', 'b', 'L2-0')],
+                         moves(plan))
+        self.assertEqual(['place', 'clean'],
+                         [m.reason for m in plan.moves])
+        # The first move keeps the score; the second gains both Clean.
+        self.assertEqual([rm.Score(1, 5), rm.Score(3, 5)],
+                         [m.score for m in plan.moves])
+        self.assertEqual((rm.Score(1, 5), rm.Score(3, 5)),
+                         (plan.before, plan.after))
+
+    def test_no_chain_within_a_budget_of_one(self):
+        plan = rebalance.plan_moves(self.chain(f.cpu('ca', 2, 'L2-1')), 1)
+        self.assertEqual(([], rm.Score(1, 5)), (moves(plan), plan.after))
+
+    def test_a_place_no_move_can_use_is_not_made(self):
+        # m1 and m2 opted out: c's leaving would free a place nobody may
+        # take, and c stays.
+        snap = replace_servers(
+            self.chain(f.cpu('ca', 2, 'L2-1')),
+            lambda s: dataclasses.replace(s, opt_out=s.uuid in ('m1', 'm2')))
+        plan = rebalance.plan_moves(snap, 4)
+        self.assertEqual(([], rm.Score(1, 5)), (moves(plan), plan.after))
+
+    def test_a_place_on_the_dirty_pairs_own_host_is_not_made(self):
+        # The place c's leaving would free is on a itself: m1 cannot
+        # migrate to its own host and a's agent keeps m1 where it is.
+        snap = f.snapshot(
+            f.q6600('a', f.mem('m1', 1, 'L2-0'), f.mem('m2', 1, 'L2-0'),
+                    f.cpu('c', 2, 'L2-1')),
+            f.host('d', [{'id': 'L3-0', 'cpus': [0, 1, 2, 3]}],
+                   [f.mem('m4', 1, 'L3-0')]))
+        plan = rebalance.plan_moves(snap, 4)
+        self.assertEqual(([], rm.Score(1, 4)), (moves(plan), plan.after))
+
+
+class SettleTableTest(testtools.TestCase):
+    """Each host as its agent leaves it with no migration (step 1)."""
+
+    def test_a_required_server_found_cpu_bound_keeps_its_domain_closed(self):
+        # c's flavor says required (declared memory-bound) but the
+        # classifier found it cpu-bound: its domain stays closed to the
+        # memory-bound m, which waits on Nova's CPUs - as the agent's
+        # own choice, given every instance, decides.
+        host = f.host('h', [{'id': 'd0', 'cpus': [0, 1]}], [
+            f.mem('m', 1, cache_clean='required'),
+            f.cpu('c', 1, 'd0', cache_clean='required', declared='memory')])
+        self.assertEqual({'m': None, 'c': 'd0'},
+                         rm.settle(host, host.servers,
+                                   {'m': None, 'c': 'd0'}))
+
+    def test_passes_until_nothing_changes(self):
+        # The agent's first pass leaves s22 on Nova's CPUs; its next
+        # pass, with s20 and s21 kept in d2, seats it: the region starts
+        # from there, so that no move is credited with it.
+        host = f.host('h', [{'id': 'd0', 'cpus': [0]},
+                            {'id': 'd1', 'cpus': [1]},
+                            {'id': 'd2', 'cpus': [2, 3, 4, 5]}], [
+            f.mem('s20', 2, cache_clean='required'),
+            f.mem('s21', 2, cache_clean='off'),
+            f.cpu('s22', 1, cache_clean='required', declared='memory')])
+        first = rm.settle(host, host.servers, {})
+        self.assertEqual({'s20': 'd2', 's21': 'd2', 's22': None}, first)
+        still = rm.settle_still(host, host.servers)
+        self.assertEqual({'s20': 'd2', 's21': 'd2', 's22': 'd0'}, still)
+        self.assertEqual(still, rm.settle(host, host.servers, still))
+        region = rm.Region(f.snapshot(host))
+        self.assertEqual(still, region.placed)
+
+
 class RuleTableTest(testtools.TestCase):
     """Servers that must not move, and moves that must not happen."""
 
@@ -280,12 +368,19 @@ class RuleTableTest(testtools.TestCase):
         self.assertEqual([('m2', 'a', 'b', 'L2-0')],
                          moves(rebalance.plan_moves(snap(f.cpu), 3)))
 
-    def test_two_move_defragmentation_is_not_found(self):
-        # Freeing z2's CCX needs both 4-vCPU servers gone; neither move
-        # helps alone, so the greedy plan stops (the optimum with a
-        # budget of 2 frees it: see test_rebalance_properties).
+    def test_two_move_defragmentation(self):
+        # Freeing z2's CCX for the refused 8-vCPU request needs both
+        # 4-vCPU servers gone; neither move helps alone: a chain (step
+        # 9), each beside a memory-bound server of z1 (a cpu-bound server
+        # dirties nothing), the second making the room.
         snap = f.zen_defragmentation()
-        self.assertEqual([], moves(rebalance.plan_moves(snap, 2)))
+        plan = rebalance.plan_moves(snap, 2)
+        self.assertEqual([('c0', 'z2', 'z1', 'L3-3'),
+                          ('c1', 'z2', 'z1', 'L3-0')], moves(plan))
+        self.assertEqual(['place', 'room'], [m.reason for m in plan.moves])
+        self.assertEqual(1, plan.after.room)
+        # With one migration left no chain starts.
+        self.assertEqual([], moves(rebalance.plan_moves(snap, 1)))
 
 
 def limited(host, max_unit=None, domain_max_unit=None):
