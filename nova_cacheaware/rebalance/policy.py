@@ -89,10 +89,13 @@ vCPUs). The plan, in steps:
    uses: a server leaving a domain that then has no Clean-wanting server
    and room for the smallest Dirty memory-bound server (a Clean place),
    or leaving it one server away from a room for the smallest refused
-   request that does not fit (a defragmentation of two moves). Such
-   first moves, each to its best ranked destination, are tried in step
-   7's order (at most :data:`CHAINS_TRIED`); the first after which a
-   move helps is kept with that move (its ``reason`` is ``place``).
+   request that does not fit (a defragmentation of two moves), when
+   a domain elsewhere may take the server without a room lost. Such
+   first moves, each to its best ranked destination that keeps the
+   score, are tried in step 7's order (servers a and b, then uuid; the
+   first :data:`CHAIN_CANDIDATES` servers, at most :data:`CHAINS_TRIED`
+   moves); the first after which a move helps is kept with that move
+   (its ``reason`` is ``place``).
    When none leads to one, the plan ends (an empty plan when nothing
    can improve).
 
@@ -284,8 +287,8 @@ def _preparing(region, snapshot):
                   in host_view.domains.values() if holders), default=0)
     spare = 0 if unmet else max(
         (v for v, n in region.rooms.items() if n > 0), default=0)
-    # The smallest Dirty server of a host other than the first's, and of
-    # any host but the second's: that of a host other than a given one.
+    # The two hosts of the smallest Dirty servers give, for any host, the
+    # smallest Dirty server of another host (none migrates to its own).
     two = sorted((v, h) for h, v in asking.items())[:2] + [(None, None)]
     found = []
     for name, members in region.members.items():

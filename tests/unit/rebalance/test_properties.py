@@ -7,6 +7,8 @@ enough for an exhaustive search it is compared with the optimum of the
 same budget (:mod:`.rebalance_optimum`).
 """
 
+from unittest import mock
+
 import hypothesis
 from hypothesis import strategies as st
 import testtools
@@ -235,6 +237,28 @@ class PruningTest(testtools.TestCase):
                         (trial.score,)
                         + rebalance.tie_break(region.servers[uuid]),
                         top[:3], (uuid, destination))
+
+
+class ChainTest(testtools.TestCase):
+    """Chains (step 9) only extend the plan single moves make."""
+
+    @hypothesis.settings(max_examples=60, deadline=None)
+    @hypothesis.given(rst.snapshots(max_hosts=4), st.integers(1, 4))
+    def test_the_plan_without_chains_is_a_prefix(self, snap, budget):
+        plan = rebalance.plan_moves(snap, budget)
+        with mock.patch.object(rebalance, 'CHAIN_CANDIDATES', 0):
+            single = rebalance.plan_moves(snap, budget)
+        self.assertEqual(single.moves, plan.moves[:len(single.moves)])
+        self.assertGreaterEqual(plan.after, single.after)
+        # What follows starts with a chain: a place, then the move using
+        # it (then maybe single moves the chain made possible, and more
+        # chains).
+        rest = [m.reason for m in plan.moves[len(single.moves):]]
+        if rest:
+            self.assertEqual('place', rest[0])
+        for reason, after in zip(rest, rest[1:] + [None]):
+            if reason == 'place':
+                self.assertNotIn(after, ('place', None))
 
 
 class UndoTest(testtools.TestCase):
