@@ -200,15 +200,23 @@ def _best_trial(region, snapshot, memo, touching=None):
             if top < best_key:
                 break
             continue
+        among = (None if touching is None or region.host_of[uuid] in touching
+                 else touching)
+        destinations = None
+        if among is not None:
+            # At most two hosts: cheaper than predicting its leaving.
+            destinations = _destinations(region, snapshot, uuid, among)
+            if not destinations:
+                continue
         left = memo.leave(uuid)
         top = _bound_after_leaving(region, uuid, left[1])
         if best_key is not None and (top < best_key or (
                 top == best_key and uuid > best.server)):
             continue
         server_key = tie_break(region.servers[uuid])
-        among = (None if touching is None or region.host_of[uuid] in touching
-                 else touching)
-        for destination in _destinations(region, snapshot, uuid, among):
+        if destinations is None:
+            destinations = _destinations(region, snapshot, uuid)
+        for destination in destinations:
             trial = region.trial(uuid, destination, left,
                                  memo.arrive(uuid, destination))
             if not trial.helps:
