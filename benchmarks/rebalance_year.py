@@ -359,7 +359,10 @@ def combine(paths, out, where=None, reuse=None):
         with open(path) as f:
             parts.append(json.load(f))
     larges = [part for part in parts if part['large']]
-    reused = _reused(larges, reuse) if reuse else []
+    merged = _merged(c for part in larges for c in part['large'])
+    # After merging: a cloud run in several parts takes the earlier
+    # runs once.
+    reused = _reused([{'large': merged}], reuse) if reuse else []
     doc = {'benchmark': 'rebalance_year', 'combined': True,
            'budgets': larges[0]['budgets'] if larges else None,
            'seeds': SEEDS,
@@ -370,7 +373,7 @@ def combine(paths, out, where=None, reuse=None):
                'date', 'machine', 'loadavg_before', 'loadavg_after',
                'wall_s', 'cpu_s')}, command=_no_dirs(part['command']))
                for part in parts],
-           'large': _merged(c for part in larges for c in part['large']),
+           'large': merged,
            'small': [c for part in parts for c in part['small']]}
     if reused:
         doc['budgets'] = sorted(set(doc['budgets']) | set(reused))
