@@ -133,7 +133,7 @@ def plan_moves(snapshot, budget):
     while len(moves) < budget:
         best = _best_trial(region, snapshot, memo)
         if best is not None:
-            moves.append(_commit(region, best, region.score))
+            moves.append(_commit(region, best))
             continue
         if len(moves) + 2 > budget:
             break
@@ -141,13 +141,14 @@ def plan_moves(snapshot, budget):
         if chain is None:
             break
         first, second = chain
-        moves.append(_commit(region, first, region.score, 'place'))
-        moves.append(_commit(region, second, region.score))
+        moves.append(_commit(region, first, 'place'))
+        moves.append(_commit(region, second))
     return rebalance_model.Plan(tuple(moves), before, region.score)
 
 
-def _commit(region, trial, score_before, reason=None):
+def _commit(region, trial, reason=None):
     """Do ``trial`` on ``region``; its :class:`~.rebalance_model.Move`."""
+    score_before = region.score
     region.commit(trial)
     domain = next(d for d in region.hosts[trial.destination].domains
                   if d.id == trial.domain)
@@ -234,27 +235,27 @@ def _best_trial(region, snapshot, memo, touching=None):
     return best
 
 
-def _best_chain(region, snapshot, memo, best=None):
+def _best_chain(region, snapshot, memo):
     """Two moves where no single one helps (step 9), or None.
 
     The first makes a place (:func:`_preparing`) and keeps the score and
     the rules, to the server's best ranked destination that does; the
     second is the best helping move once the first is done
-    (``best``, :func:`_best_trial` by default), among the moves from or
-    to the two hosts the first changed (no other became possible). The
+    (:func:`_best_trial`), among the moves from or to the two hosts the
+    first changed (no other became possible). The
     first :data:`CHAIN_CANDIDATES` servers are predicted, at most
     :data:`CHAINS_TRIED` first moves tried; the region is left as it was
     when none leads to a helping move.
     """
-    best = best or _best_trial
     tried = 0
     for uuid in _preparing(region, snapshot)[:CHAIN_CANDIDATES]:
         first = _keeping(region, snapshot, memo, uuid)
         if first is None:
             continue
         kept = region.commit(first)
-        second = best(region, snapshot, memo,
-                      touching=frozenset((first.source, first.destination)))
+        second = _best_trial(
+            region, snapshot, memo,
+            touching=frozenset((first.source, first.destination)))
         region.undo(kept)
         if second is not None:
             return first, second
@@ -330,13 +331,10 @@ def _prepares(host_view, domain, server, then, smallest):
     asks) and becomes one once ``server`` and the servers of ``then``
     have left.
     """
-    if smallest is None or _frees_room(host_view, domain, None, smallest):
-        return False
-    free, holders, _memory, largest = host_view.domains[domain]
-    leaving = (server,) + tuple(then)
-    return (holders == sum(s.agent_clean_wanted for s in leaving)
-            and min(free + sum(s.vcpus for s in leaving), largest)
-            >= smallest)
+    return (smallest is not None
+            and not _room_once_left(host_view, domain, (), smallest)
+            and _room_once_left(host_view, domain, (server,) + tuple(then),
+                                smallest))
 
 
 def _keeping(region, snapshot, memo, uuid):
@@ -450,15 +448,19 @@ def _candidates(region, snapshot):
 
 
 def _frees_room(host_view, domain, server, smallest):
-    """True when ``server`` leaving makes its domain a room for a request.
+    """True when ``server`` leaving makes its domain a room for a request."""
+    return _room_once_left(host_view, domain, (server,), smallest)
 
-    ``server`` None: the domain is such a room already.
+
+def _room_once_left(host_view, domain, leaving, smallest):
+    """True when ``domain`` is a room for ``smallest`` once ``leaving`` left.
+
+    A room: no Clean-wanting server stays, and ``smallest`` vCPUs fit.
     """
     free, holders, _memory, largest = host_view.domains[domain]
-    if server is None:
-        return holders == 0 and min(free, largest) >= smallest
-    return (holders - server.agent_clean_wanted == 0
-            and min(free + server.vcpus, largest) >= smallest)
+    return (holders == sum(s.agent_clean_wanted for s in leaving)
+            and min(free + sum(s.vcpus for s in leaving), largest)
+            >= smallest)
 
 
 def _destinations(region, snapshot, uuid, among=None):

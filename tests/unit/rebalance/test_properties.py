@@ -167,10 +167,13 @@ def plain_greedy(snap, budget):
         best = plain_best(region, snap)
         chain = [best] if best is not None else []
         if best is None and len(moves) + 2 <= budget:
-            chain = rebalance._best_chain(
-                region, snap, memo,
-                lambda region, snap, _memo, touching: plain_best(
-                    region, snap)) or []
+            # The chain's second move found without pruning, among every
+            # move of the region (not only those touching its hosts).
+            with mock.patch.object(
+                    rebalance, '_best_trial',
+                    lambda region, snap, _memo, touching: plain_best(
+                        region, snap)):
+                chain = rebalance._best_chain(region, snap, memo) or []
         if not chain:
             break
         for trial in chain:
