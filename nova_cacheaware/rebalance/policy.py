@@ -43,12 +43,15 @@ vCPUs). The plan, in steps:
    whose flavor asks ``cache_clean=required`` is closed to every request
    whose flavor wants Clean, ``auto`` ones included, whatever their
    class); without another member of its anti-affinity (or
-   soft-anti-affinity) group; ranked: a Clean place (a domain with room
-   and no server the agent counts against Clean) first for a server the
-   agent counts so, and for one it does not a domain with room beside a
-   Clean-wanting server (the agent puts it there, keeping Empty domains
-   whole), then hosts whose pCPUs still hold all their guests' vCPUs
-   after the move, then by name. The first
+   soft-anti-affinity) group; ranked: for a server the agent counts
+   against Clean, a Clean place (a domain with room and no server the
+   agent counts so) first, then a host whose domains with room all hold
+   two or more such servers (the agent seats it in one already Dirty:
+   it spoils nobody, and the other of its own Dirty pair is Clean), then
+   the rest; for a server it does not count so, a domain with room
+   beside a Clean-wanting server (the agent puts it there, keeping
+   Empty domains whole); then hosts whose pCPUs still hold all their
+   guests' vCPUs after the move, then by name. The first
    :data:`DESTINATIONS_PER_SERVER` are predicted exactly.
 5. **Exact prediction.** The destination's agent places the server like
    a new instance and the source's agent gives freed room to servers
@@ -89,8 +92,10 @@ vCPUs). The plan, in steps:
    uses: a server leaving a domain that then has no Clean-wanting server
    and room for the smallest Dirty memory-bound server (a Clean place),
    or leaving it one server away from a room for the smallest refused
-   request that does not fit (a defragmentation of two moves), when
-   a domain elsewhere may take the server without a room lost. Such
+   request that no room holds (a defragmentation of two moves), when a
+   domain elsewhere may take the server (and that other one) without a
+   room lost or itself made worse - a server the agent counts against
+   Clean only where a Clean place is free for it. Such
    first moves, each to its best ranked destination that keeps the
    score, are tried in step 7's order (servers a and b, then uuid; the
    first :data:`CHAIN_CANDIDATES` servers, at most :data:`CHAINS_TRIED`
@@ -272,10 +277,11 @@ def _preparing(region, snapshot):
     Dirty memory-bound server (movable) on another host, leaving it a
     Clean place for the smallest such server; for refused ``required``
     requests that do not all fit, leaving it one server away from a room
-    for the smallest. Only servers some domain elsewhere may take without
-    a room lost: one with room beside a Clean-wanting server, or a room
-    while no request waits for it. Ordered by :func:`tie_break`, then
-    uuid.
+    for the smallest that no room holds. Only servers (the second one
+    too) some domain elsewhere may take without a room lost or themselves
+    made worse: one with room beside a Clean-wanting server for a server
+    the agent does not count against Clean, or a room while no request
+    waits for it. Ordered by :func:`tie_break`, then uuid.
     """
     asking = {}
     for name, members in region.members.items():
@@ -286,8 +292,8 @@ def _preparing(region, snapshot):
                 asking[name] = min(server.vcpus,
                                    asking.get(name, server.vcpus))
     dirty = min(asking.values()) if asking else None
-    unmet = region.score.room < len(region.pending)
-    request = region.pending[0] if unmet else None
+    request = _smallest_unmet(region)
+    unmet = request is not None
     if dirty is None and request is None:
         return []
     beside = max((min(free, largest)
@@ -296,6 +302,14 @@ def _preparing(region, snapshot):
                   in host_view.domains.values() if holders), default=0)
     spare = 0 if unmet else max(
         (v for v, n in region.rooms.items() if n > 0), default=0)
+
+    def may_leave(server):
+        # A server the agent counts against Clean keeps it only in a Clean
+        # place (a room, free while no request waits); another goes beside
+        # a Clean-wanting server too.
+        return movable(server, snapshot) and server.vcpus <= (
+            spare if server.agent_clean_wanted else max(beside, spare))
+
     # The two hosts of the smallest Dirty servers give, for any host, the
     # smallest Dirty server of another host (none migrates to its own).
     two = sorted((v, h) for h, v in asking.items())[:2] + [(None, None)]
@@ -310,14 +324,13 @@ def _preparing(region, snapshot):
                 occupants.setdefault(domain, []).append(server)
         for domain, servers in occupants.items():
             for server in servers:
-                if movable(server, snapshot) and (
-                        server.vcpus <= max(beside, spare)) and (
+                if may_leave(server) and (
                         _prepares(host_view, domain, server, (), elsewhere)
                         or any(_prepares(host_view, domain, server,
                                          (other,), request)
                                for other in servers
                                if other is not server
-                               and movable(other, snapshot))):
+                               and may_leave(other))):
                     found.append((tuple(-n for n in tie_break(server)),
                                   server.uuid))
     found.sort()
@@ -447,6 +460,20 @@ def _candidates(region, snapshot):
     return out
 
 
+def _smallest_unmet(region):
+    """The vCPUs of the smallest refused request no room holds, or None.
+
+    Rooms go to the requests smallest first
+    (:func:`~.rebalance_model.fits_pending`), so those left are the
+    largest: a room this large holds one more. (A smaller one may too,
+    freeing a larger room a smaller request holds: a move's room counts
+    any room for the smallest request.)
+    """
+    if region.score.room < len(region.pending):
+        return region.pending[region.score.room]
+    return None
+
+
 def _frees_room(host_view, domain, server, smallest):
     """True when ``server`` leaving makes its domain a room for a request."""
     return _room_once_left(host_view, domain, (server,), smallest)
@@ -483,14 +510,21 @@ def _destinations(region, snapshot, uuid, among=None):
         if not rebalance_model.filter_admits(host_view, server):
             continue
         # Only domains Placement lets it have (max_unit).
-        fits = [holders for free, holders, _memory, largest
-                in host_view.domains.values()
-                if min(free, largest) >= server.vcpus]
+        fits = [holders for domain, (free, holders, _memory, largest)
+                in host_view.domains.items()
+                if min(free, largest) >= server.vcpus
+                and not (server.agent_clean_wanted
+                         and domain in host_view.required)]
         crowded = host_view.vcpus + server.vcpus > region.hosts[name].pcpus
-        if server.agent_clean_wanted:
-            second_best = min(fits) > 0  # no Clean place
+        if not fits:
+            place = 3
+        elif server.agent_clean_wanted:
+            # The agent seats it beside the fewest Clean-wanting servers:
+            # alone (a Clean place), else in a domain already Dirty (it
+            # spoils nobody) before beside one that is Clean.
+            place = 0 if min(fits) == 0 else (1 if min(fits) > 1 else 2)
         else:
-            second_best = max(fits) == 0  # only Empty domains to spoil
-        ranked.append((second_best, crowded, name))
+            place = 2 if max(fits) == 0 else 0  # only Empty domains to spoil
+        ranked.append((place, crowded, name))
     ranked.sort()
     return [name for *_, name in ranked[:DESTINATIONS_PER_SERVER]]

@@ -245,6 +245,44 @@ class ChainTableTest(testtools.TestCase):
         self.assertEqual((rm.Score(1, 5), rm.Score(3, 5)),
                          (plan.before, plan.after))
 
+    def test_clean_servers_whose_leaving_frees_a_place_are_not_tried(self):
+        # Each k is Clean beside a cpu-bound server: its leaving would
+        # leave a place for m1, but only by taking a Clean place it does
+        # not have. As many of them as the chain search predicts, ahead
+        # of c by size: c's chain is found all the same.
+        decoys = [f.q6600('k%02d' % n, f.mem('k%02d' % n, 1, 'L2-0'),
+                          f.cpu('kc%02d' % n, 1, 'L2-0'),
+                          f.cpu('kf%02d' % n, 2, 'L2-1'))
+                  for n in range(rebalance.CHAIN_CANDIDATES)]
+        snap = self.chain(f.cpu('ca', 2, 'L2-1'))
+        snap = dataclasses.replace(snap, hosts=snap.hosts + tuple(decoys))
+        plan = rebalance.plan_moves(snap, 2)
+        self.assertEqual([('c', 'b', 'd', 'L3-0'), ('m1', 'a', 'b', 'L2-0')],
+                         moves(plan))
+
+    def test_a_room_for_the_smallest_request_no_room_holds(self):
+        # Requests of 1 and 4 vCPUs: r's room holds the 1. Each decoy
+        # domain would be a room for the 1 once its two servers left, as
+        # many as the chain search predicts, ahead of p and q by size;
+        # the 4 needs z's domain, which p's leaving makes one move from
+        # a room: n's Clean nn goes beside q, and n's domain is one.
+        l3 = [{'id': 'L3-0', 'cpus': [0, 1, 2, 3]}]
+        decoys = [f.q6600('k%02d' % n, f.cpu('ka%02d' % n, 1, 'L2-0'),
+                          f.cpu('kb%02d' % n, 1, 'L2-0'),
+                          f.cpu('kf%02d' % n, 2, 'L2-1'))
+                  for n in range(rebalance.CHAIN_CANDIDATES)]
+        snap = f.snapshot(
+            f.host('r', l3, [f.cpu('x', 2, 'L3-0')]),
+            f.host('z', l3, [f.cpu('p', 2, 'L3-0'), f.cpu('q', 2, 'L3-0')]),
+            f.host('m', l3, [f.mem('mm', 2, 'L3-0')]),
+            f.host('n', l3, [f.mem('nn', 2, 'L3-0')]),
+            *decoys, pending=(1, 4))
+        plan = rebalance.plan_moves(snap, 4)
+        self.assertEqual([('p', 'z', 'm', 'L3-0'), ('nn', 'n', 'z', 'L3-0')],
+                         moves(plan))
+        self.assertEqual(['place', 'room'], [m.reason for m in plan.moves])
+        self.assertEqual((1, 2), (plan.before.room, plan.after.room))
+
     def test_no_chain_within_a_budget_of_one(self):
         plan = rebalance.plan_moves(self.chain(f.cpu('ca', 2, 'L2-1')), 1)
         self.assertEqual(([], rm.Score(1, 5)), (moves(plan), plan.after))
@@ -268,6 +306,26 @@ class ChainTableTest(testtools.TestCase):
                    [f.mem('m4', 1, 'L3-0')]))
         plan = rebalance.plan_moves(snap, 4)
         self.assertEqual(([], rm.Score(1, 4)), (moves(plan), plan.after))
+
+
+class DestinationRankTableTest(testtools.TestCase):
+    """Which hosts a move is predicted to, when no Clean place is left."""
+
+    def test_a_domain_already_dirty_before_one_a_newcomer_spoils(self):
+        # No Clean place anywhere. On each b host m1 would join Clean bm
+        # (spoiled: no move); on z the agent seats it beside x and y,
+        # Dirty already, and m2 is Clean. z is ranked before the b hosts,
+        # however many of them fill the destinations predicted.
+        l3 = [{'id': 'L3-0', 'cpus': [0, 1, 2, 3]}]
+        snap = f.snapshot(
+            f.q6600('a', f.mem('m1', 1, 'L2-0'), f.mem('m2', 1, 'L2-0'),
+                    f.cpu('c', 2, 'L2-1')),
+            *(f.host('b%d' % n, l3, [f.mem('bm%d' % n, 1, 'L3-0')])
+              for n in range(rebalance.DESTINATIONS_PER_SERVER)),
+            f.host('z', l3, [f.mem('x', 1, 'L3-0'), f.mem('y', 1, 'L3-0')]))
+        plan = rebalance.plan_moves(snap, 1)
+        self.assertEqual([('m1', 'a', 'z', 'L3-0')], moves(plan))
+        self.assertEqual((8, 9), (plan.before.clean, plan.after.clean))
 
 
 class SettleTableTest(testtools.TestCase):
