@@ -421,8 +421,8 @@ def bound(region, uuid):
             waiting += 1
         gain_clean += waiting
         room = (region.score.room < len(region.pending)
-                and _frees_room(host_view, domain, server,
-                                region.pending[0]))
+                and _room_once_left(host_view, domain, (server,),
+                                    region.pending[0]))
     uncrowded = (host_view.vcpus > region.hosts[name].pcpus
                  >= host_view.vcpus - server.vcpus)
     gain = rebalance_model.Score(
@@ -454,8 +454,8 @@ def _candidates(region, snapshot):
             domain = region.placed[uuid]
             if (waiting or not pinned or (server.memory_bound and not clean)
                     or (server.storm and not fine)
-                    or (unmet and _frees_room(host_view, domain, server,
-                                              smallest))):
+                    or (unmet and _room_once_left(host_view, domain,
+                                                  (server,), smallest))):
                 out.append(uuid)
     return out
 
@@ -472,11 +472,6 @@ def _smallest_unmet(region):
     if region.score.room < len(region.pending):
         return region.pending[region.score.room]
     return None
-
-
-def _frees_room(host_view, domain, server, smallest):
-    """True when ``server`` leaving makes its domain a room for a request."""
-    return _room_once_left(host_view, domain, (server,), smallest)
 
 
 def _room_once_left(host_view, domain, leaving, smallest):
@@ -516,15 +511,14 @@ def _destinations(region, snapshot, uuid, among=None):
                 and not (server.agent_clean_wanted
                          and domain in host_view.required)]
         crowded = host_view.vcpus + server.vcpus > region.hosts[name].pcpus
-        if not fits:
-            place = 3
-        elif server.agent_clean_wanted:
+        # Never empty: the filter admitted it to one of these domains.
+        if server.agent_clean_wanted:
             # The agent seats it beside the fewest Clean-wanting servers:
             # alone (a Clean place), else in a domain already Dirty (it
             # spoils nobody) before beside one that is Clean.
             place = 0 if min(fits) == 0 else (1 if min(fits) > 1 else 2)
         else:
-            place = 2 if max(fits) == 0 else 0  # only Empty domains to spoil
+            place = 1 if max(fits) == 0 else 0  # only Empty domains to spoil
         ranked.append((place, crowded, name))
     ranked.sort()
     return [name for *_, name in ranked[:DESTINATIONS_PER_SERVER]]
