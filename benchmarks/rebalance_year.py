@@ -95,6 +95,8 @@ def summary(result, reference=None):
     after = ratios(days, 'clean', reference)
     before = ratios(days, 'clean_before', reference)
     loose = ratios(days, 'clean', lambda i, d: d['bound'])
+    speed = ratios(days, 'performance',
+                   lambda i, d: d['performance_optimum'])
     return {'per_100': result['per_100'], 'mover': result['mover'],
             'know_refused': result['know_refused'],
             'priority': result['priority'],
@@ -103,6 +105,11 @@ def summary(result, reference=None):
             'clean_before_mean': round(sum(before) / len(before), 4),
             'clean_before_worst': round(min(before), 4),
             'days_below_098': sum(r < 0.98 for r in after),
+            'performance_mean': round(sum(speed) / len(speed), 4),
+            'performance_worst': round(min(speed), 4),
+            'performance_per_server': round(
+                sum(d['performance'] / d['memory_bound'] for d in days
+                    if d['memory_bound']) / len(days), 4),
             'clean_vs_bound_worst': round(min(loose), 4),
             'optimum_below_bound_days': sum(
                 d['optimum'] < d['bound'] for d in days),
@@ -145,7 +152,9 @@ def large(calib, quick, budgets=BUDGETS, mixes=tuple(MIXES),
                         'days': days,
                         'summaries': [summary(r) for r in runs],
                         'series': {_key(r): [(d['clean_before'], d['clean'],
-                                              d['optimum'], d['moved'])
+                                              d['optimum'], d['moved'],
+                                              d['performance'],
+                                              d['performance_optimum'])
                                              for d in r['days']]
                                    for r in runs}})
     return out

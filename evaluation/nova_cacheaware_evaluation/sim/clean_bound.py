@@ -21,6 +21,14 @@ the migration budget). The optimum of the program is therefore at least
 the best placement the cloud could reach; it is exact for the domains'
 packing itself.
 
+The same program with another value per pattern bounds what the cache
+contention model (:mod:`.contention`) says those servers achieve
+(:func:`performance_bound`): a memory-bound server sharing its domain with
+``n`` other memory-bound ones runs at ``1 / (1 + dirty * n)`` of its
+Clean speed, so the domains' total is concave in their memory-bound
+count and the best placement *spreads* the servers it cannot keep Clean,
+where the most Clean packs them three and four to a domain.
+
 scipy's HiGHS (``scipy.optimize.milp``) solves it; one day's program has
 about 30 variables and 8 rows.
 """
@@ -60,6 +68,34 @@ def clean_in(pattern, kinds):
     return 1 if memory == 1 else 0
 
 
+def performance_in(pattern, kinds, dirty):
+    """Summed speed of a domain's memory-bound servers, each Clean = 1.
+
+    ``k`` memory-bound servers in one domain each run at ``1 / (1 +
+    dirty * (k - 1))`` of their Clean speed (:mod:`.contention`, All
+    share: every vCPU of a domain runs at once at ratio 1.0).
+    """
+    memory = sum(n for n, (m, _v) in zip(pattern, kinds) if m)
+    return memory / (1.0 + dirty * (memory - 1)) if memory else 0.0
+
+
+def performance_bound(counts, domains, capacity, cpus, dirty, partial,
+                      unseated=False):
+    """The most summed speed any placement gives the memory-bound servers.
+
+    As :func:`bound`, valued by :func:`performance_in` with ``dirty``
+    (the contention model's ``dirty_all``); a server held in no domain
+    (``unseated``) counts ``partial`` (the model's Partial-share Clean
+    speed, ``1 / split_mem``: the most a floating server gets).
+    :returns: a float, at most the memory-bound servers' count.
+    """
+    sizes = tuple(sorted({v for (_m, v) in counts}))
+    if not sizes:
+        return 0.0
+    return _solve(tuple(sorted(counts.items())), sizes, domains, capacity,
+                  cpus, unseated, (dirty, partial))
+
+
 def bound(counts, domains, capacity, cpus, unseated=False):
     """The most Clean memory-bound servers of any placement of ``counts``.
 
@@ -73,18 +109,28 @@ def bound(counts, domains, capacity, cpus, unseated=False):
     sizes = tuple(sorted({v for (_m, v) in counts}))
     if not sizes:
         return 0
-    return _solve(tuple(sorted(counts.items())), sizes, domains, capacity,
-                  cpus, unseated)
+    return int(round(_solve(tuple(sorted(counts.items())), sizes, domains,
+                            capacity, cpus, unseated)))
 
 
 @functools.lru_cache(maxsize=4096)
-def _solve(items, sizes, domains, capacity, cpus, unseated):
+def _solve(items, sizes, domains, capacity, cpus, unseated, speed=None):
+    """The program's optimum: the most Clean servers.
+
+    With ``speed`` = ``(dirty, partial)``: the memory-bound servers' most
+    summed speed instead.
+    """
     counts = dict(items)
     kinds = types(sizes)
     pats = patterns(sizes, capacity)
     # Variables: domains of each pattern, then unseated servers per type.
     n_pat, n_kind = len(pats), len(kinds)
-    value = [-clean_in(p, kinds) for p in pats] + [0] * n_kind
+    if speed is None:
+        value = [-clean_in(p, kinds) for p in pats] + [0] * n_kind
+    else:
+        dirty, partial = speed
+        value = ([-performance_in(p, kinds, dirty) for p in pats]
+                 + [-partial if m else 0 for m, _v in kinds])
     rows, low, high = [], [], []
     for t, kind in enumerate(kinds):
         left_out = [1 if k == t else 0 for k in range(n_kind)]
@@ -110,4 +156,4 @@ def _solve(items, sizes, domains, capacity, cpus, unseated):
     if result.status != 0:
         raise ValueError('no placement of %s in %d domains and %d CPUs: %s'
                          % (counts, domains, cpus, result.message))
-    return int(round(-result.fun))
+    return -result.fun

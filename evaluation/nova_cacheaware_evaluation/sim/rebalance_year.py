@@ -44,6 +44,11 @@ Yardsticks in the same run:
   budget, so it bounds the offline optimum with any budget for the
   servers the run has that day. The older **bound** ``min(memory-bound
   servers, domains)`` is kept beside it;
+* **the day's speed optimum** (:meth:`Cloud.performance_optimum`): the
+  same program valued by what the cache contention model says the
+  memory-bound servers achieve (:meth:`Cloud.performance`), which counts
+  a third server in a Dirty domain as a loss where the Clean count does
+  not;
 * **the clairvoyant audit** (small clouds): each day the best set of at
   most ``budget`` moves found exhaustively against the truth (every
   server to every other host, and pairs of those when the budget is 2),
@@ -312,6 +317,25 @@ class Cloud:
                     out.add(members[0])
         return out
 
+    def performance(self, model):
+        """The memory-bound servers' summed speed, each Clean = 1.
+
+        What the cache contention ``model`` says each server (the truth)
+        achieves where the agents placed it: ``1 / (1 + dirty_all * n)``
+        beside ``n`` other memory-bound servers, ``1 / split_mem`` held
+        in no domain (the most a floating server gets).
+        """
+        speed = 0.0
+        for host in self.hosts:
+            homes = collections.Counter(
+                guest.home for guest in host.guests.values()
+                if self.truth[guest.vm.id] == 'memory')
+            for home, members in homes.items():
+                speed += members * (1.0 / model.split_mem if home is None
+                                    else 1.0 / (1.0 + model.dirty_all
+                                                * (members - 1)))
+        return speed
+
     def domains(self):
         """Cache domains of the cloud."""
         return len(self.hosts) * len(self.spec.domains)
@@ -334,6 +358,22 @@ class Cloud:
             raise ValueError('the bound needs domains of one size')
         return clean_bound.bound(counts, self.domains(), capacity.pop(),
                                  self.spec.cpus, self.unseated() > 0)
+
+    def performance_optimum(self, model):
+        """The most :meth:`performance` any placement of them has.
+
+        :func:`.clean_bound.performance_bound`, with :meth:`optimum`'s
+        rules.
+        """
+        counts = collections.Counter(
+            (self.truth[g.vm.id] == 'memory', g.vm.vcpus)
+            for _h, g in self.guests())
+        capacity = {len(d) for d in self.spec.domains}
+        if len(capacity) != 1:
+            raise ValueError('the bound needs domains of one size')
+        return clean_bound.performance_bound(
+            counts, self.domains(), capacity.pop(), self.spec.cpus,
+            model.dirty_all, 1.0 / model.split_mem, self.unseated() > 0)
 
 
 def seen_class(guest, now_s):
@@ -464,13 +504,16 @@ class World:
     spec: YearSpec
     trace: tuple
     changes: dict
+    #: The cache contention model the classifier's samples and the
+    #: servers' speed (:meth:`Cloud.performance`) come from.
+    model: contention.Model = contention.Model()
 
 
 def world(spec, model, sigma, seed):
     """The :class:`World` of ``seed``: every run on it sees the same."""
     trace = make_trace(spec, random.Random(seed))
     return World(spec, tuple(trace), trajectories(trace, model, sigma,
-                                                  seed + 1))
+                                                  seed + 1), model)
 
 
 def run(the_world, per_100, mover='strategy', know_refused=False,
@@ -540,6 +583,10 @@ def run(the_world, per_100, mover='strategy', know_refused=False,
                      'clean': len(state.clean()),
                      'bound': min(memory, state.domains()),
                      'optimum': state.optimum(),
+                     'performance': round(
+                         state.performance(the_world.model), 3),
+                     'performance_optimum': round(
+                         state.performance_optimum(the_world.model), 3),
                      'unseated': state.unseated(),
                      'refused': day_refused,
                      'refused_required': day_required,

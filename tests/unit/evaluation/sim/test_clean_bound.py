@@ -64,6 +64,25 @@ class BoundTest(testtools.TestCase):
             self.assertEqual(unseated, clean_bound.bound(
                 counts, 4, 4, cpus, unseated=True), counts)
 
+    def test_speed_spreads_what_clean_packs(self):
+        # Six 1-vCPU memory-bound servers in four 4-CPU domains, a server
+        # beside n others at 1 / (1 + 0.25 n): the most Clean is 3 (three
+        # alone, three together: 3 + 3 / 1.5 = 5.0); the most speed is
+        # two pairs and two alone (2 + 4 / 1.25 = 5.2).
+        counts = {(MEM, 1): 6}
+        self.assertEqual(3, clean_bound.bound(counts, 4, 4, 16))
+        self.assertAlmostEqual(5.2, clean_bound.performance_bound(
+            counts, 4, 4, 16, 0.25, 0.3))
+        # Room for all alone: each Clean.
+        self.assertAlmostEqual(3.0, clean_bound.performance_bound(
+            {(MEM, 2): 3, (CPU, 2): 5}, 4, 4, 16, 0.25, 0.3))
+        # A server held in no domain counts ``partial``: four 4-vCPU
+        # memory-bound servers, two domains.
+        self.assertAlmostEqual(2.6, clean_bound.performance_bound(
+            {(MEM, 4): 4}, 2, 4, 16, 0.25, 0.3, unseated=True))
+        self.assertEqual(0.0, clean_bound.performance_bound(
+            {}, 2, 4, 16, 0.25, 0.3))
+
     def test_servers_that_do_not_fit_are_an_error(self):
         self.assertRaises(ValueError, clean_bound.bound,
                           {(CPU, 4): 5}, 4, 4, 20)
@@ -98,3 +117,9 @@ class BoundTest(testtools.TestCase):
         memory = sum(1 for m, _v in kept if m)
         self.assertLessEqual(clean, best)
         self.assertLessEqual(best, min(memory, domains))
+        speed = sum(n / (1 + 0.25 * (n - 1))
+                    for n in map(sum, placed) if n)
+        most = clean_bound.performance_bound(counts, domains, 4,
+                                             4 * domains, 0.25, 0.3)
+        self.assertLessEqual(speed, most + 1e-6)
+        self.assertLessEqual(most, memory + 1e-6)

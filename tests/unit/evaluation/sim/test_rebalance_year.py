@@ -78,6 +78,40 @@ class CleanTest(testtools.TestCase):
         self.assertEqual({'vm-a'}, state.clean())
 
 
+class PerformanceTest(testtools.TestCase):
+    """The memory-bound servers' speed by the contention model."""
+
+    def test_a_dirty_pair_each_runs_at_one_over_one_plus_dirty(self):
+        state = small_cloud()
+        dirty_host(state)
+        put(state, 1, 'vm-d', 1, 'memory', 1)
+        model = contention.Model(dirty_all=0.25, split_mem=4.0)
+        # vm-a and vm-b share domain 0 (1 / 1.25 each), vm-d is Clean;
+        # the CPU-bound vm-c counts for nothing.
+        self.assertAlmostEqual(2 / 1.25 + 1, state.performance(model))
+        # Four domains for three: all Clean is possible.
+        self.assertAlmostEqual(3.0, state.performance_optimum(model))
+
+    def test_a_server_in_no_domain_runs_partial(self):
+        state = small_cloud()
+        put(state, 0, 'vm-a', 1, 'memory', None)
+        model = contention.Model(dirty_all=0.25, split_mem=4.0)
+        self.assertAlmostEqual(0.25, state.performance(model))
+        self.assertAlmostEqual(1.0, state.performance_optimum(model))
+
+    def test_two_full_dirty_domains_are_the_best_there_is(self):
+        state = small_cloud(hosts=1)
+        # Four 1-vCPU memory-bound servers in two domains of two CPUs:
+        # two pairs is the only way to seat them (packing against
+        # spreading: clean_bound's test).
+        for i, home in enumerate((0, 0, 1, 1)):
+            put(state, 0, 'vm-%d' % i, 1, 'memory', home)
+        model = contention.Model(dirty_all=0.25)
+        self.assertAlmostEqual(4 / 1.25, state.performance(model))
+        self.assertAlmostEqual(4 / 1.25, state.performance_optimum(model))
+        self.assertEqual(0, state.optimum())
+
+
 class SeenClassTest(testtools.TestCase):
     """What the audit's snapshot says of each server's class."""
 
@@ -301,6 +335,10 @@ class YearTest(testtools.TestCase):
             self.assertEqual(got['refused_required'],
                              sum(d['refused_required'] for d in days))
             for d in days:
+                self.assertLessEqual(d['performance'],
+                                     d['performance_optimum'])
+                self.assertLessEqual(d['performance_optimum'],
+                                     d['memory_bound'])
                 self.assertLessEqual(d['clean'], d['bound'])
                 self.assertLessEqual(d['clean_before'], d['bound'])
                 self.assertLessEqual(d['moved'], d['budget'])
