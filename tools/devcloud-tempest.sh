@@ -20,7 +20,7 @@ DC=${DEVCLOUD_DIR:-$ROOT/.devcloud}
 VENV=$DC/venv
 WS=$DC/tempest
 t0=$(date +%s)
-# Watcher costs about 6 s at up, 0.4 GB and its two scenarios about 90 s
+# Watcher costs about 6 s at up, 0.4 GB and its scenarios about 150 s
 # (doc/source/admin/watcher.rst): part of the default test run.
 export DEVCLOUD_WATCHER=${DEVCLOUD_WATCHER:-1}
 

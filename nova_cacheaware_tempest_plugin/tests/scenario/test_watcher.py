@@ -17,6 +17,11 @@ watcher_hosts`` (source first):
   the applier runs it, and both servers end Clean, each memory-bound and
   alone in its domain in its agent's view (and, with ``[cacheaware]
   libvirt_uris``, pinned to exactly that domain's CPUs).
+* ``test_refused_migration_leaves_the_server_where_it_was``: the same
+  Dirty pair and audit; before the plan starts, plain servers take every
+  VCPU Placement has left on the destination, so Nova's scheduler
+  refuses the live migration: the action and the plan end FAILED, and
+  both servers still run on the source, in their Dirty domain.
 * ``test_nothing_to_improve_gives_an_empty_plan``: one memory-bound
   server alone in the source's domain (Clean), nothing else: the audit
   SUCCEEDS with one action plan, already SUCCEEDED, without actions
@@ -247,8 +252,8 @@ class WatcherRebalanceTest(base.CacheAwareScenarioTest):
         return self.watcher.get_json('v1/actions/detail?action_plan_uuid=%s'
                                      % plan['uuid'])['actions']
 
-    def run_plan(self, plan):
-        """Start the action plan; once it ended, SUCCEEDED: return it."""
+    def run_plan(self, plan, expected='SUCCEEDED'):
+        """Start the action plan; once it ended in ``expected``: return it."""
         self.watcher.post_json('v1/action_plans/%s/start' % plan['uuid'],
                                {}, expected=200)
 
@@ -257,7 +262,7 @@ class WatcherRebalanceTest(base.CacheAwareScenarioTest):
             return now if now['state'] in ('SUCCEEDED', 'FAILED',
                                            'CANCELLED') else None
         plan = self.wait_for('action plan %s' % plan['uuid'], finished)
-        self.assertEqual('SUCCEEDED', plan['state'], self.actions(plan))
+        self.assertEqual(expected, plan['state'], self.actions(plan))
         return plan
 
     def efficacy(self, plan):
@@ -395,10 +400,15 @@ class WatcherRebalanceTest(base.CacheAwareScenarioTest):
             raise self.skipException('no view of %s from nova-cacheaware-'
                                      'api: no agent there' % host)
 
-    # -- tests ---------------------------------------------------------------
-    @decorators.idempotent_id('8c1d3e6a-4b7f-4f0e-9a2d-6e5b7c8d9f01')
-    def test_dirty_host_rebalanced_by_one_live_migration(self):
-        """Dirty -> one live migration by Watcher's applier -> both Clean."""
+    def dirty_pair_planned(self):
+        """A Dirty pair on the source and the audit's one migration.
+
+        Two one-vCPU memory-bound servers share the source's one domain:
+        a declared ``required`` one and an ``auto`` one its agent
+        classifies from a counter trace. Returns ``(pair, moved, plan)``:
+        both uuids, the ``auto`` one the plan's one action live-migrates
+        to the destination, and the RECOMMENDED action plan.
+        """
         if not CONF.cacheaware.counter_trace_dir:
             raise self.skipException(
                 '[cacheaware] counter_trace_dir is empty: no way to make an '
@@ -446,21 +456,81 @@ class WatcherRebalanceTest(base.CacheAwareScenarioTest):
         efficacy = self.efficacy(plan)
         self.assertEqual((1, 2), (efficacy['instance_migrations_count'],
                                   efficacy['instances_count']))
+        return pair, moved, plan
 
+    def free_vcpus(self, host):
+        """The VCPUs Placement has left on ``host`` (its compute nodes)."""
+        free = 0
+        for root in self.roots(host):
+            inv = self.rp_client.list_resource_provider_inventories(root)[
+                'inventories']['VCPU']
+            used = self.rp_client.list_resource_provider_usages(root)[
+                'usages'].get('VCPU', 0)
+            free += int((inv['total'] - inv['reserved'])
+                        * inv['allocation_ratio']) - used
+        return free
+
+    def largest_plain_server(self, host):
+        """The most VCPUs of one server Placement puts on ``host``."""
+        return max(self.rp_client.list_resource_provider_inventories(root)[
+            'inventories']['VCPU']['max_unit'] for root in self.roots(host))
+
+    def server_hosts(self, server_ids):
+        """``{uuid: compute host}`` of the servers, from Nova."""
+        return {u: self.admin_servers_client.show_server(u)['server'][
+            'OS-EXT-SRV-ATTR:host'] for u in server_ids}
+
+    # -- tests ---------------------------------------------------------------
+    @decorators.idempotent_id('8c1d3e6a-4b7f-4f0e-9a2d-6e5b7c8d9f01')
+    def test_dirty_host_rebalanced_by_one_live_migration(self):
+        """Dirty -> one live migration by Watcher's applier -> both Clean."""
+        pair, moved, plan = self.dirty_pair_planned()
         plan = self.run_plan(plan)
         self.assertEqual(['SUCCEEDED'],
                          [a['state'] for a in self.actions(plan)])
 
         stays = [u for u in pair if u != moved][0]
-        hosts = {u: self.admin_servers_client.show_server(u)['server'][
-            'OS-EXT-SRV-ATTR:host'] for u in pair}
-        self.assertEqual({moved: self.dest, stays: self.source}, hosts)
+        self.assertEqual({moved: self.dest, stays: self.source},
+                         self.server_hosts(pair))
         for host, server_id in ((self.source, stays), (self.dest, moved)):
             domain = self.wait_for(
                 '%s memory-bound and alone in a Clean domain of %s'
                 % (server_id, host),
                 lambda: self.clean_domain(host, server_id))
             self.assert_pinned_into(host, server_id, domain)
+
+    @decorators.idempotent_id('0b6f4a1e-7c3d-4e59-8a2b-5d9c1e7f3a64')
+    def test_refused_migration_leaves_the_server_where_it_was(self):
+        """The destination filled after the audit: FAILED, nothing moved.
+
+        Between the audit and the plan's start plain servers take every
+        VCPU Placement has left on the destination: Nova's scheduler
+        refuses the live migration, Watcher's applier marks the action
+        and the plan FAILED, and both servers still run on the source,
+        Dirty, as before.
+        """
+        pair, _moved, plan = self.dirty_pair_planned()
+        image = CONF.cacheaware.guest_image_ref or None
+        free = self.free_vcpus(self.dest)
+        largest = self.largest_plain_server(self.dest)
+        while free > 0:
+            vcpus = min(free, largest)
+            self.boot(self.create_flavor(vcpus=vcpus), host=self.dest,
+                      image=image)
+            free -= vcpus
+        self.assertEqual(0, self.free_vcpus(self.dest))
+
+        plan = self.run_plan(plan, expected='FAILED')
+        self.assertEqual(['FAILED'],
+                         [a['state'] for a in self.actions(plan)])
+        self.assertEqual({u: self.source for u in pair},
+                         self.server_hosts(pair))
+        for server_id in pair:
+            self.assertEqual('ACTIVE', self.admin_servers_client.show_server(
+                server_id)['server']['status'])
+        self.wait_for('both servers still in one Dirty domain of %s'
+                      % self.source,
+                      lambda: self.dirty_domain(self.source, pair))
 
     @decorators.idempotent_id('8c1d3e6a-4b7f-4f0e-9a2d-6e5b7c8d9f02')
     def test_nothing_to_improve_gives_an_empty_plan(self):
