@@ -350,14 +350,7 @@ class Cloud:
         :func:`.clean_bound.bound`, seating every server as the cloud's
         rules do; with servers left unseated today, allowing them.
         """
-        counts = collections.Counter(
-            (self.truth[g.vm.id] == 'memory', g.vm.vcpus)
-            for _h, g in self.guests())
-        capacity = {len(d) for d in self.spec.domains}
-        if len(capacity) != 1:
-            raise ValueError('the bound needs domains of one size')
-        return clean_bound.bound(counts, self.domains(), capacity.pop(),
-                                 self.spec.cpus, self.unseated() > 0)
+        return clean_bound.bound(*self._program())
 
     def performance_optimum(self, model):
         """The most :meth:`performance` any placement of them has.
@@ -365,15 +358,21 @@ class Cloud:
         :func:`.clean_bound.performance_bound`, with :meth:`optimum`'s
         rules.
         """
+        counts, domains, capacity, cpus, unseated = self._program()
+        return clean_bound.performance_bound(
+            counts, domains, capacity, cpus, model.dirty_all,
+            1.0 / model.split_mem, unseated)
+
+    def _program(self):
+        """``(counts, domains, capacity, cpus, unseated)`` of today."""
         counts = collections.Counter(
             (self.truth[g.vm.id] == 'memory', g.vm.vcpus)
             for _h, g in self.guests())
         capacity = {len(d) for d in self.spec.domains}
         if len(capacity) != 1:
             raise ValueError('the bound needs domains of one size')
-        return clean_bound.performance_bound(
-            counts, self.domains(), capacity.pop(), self.spec.cpus,
-            model.dirty_all, 1.0 / model.split_mem, self.unseated() > 0)
+        return (counts, self.domains(), capacity.pop(), self.spec.cpus,
+                self.unseated() > 0)
 
 
 def seen_class(guest, now_s):
