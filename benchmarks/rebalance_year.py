@@ -45,7 +45,8 @@ measured by the contention probe), each seed's trace is run
   and once without them (``refused_within_hours = 0``).
 
 Writes the JSON (command, machine, date, load, CPU time) and, with
-``--plots``, ``rebalance-year-clean.png`` and ``rebalance-year-small.png``
+``--plots``, ``rebalance-year-clean.png``, ``rebalance-year-speed.png`` and
+``rebalance-year-small.png``
 (matplotlib: ``pip install -r benchmarks/requirements.txt``).
 """
 
@@ -206,6 +207,14 @@ def _large_lines(ax, case):
     ax.set_ylabel('Clean memory-bound / optimum (before audit)')
 
 
+def _speed_lines(ax, case):
+    for key, series in sorted(case['series'].items()):
+        if 'unknown' not in key:
+            ax.plot([s[4] / s[5] if s[5] else 1.0 for s in series],
+                    label=key.replace('strategy ', 'budget '), lw=0.9)
+    ax.set_ylabel('memory-bound speed / optimum')
+
+
 def _small_lines(ax, case):
     for key, series in sorted(case['series'].items()):
         ax.plot([s[1] for s in series], label=key, lw=0.9)
@@ -215,12 +224,13 @@ def _small_lines(ax, case):
 
 
 def plots(doc, where):
-    """The two figures of the evaluation page."""
+    """The three figures of the evaluation page."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     for cases, lines, name in (
             (doc['large'], _large_lines, 'rebalance-year-clean.png'),
+            (doc['large'], _speed_lines, 'rebalance-year-speed.png'),
             (doc['small'], _small_lines, 'rebalance-year-small.png')):
         cases = [c for c in cases if c['seed'] == SEEDS[0]]
         fig, axes = plt.subplots(1, len(cases),
