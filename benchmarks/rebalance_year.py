@@ -199,20 +199,21 @@ def _key(result):
                               if result['priority'] == 'clean' else '')
 
 
-def _large_lines(ax, case):
-    for key, series in sorted(case['series'].items()):
-        if 'unknown' not in key:
-            ax.plot([s[0] / s[2] if s[2] else 1.0 for s in series],
-                    label=key.replace('strategy ', 'budget '), lw=0.9)
-    ax.set_ylabel('Clean memory-bound / optimum (before audit)')
+def _ratio_lines(value, reference, label):
+    """A large cloud's runs drawn as ``series[value] / series[reference]``."""
+    def lines(ax, case):
+        for key, series in sorted(case['series'].items()):
+            if 'unknown' not in key:
+                ax.plot([s[value] / s[reference] if s[reference] else 1.0
+                         for s in series],
+                        label=key.replace('strategy ', 'budget '), lw=0.9)
+        ax.set_ylabel(label)
+    return lines
 
 
-def _speed_lines(ax, case):
-    for key, series in sorted(case['series'].items()):
-        if 'unknown' not in key:
-            ax.plot([s[4] / s[5] if s[5] else 1.0 for s in series],
-                    label=key.replace('strategy ', 'budget '), lw=0.9)
-    ax.set_ylabel('memory-bound speed / optimum')
+_large_lines = _ratio_lines(0, 2,
+                            'Clean memory-bound / optimum (before audit)')
+_speed_lines = _ratio_lines(4, 5, 'memory-bound speed / optimum')
 
 
 def _small_lines(ax, case):
