@@ -98,6 +98,8 @@ def summary(result, reference=None):
     loose = ratios(days, 'clean', lambda i, d: d['bound'])
     speed = ratios(days, 'performance',
                    lambda i, d: d['performance_optimum'])
+    per_server = ratios(days, 'performance',
+                        lambda i, d: d['memory_bound'])
     return {'per_100': result['per_100'], 'mover': result['mover'],
             'know_refused': result['know_refused'],
             'priority': result['priority'],
@@ -108,9 +110,8 @@ def summary(result, reference=None):
             'days_below_098': sum(r < 0.98 for r in after),
             'performance_mean': round(sum(speed) / len(speed), 4),
             'performance_worst': round(min(speed), 4),
-            'performance_per_server': round(
-                sum(d['performance'] / d['memory_bound'] for d in days
-                    if d['memory_bound']) / len(days), 4),
+            'performance_per_server': round(sum(per_server)
+                                            / len(per_server), 4),
             'clean_vs_bound_worst': round(min(loose), 4),
             'optimum_below_bound_days': sum(
                 d['optimum'] < d['bound'] for d in days),

@@ -68,15 +68,21 @@ def clean_in(pattern, kinds):
     return 1 if memory == 1 else 0
 
 
-def performance_in(pattern, kinds, dirty):
-    """Summed speed of a domain's memory-bound servers, each Clean = 1.
+def speed(memory_bound, dirty):
+    """One memory-bound server's speed beside others in its domain.
 
-    ``k`` memory-bound servers in one domain each run at ``1 / (1 +
-    dirty * (k - 1))`` of their Clean speed (:mod:`.contention`, All
-    share: every vCPU of a domain runs at once at ratio 1.0).
+    ``memory_bound`` servers share the domain (this one included); each
+    runs at ``1 / (1 + dirty * (memory_bound - 1))`` of its Clean speed
+    (:mod:`.contention`, All share: every vCPU of a domain runs at once
+    at ratio 1.0).
     """
+    return 1.0 / (1.0 + dirty * (memory_bound - 1))
+
+
+def performance_in(pattern, kinds, dirty):
+    """Summed :func:`speed` of a domain's memory-bound servers."""
     memory = sum(n for n, (m, _v) in zip(pattern, kinds) if m)
-    return memory / (1.0 + dirty * (memory - 1)) if memory else 0.0
+    return memory * speed(memory, dirty) if memory else 0.0
 
 
 def performance_bound(counts, domains, capacity, cpus, dirty, partial,

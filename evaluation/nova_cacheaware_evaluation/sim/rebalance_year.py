@@ -325,16 +325,16 @@ class Cloud:
         beside ``n`` other memory-bound servers, ``1 / split_mem`` held
         in no domain (the most a floating server gets).
         """
-        speed = 0.0
+        total = 0.0
         for host in self.hosts:
             homes = collections.Counter(
                 guest.home for guest in host.guests.values()
                 if self.truth[guest.vm.id] == 'memory')
             for home, members in homes.items():
-                speed += members * (1.0 / model.split_mem if home is None
-                                    else 1.0 / (1.0 + model.dirty_all
-                                                * (members - 1)))
-        return speed
+                total += members * (
+                    1.0 / model.split_mem if home is None
+                    else clean_bound.speed(members, model.dirty_all))
+        return total
 
     def domains(self):
         """Cache domains of the cloud."""
