@@ -109,7 +109,8 @@ def _place_new(tally, fresh, out):
     while fresh:
         vm = fresh.pop(0)
         order = domain_choice.order_domains(
-            tally.loads(), vm.vcpus, vm.memory_bound, vm.uuid)
+            tally.loads(), vm.vcpus, vm.memory_bound, vm.uuid,
+            best_fit=True)
         if vm.uuid in yielding:
             # It gave its place to a slot holder: joining another one would
             # only move the Dirt. Beside instances without a slot, or none.

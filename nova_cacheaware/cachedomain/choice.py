@@ -19,7 +19,12 @@ The policy, in order (documented in ``doc/source/admin/scheduler.rst``):
    ``cache_clean=required`` instance comes after every other domain with
    room: another memory-bound instance there would take that instance's
    guaranteed Clean domain from it (the scheduler's filter keeps such
-   requests off a host whose only room is there).
+   requests off a host whose only room is there). Where the one ordering
+   is the only one deciding (``best_fit``: the agent choosing on its host,
+   and the scheduler predicting that choice), the tightest of equally
+   clean domains comes first - the one with the fewest vCPUs left after
+   the instance - so that whole Empty domains stay for the larger
+   ``cache_clean=required`` requests to come.
 2. **``cpu``/``io`` requests** (and ``cache_clean=off``): best fit - the
    fullest domain that still fits the instance, taking domains that already
    hold a memory-bound instance before Empty ones, so Empty domains stay
@@ -50,6 +55,8 @@ _MASK = (1 << 64) - 1
 # An odd 64-bit constant (2**64 / golden ratio) for multiplicative mixing.
 _GOLDEN = 0x9E3779B97F4A7C15
 _NEVER = float('-inf')
+# Sorts a domain of unknown capacity after every known one.
+_UNKNOWN_ROOM = float('inf')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,7 +101,7 @@ def tie_break(seed, provider):
     return ((_hash64(str(seed)) ^ _hash64(provider)) * _GOLDEN) & _MASK
 
 
-def order_domains(loads, vcpus, memory_bound, seed):
+def order_domains(loads, vcpus, memory_bound, seed, best_fit=False):
     """Provider uuids of ``loads``, the domain to claim first.
 
     :param loads: the :class:`DomainLoad` of each candidate domain.
@@ -102,6 +109,11 @@ def order_domains(loads, vcpus, memory_bound, seed):
     :param memory_bound: True for requests ordered by rule 1 (memory-bound
         or ``auto`` wanting Clean), False for best fit (rule 2).
     :param seed: the instance uuid (tie-break, rule 5).
+    :param best_fit: rule 1 takes the tightest of equally clean domains
+        first. Only for a chooser no other process races with (the agent
+        on its host): schedulers that order the same domains concurrently
+        would all take the tightest one, and rules 4-5 exist to spread
+        them.
     """
     # Runs for every host of every All-share request: one pass building
     # plain tuples (no per-domain function calls beyond the memoised hash).
@@ -114,8 +126,10 @@ def order_domains(loads, vcpus, memory_bound, seed):
         recency = _NEVER if load.last_claim is None else load.last_claim
         tie = ((seed_hash ^ _hash64(load.provider)) * _GOLDEN) & _MASK
         if memory_bound:
+            spare = (0 if not best_fit else
+                     _UNKNOWN_ROOM if total is None else total - used - vcpus)
             key = (too_small, load.claimed_now, load.holds_required,
-                   load.memory_bound, recency, tie)
+                   load.memory_bound, spare, recency, tie)
         else:
             # Best fit: least room left after placing the instance first;
             # unknown capacity: least used first (spread).
@@ -127,13 +141,15 @@ def order_domains(loads, vcpus, memory_bound, seed):
     return [provider for _, provider in keyed]
 
 
-def contention_score(rows, vcpus):
+def contention_score(rows, vcpus, best_fit=False):
     """The raw contention weight of a host in ``[-1, 1]`` (the weigher's).
 
     :param rows: the host's domains as ``(domain, memory-bound instances,
         Clean holders, vCPUs used, capacity or None)``, the live state
         plus the claims the scheduler knows the state lacks.
     :param vcpus: the new instance's vCPUs.
+    :param best_fit: score the tightest Clean place instead (below), for
+        ``cache_clean=required`` requests.
 
     A Clean place is a domain holding no memory-bound instance *with room
     for the instance* (unknown capacity counts as room): a domain that
@@ -147,9 +163,21 @@ def contention_score(rows, vcpus):
     slot, goes where it can be alone unless Nova's other weighers outvote
     the multiplier. 0 (neutral, between the two bands) for a host without
     domains.
+
+    With ``best_fit`` the weight is that of the host's tightest Clean
+    place: ``2 * vcpus / room - 1`` where ``room`` is the place's vCPUs
+    left before the instance (1 where the instance fills it exactly, near
+    -1 in a large Empty domain; 0 for a place of unknown capacity), -1 on
+    a host without a Clean place. A ``required`` request needs a Clean
+    place (the filter removes every host without one), so the whole span
+    ranks how tightly it fits: a 1-vCPU request goes to a domain
+    ``cpu``-bound instances have three quarters filled rather than into a
+    whole Empty domain that a 4-vCPU ``required`` request would need.
     """
     if not rows:
         return 0.0
+    if best_fit:
+        return _tightest_place(rows, vcpus)
     # Runs once per host state and flavor size on every host: one pass,
     # no calls.
     places = memory = 0
@@ -162,3 +190,18 @@ def contention_score(rows, vcpus):
     count = len(rows)
     fine = places / count - min(1.0, memory / count)
     return (0.75 if places else -0.75) + fine / 4
+
+
+def _tightest_place(rows, vcpus):
+    best = -1.0
+    for row in rows:
+        if row[1]:
+            continue
+        capacity = row[4]
+        if capacity is None:
+            best = max(best, 0.0)
+            continue
+        room = capacity - row[3]
+        if vcpus <= room:
+            best = max(best, 2.0 * vcpus / room - 1.0)
+    return best

@@ -326,11 +326,12 @@ def predict_domain(loads, vcpus, memory_bound, seed):
     """The domain the agent will choose for the instance ``seed``.
 
     The agent orders the host's domains with the same policy
-    (:func:`~nova_cacheaware.cachedomain.assignment.assign_domains`) and the
-    same seed, the instance uuid: with the same knowledge it picks the
-    same domain.
+    (:func:`~nova_cacheaware.cachedomain.assignment.assign_domains`, the
+    tightest of equally clean domains first) and the same seed, the
+    instance uuid: with the same knowledge it picks the same domain.
     """
-    return domain_choice.order_domains(loads, vcpus, memory_bound, seed)[0]
+    return domain_choice.order_domains(loads, vcpus, memory_bound, seed,
+                                       best_fit=True)[0]
 
 
 def consumed_claim(host_state, spec_obj, memory_bound, live, received,

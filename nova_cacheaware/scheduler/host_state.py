@@ -120,9 +120,9 @@ class HostCacheState(wire.HostCacheState):
             # finds them like every later one.
             for ratio in list(previous.derived.rows):
                 self.domain_rows(ratio)
-            for ratio, vcpus in list(previous.derived.contention)[
-                    -SCORE_SHAPES:]:
-                contention(self, vcpus, ratio)
+            for ratio, vcpus, best_fit in list(
+                    previous.derived.contention)[-SCORE_SHAPES:]:
+                contention(self, vcpus, ratio, best_fit)
             self._score_shapes(list(previous.pcpu_scores)[-SCORE_SHAPES:])
         return self
 
@@ -169,25 +169,26 @@ SCORES_PER_STATE = 32
 SCORE_SHAPES = 8
 
 
-def contention(state, vcpus, cpu_ratio):
+def contention(state, vcpus, cpu_ratio, best_fit=False):
     """The cache contention raw score of ``state``, memoised on it.
 
     :func:`~nova_cacheaware.cachedomain.choice.contention_score` of the
-    state's domain rows at ``cpu_ratio`` for a ``vcpus``-vCPU instance,
-    computed once per scheduler state, ratio and vCPUs.
+    state's domain rows at ``cpu_ratio`` for a ``vcpus``-vCPU instance
+    (``best_fit``: a ``cache_clean=required`` one), computed once per
+    scheduler state, ratio, vCPUs and kind.
     """
     if not isinstance(state, HostCacheState):
         # A contract state (the simulators, the tests): nowhere to keep it.
         return domain_choice.contention_score(state.domain_rows(cpu_ratio),
-                                              vcpus)
+                                              vcpus, best_fit)
     # No try/except KeyError: the first request after every refresh
     # misses, and a raised exception costs more than the lookups.
     memo = state.derived.contention
-    key = (cpu_ratio, vcpus)
+    key = (cpu_ratio, vcpus, best_fit)
     value = memo.get(key)
     if value is None:
         value = memo[key] = domain_choice.contention_score(
-            state.domain_rows(cpu_ratio), vcpus)
+            state.domain_rows(cpu_ratio), vcpus, best_fit)
     return value
 
 

@@ -27,7 +27,12 @@ and the other workers' received over the bus, :mod:`.claims`,
 attracting memory-bound requests as soon as one is claimed there. A host
 without fresh state is neutral (0, the middle of the span). Requests
 without ``cacheaware:`` keys, with ``cache_clean`` ``off`` or with a
-declared CPU/IO workload are not weighed by this part. Multiplier:
+declared CPU/IO workload are not weighed by this part. A
+``cache_clean=required`` request is weighed by best fit instead: the
+raw weight of its host's tightest Clean place, ``2 * vcpus / room - 1``
+(``room``: that domain's vCPUs left), -1 without one - so that a small
+``required`` server leaves whole Empty domains to larger ones
+(:func:`~nova_cacheaware.cachedomain.choice.contention_score`). Multiplier:
 ``[cacheaware_scheduler] cache_contention_weight_multiplier``, overridden
 per aggregate by the metadata key of the same name.
 
@@ -93,17 +98,18 @@ NEUTRAL = 0.0
 NO_ORDER = ()
 
 
-def contention_score(state, vcpus=1, cpu_ratio=1.0):
+def contention_score(state, vcpus=1, cpu_ratio=1.0, best_fit=False):
     """Raw weight in ``[-1, 1]`` of a host's :class:`HostCacheState`.
 
     :func:`~nova_cacheaware.cachedomain.choice.contention_score` of the
-    state's domains for a ``vcpus``-vCPU instance at ``cpu_ratio``;
-    neutral without fresh, healthy state listing domains. Memoised per
-    state, ratio and vCPUs.
+    state's domains for a ``vcpus``-vCPU instance at ``cpu_ratio``
+    (``best_fit``: a ``cache_clean=required`` one); neutral without fresh,
+    healthy state listing domains. Memoised per state, ratio, vCPUs and
+    kind.
     """
     if state is None or not state.agent_healthy or not state.domains:
         return NEUTRAL
-    return scheduler_state.contention(state, vcpus, cpu_ratio)
+    return scheduler_state.contention(state, vcpus, cpu_ratio, best_fit)
 
 
 def availability_score(state, vcpus, cap=None):
@@ -195,6 +201,8 @@ class _Contention(ty.NamedTuple):
 
     multiplier: float
     vcpus: int
+    #: ``cache_clean=required``: the tightest Clean place wins.
+    best_fit: bool
     cache: ty.Any
     ledger: ty.Any
 
@@ -205,7 +213,8 @@ class _Contention(ty.NamedTuple):
         # when it is enabled.
         if not req.contention_weighed:
             return None
-        return cls(getattr(opts, cls.OPTION), req.vcpus, cache,
+        return cls(getattr(opts, cls.OPTION), req.vcpus,
+                   req.cacheaware.clean_required, cache,
                    claims.get_ledger(opts.claim_memory_seconds,
                                      opts.claim_settle_seconds,
                                      opts.claim_pending_seconds))
@@ -225,9 +234,11 @@ class _Contention(ty.NamedTuple):
                 host_state, state, cache.received(host_state.host), ledger,
                 domain_order.elsewhere_of(cache, host_state.host))
             if own:
-                return domain_choice.contention_score(rows, self.vcpus)
+                return domain_choice.contention_score(rows, self.vcpus,
+                                                      self.best_fit)
         return scheduler_state.contention(
-            state, self.vcpus, host_state.cpu_allocation_ratio or 1.0)
+            state, self.vcpus, host_state.cpu_allocation_ratio or 1.0,
+            self.best_fit)
 
 
 class _Availability(ty.NamedTuple):

@@ -21,7 +21,7 @@ provider model, fresh live state, CPU allocation ratio 1.0):
   :func:`nova_cacheaware.cachedomain.choice.contention_score`, on fresh
   state, normalised from ``[-1, 1]``, times the default multiplier
   :data:`CONTENTION_MULTIPLIER`) for requests whose ``clean_wanted`` is
-  true;
+  true (best fit for ``required`` ones, as the weigher);
 * **the domain**: the agent's choice,
   :func:`nova_cacheaware.cachedomain.assignment.assign_domains`;
 * **the agent** (every event and sample): the planner,
@@ -226,9 +226,9 @@ class Host:
         return [('d%03d' % d, memory[d], memory[d], vcpus[d], len(cpus))
                 for d, cpus in enumerate(self.domains)]
 
-    def contention(self, vcpus=1):
+    def contention(self, vcpus=1, best_fit=False):
         """Raw contention weight from the agent's live state."""
-        return domain_choice.contention_score(self.rows(), vcpus)
+        return domain_choice.contention_score(self.rows(), vcpus, best_fit)
 
     def choose_domain(self, guest):
         """The agent's domain for a new held guest (assign_domains)."""
@@ -303,12 +303,13 @@ def pick_host(hosts, req):
     low, high = min(free), max(free)
     span = float(high - low) or 1.0
     weighed = req.cacheaware.present and req.cacheaware.clean_wanted
+    required = req.cacheaware.clean_required
 
     def weight(i):
         w = 2.0 * (free[i] - low) / span     # CPUWeigher + RAMWeigher
         if weighed:
             w += CONTENTION_MULTIPLIER * (
-                fits[i].contention(req.vcpus) + 1.0) / 2.0
+                fits[i].contention(req.vcpus, required) + 1.0) / 2.0
         return (w, -fits[i].index)
     return fits[max(range(len(fits)), key=weight)]
 

@@ -265,6 +265,64 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
             networks='none')
         self.assertEqual('compute1', cpu['OS-EXT-SRV-ATTR:host'])
 
+    def test_a_small_required_server_leaves_the_empty_domain_to_a_big_one(
+            self):
+        # compute1: one 3-CPU domain has one vCPU of room left (cpu-bound
+        # instances hold two), the others are full; compute2: one 4-CPU
+        # domain full, one Empty. A 1-vCPU required server fits exactly in
+        # compute1's; spread (Nova's weighers, and the contention part's
+        # count of Clean places, 1 of 2 against 1 of 4) would give it
+        # compute2's Empty domain, and the 4-vCPU required server after
+        # it would find no Clean domain anywhere.
+        self._start()
+        first = [d.id for d in self.domain_sets['compute1'].domains]
+        second = [d.id for d in self.domain_sets['compute2'].domains]
+        self._live('compute1', used={d: 2 if d == first[0] else 3
+                                     for d in first})
+        self._live('compute2', used={second[0]: 4})
+        small = self._create_server(
+            flavor_id=self._flavor(1, workload='memory', clean='required'),
+            networks='none')
+        self.assertEqual('compute1', small['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual({first[0]: 1}, self._predicted('compute1', [small]))
+        big = self._create_server(
+            flavor_id=self._flavor(4, workload='memory', clean='required'),
+            networks='none')
+        self.assertEqual('compute2', big['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual({second[1]: 1}, self._predicted('compute2', [big]))
+
+    def test_a_required_burst_takes_the_tight_places_then_the_empty(self):
+        # Six Clean places for six 1-vCPU required servers in one request:
+        # compute1's four domains with one vCPU of room each first (exact
+        # fits), then compute2's two Empty ones; none is lost.
+        self._start()
+        first = [d.id for d in self.domain_sets['compute1'].domains]
+        self._live('compute1', used={d: 2 for d in first})
+        self._live('compute2')
+        servers = self._multi_create(
+            self._flavor(1, workload='memory', clean='required'), 6)
+        self.assertEqual({'compute1': 4, 'compute2': 2},
+                         self._hosts(servers))
+        self.assertEqual({d: 1 for d in first},
+                         self._predicted('compute1', servers))
+        self.assertEqual({'L3-0': 1, 'L3-1': 1},
+                         self._predicted('compute2', servers))
+
+    def test_a_preferred_server_is_not_packed(self):
+        # The same hosts: best fit is for required requests alone. A
+        # preferred one holds no Placement slot, and the most Clean places
+        # (compute2: 1 of 2) leave the most room for the next ones.
+        self._start()
+        first = [d.id for d in self.domain_sets['compute1'].domains]
+        second = [d.id for d in self.domain_sets['compute2'].domains]
+        self._live('compute1', used={d: 2 if d == first[0] else 3
+                                     for d in first})
+        self._live('compute2', used={second[0]: 4})
+        server = self._create_server(
+            flavor_id=self._flavor(1, workload='memory', clean='preferred'),
+            networks='none')
+        self.assertEqual('compute2', server['OS-EXT-SRV-ATTR:host'])
+
     def test_the_agents_capacity_sizes_domains_not_novas_ratio(self):
         # Nova's ratio is 4.0 (its default); the agent sizes each 3-CPU
         # domain with its own [agent] domain_cpu_allocation_ratio = 1.0,

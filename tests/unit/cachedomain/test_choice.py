@@ -85,6 +85,52 @@ class MemoryBoundRuleTest(testtools.TestCase):
                              dc.order_domains(loads, 2, True, seed))
 
 
+class TightestCleanDomainTest(testtools.TestCase):
+    """Rule 1 with ``best_fit`` (the agent): tightest of equally clean."""
+
+    TABLE = [
+        # (name, loads, vCPUs, expected order)
+        ('the domain cpu-bound instances filled most, not the whole one',
+         [L('a', 0, 0, 4), L('b', 0, 3, 4), L('c', 0, 2, 4)], 1,
+         ['b', 'c', 'a']),
+        ('an exact fit first',
+         [L('a', 0, 1, 4), L('b', 0, 0, 2)], 2, ['b', 'a']),
+        ('Clean still outranks tight',
+         [L('a', 1, 3, 4), L('b', 0, 0, 4)], 1, ['b', 'a']),
+        ('fewer memory-bound still outranks tight',
+         [L('a', 2, 3, 4), L('b', 1, 0, 4)], 1, ['b', 'a']),
+        ('a domain too small last',
+         [L('a', 0, 4, 4), L('b', 0, 0, 4)], 1, ['b', 'a']),
+        ('unknown capacity after every known one',
+         [L('a', 0, 0), L('b', 0, 0, 8)], 1, ['b', 'a']),
+    ]
+
+    def test_table(self):
+        for name, loads, vcpus, expected in self.TABLE:
+            for seed in ('vm-1', 'vm-2', 'vm-3'):
+                self.assertEqual(expected, dc.order_domains(
+                    loads, vcpus, True, seed, best_fit=True), name)
+
+    def test_without_best_fit_equally_clean_domains_spread(self):
+        # Concurrent schedulers ordering the same domains (the domain
+        # model) keep the tie-break: the tightest would draw them all.
+        loads = [L('a', 0, 0, 4), L('b', 0, 3, 4), L('c', 0, 2, 4)]
+        firsts = {dc.order_domains(loads, 1, True, 'vm-%d' % n)[0]
+                  for n in range(40)}
+        self.assertEqual({'a', 'b', 'c'}, firsts)
+
+    def test_a_burst_of_one_vcpu_instances_keeps_a_whole_domain(self):
+        # 3 x 1 vCPU memory-bound into domains of 4 with 3, 2, 0 used by
+        # cpu-bound instances: each takes the tightest Clean one, so the
+        # whole domain stays Empty for a 4-vCPU instance.
+        loads = {'a': L('a', 0, 0, 4), 'b': L('b', 0, 3, 4),
+                 'c': L('c', 0, 2, 4)}
+        out = da.assign_domains({'a': 4, 'b': 4, 'c': 4}, [
+            _held('m1', 1, True), _held('m2', 1, True)],
+            base={p: (x.vcpus_used, 0) for p, x in loads.items()})
+        self.assertEqual({'b', 'c'}, set(out.values()))
+
+
 class BestFitRuleTest(testtools.TestCase):
     """Rule 2: fullest domain that fits; Empty domains kept for last."""
 
@@ -237,6 +283,52 @@ class ContentionScoreTest(testtools.TestCase):
             self.assertEqual(places(spec) > 0, score >= 0.5)
             self.assertEqual(not places(spec), score <= -0.5)
 
+    BEST_FIT = [
+        # (name, rows, vCPUs, expected): 2 * vcpus / room - 1 of the
+        # tightest Clean place, -1 without one.
+        ('exact fit', [('a', 0, 0, 3, 4), ('b', 0, 0, 0, 4)], 1, 1.0),
+        ('half the room left', [('a', 0, 0, 2, 4)], 1, 2 / 2 - 1),
+        ('a whole Empty domain', [('a', 0, 0, 0, 4)] * 2, 1, 2 / 4 - 1),
+        ('4 vCPUs in a whole Empty domain', [('a', 0, 0, 0, 4)], 4, 1.0),
+        ('a tight place holding a memory-bound VM is no place',
+         [('a', 1, 1, 3, 4), ('b', 0, 0, 0, 4)], 1, -0.5),
+        ('a place too small is no place',
+         [('a', 0, 0, 3, 4), ('b', 0, 0, 0, 8)], 2, 2 * 2 / 8 - 1),
+        ('no Clean place', [('a', 1, 1, 0, 4)], 1, -1.0),
+        ('unknown capacity: neutral', [('a', 0, 0, 0, None)], 1, 0.0),
+        ('a known tight place beats unknown capacity',
+         [('a', 0, 0, 0, None), ('b', 0, 0, 1, 4)], 2, 2 * 2 / 3 - 1),
+        ('no domains: neutral', [], 1, 0.0),
+    ]
+
+    def test_best_fit_table(self):
+        for name, rows, vcpus, expected in self.BEST_FIT:
+            self.assertAlmostEqual(
+                expected, dc.contention_score(rows, vcpus, best_fit=True),
+                msg=name)
+
+    @hypothesis.given(rows_st, st.integers(1, 8), st.data())
+    def test_best_fit_a_memory_bound_claim_never_raises_the_score(
+            self, spec, vcpus, data):
+        rows = [('d%d' % i, m, m, u, c) for i, (m, u, c) in enumerate(spec)]
+        before = dc.contention_score(rows, vcpus, best_fit=True)
+        self.assertTrue(-1.0 <= before <= 1.0)
+        i = data.draw(st.integers(0, len(rows) - 1))
+        d, m, c, u, cap = rows[i]
+        claimed = list(rows)
+        claimed[i] = (d, m + 1, c + 1, u + vcpus, cap)
+        self.assertLessEqual(
+            dc.contention_score(claimed, vcpus, best_fit=True), before)
+
+    @hypothesis.given(rows_st, st.integers(1, 8))
+    def test_best_fit_is_above_minus_one_exactly_with_a_clean_place(
+            self, spec, vcpus):
+        rows = [('d%d' % i, m, m, u, c) for i, (m, u, c) in enumerate(spec)]
+        places = [u for m, u, c in spec
+                  if not m and (c is None or u + vcpus <= c)]
+        self.assertEqual(bool(places), dc.contention_score(
+            rows, vcpus, best_fit=True) > -1.0)
+
 
 class AssignDomainsTest(testtools.TestCase):
     """The agent's choice in the per-host model: tables."""
@@ -279,7 +371,8 @@ class AssignDomainsTest(testtools.TestCase):
         loads = [dc.DomainLoad(provider=d, vcpus_total=8)
                  for d in sorted(self.CAPACITY)]
         for uuid in ('u1', 'u2', 'u3', 'u4'):
-            predicted = dc.order_domains(loads, 2, True, uuid)[0]
+            predicted = dc.order_domains(loads, 2, True, uuid,
+                                         best_fit=True)[0]
             self.assertEqual({uuid: predicted}, da.assign_domains(
                 self.CAPACITY, [_held(uuid, 2, True)]))
 
@@ -481,7 +574,7 @@ def scheduler_sequence(capacity, held):
         loads = [dc.DomainLoad(d, clean[d], used[d], capacity[d])
                  for d in sorted(capacity)]
         first = dc.order_domains(loads, vm.vcpus, vm.memory_bound,
-                                 vm.uuid)[0]
+                                 vm.uuid, best_fit=True)[0]
         out[vm.uuid] = first
         used[first] += vm.vcpus
         clean[first] += int(vm.memory_bound)
@@ -625,7 +718,8 @@ class ChoiceLoadsTest(testtools.TestCase):
         published = [dc.DomainLoad(d, loads.get(d, (0, 0))[1],
                                    loads.get(d, (0, 0))[0], capacity[d])
                      for d in sorted(capacity)]
-        predicted = dc.order_domains(published, vcpus, memory, new)[0]
+        predicted = dc.order_domains(published, vcpus, memory, new,
+                                     best_fit=True)[0]
         kept = [da.HostHeld(vm.uuid, vm.vcpus, vm.memory_bound,
                             previous=out[vm.uuid]) for vm in held
                 if out[vm.uuid] is not None]

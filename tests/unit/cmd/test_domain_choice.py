@@ -18,16 +18,17 @@ class DomainChoiceCommandTest(base.CLITestCase):
     def test_choice_and_largest_room(self):
         doc = self.cli_json(['domain-choice', '--input', '-'],
                             stdin=json.dumps(DOC))
-        # 'new' is memory-bound: the only domain without one is L3-0
-        # (L3-1 holds 'kept'); the largest room left is L3-0's 8 - 2.
-        self.assertEqual({'domains': {'kept': 'L3-1', 'new': 'L3-0',
+        # 'new' is memory-bound: L3-1 holds 'kept'; of the two domains
+        # without one, L3-2 (2 of 4 vCPUs left beside the cpu-bound
+        # 'pinned') fits it exactly and L3-0 stays whole: 8 vCPUs of room.
+        self.assertEqual({'domains': {'kept': 'L3-1', 'new': 'L3-2',
                                       'pinned': 'L3-2'},
-                          'largest_room': 6}, doc)
+                          'largest_room': 8}, doc)
 
     def test_reads_the_agents_dump(self):
         dump = {'domains': [], 'vms': [], 'agent': {'domain_choice': DOC}}
         self.assertEqual(
-            'L3-0', self.cli_json(['domain-choice', '--input', '-'],
+            'L3-2', self.cli_json(['domain-choice', '--input', '-'],
                                   stdin=json.dumps(dump))['domains']['new'])
 
     def test_dump_without_choice(self):

@@ -229,12 +229,12 @@ class HostModelFilterTest(testtools.TestCase):
             (PREFERRED, 2, 1.0, True, 'd2'),   # Empty before Dirty
             (CPU_OFF, 2, 1.0, True, 'd1'),     # best fit: keep d2 Empty
             (CPU_OFF, 1, 1.0, True, 'd1'),     # memory-bound domain first
-            (REQUIRED, 1, 1.0, True, 'd2'),    # Empty, tie by hash
+            (REQUIRED, 1, 1.0, True, 'd3'),    # tightest Clean: 1 left
             (REQUIRED, 3, 1.0, False, None),   # only d1 has 3: not Clean
             (PREFERRED, 3, 1.0, True, 'd1'),   # Dirty allowed
             (CPU_OFF, 4, 1.0, False, None),
             (CPU_OFF, 4, 2.0, True, 'd1'),     # capacity 6 per domain
-            (REQUIRED, 4, 2.0, True, 'd2'),    # d2: 5 free, d3: 4 (tie)
+            (REQUIRED, 4, 2.0, True, 'd3'),    # d2: 5 free, d3: 4 (fits)
         ]
         for extra, vcpus, ratio, passes, domain in table:
             claims.reset()
@@ -288,7 +288,8 @@ class HostModelFilterTest(testtools.TestCase):
             self.assertTrue(self.filt.host_passes(
                 state, spec(REQUIRED, instance=new_uuid(index))))
             self.assertEqual('d1', self.predicted(state), index)
-        # Without the field (a 1.3 agent) both look Empty: the hash picks.
+        # Without the field (a 1.3 agent) both look Empty: the tighter
+        # one (d0, a vCPU used) whatever the hash says.
         picked = set()
         for index in range(8):
             claims.reset()
@@ -297,7 +298,7 @@ class HostModelFilterTest(testtools.TestCase):
             self.filt.host_passes(state, spec(REQUIRED,
                                               instance=new_uuid(index)))
             picked.add(self.predicted(state))
-        self.assertEqual({'d0', 'd1'}, picked)
+        self.assertEqual({'d0'}, picked)
 
     def test_required_instances_domains_are_closed_to_memory_bound(self):
         # d0 holds a cache_clean=required VM with room left, d1 is full:
@@ -375,7 +376,8 @@ class HostModelFilterTest(testtools.TestCase):
             self.assertTrue(self.filt.host_passes(
                 state, spec(REQUIRED, instance=instance)))
             agent = domain_choice.order_domains(
-                loads(*[(0, 0, 4)] * 4), 2, True, instance)[0]
+                loads(*[(0, 0, 4)] * 4), 2, True, instance,
+                best_fit=True)[0]
             self.assertEqual(agent, self.predicted(state))
 
     def test_burst_predictions_are_the_agents_assignment(self):
