@@ -265,6 +265,20 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
             networks='none')
         self.assertEqual('compute1', cpu['OS-EXT-SRV-ATTR:host'])
 
+    def _one_tight_place_and_one_empty_domain(self):
+        """The two hosts' domain ids, one tight Clean place, one Empty.
+
+        compute1: one vCPU of room in its first domain, full elsewhere;
+        compute2: its first domain full, the other Empty.
+        """
+        self._start()
+        first = [d.id for d in self.domain_sets['compute1'].domains]
+        second = [d.id for d in self.domain_sets['compute2'].domains]
+        self._live('compute1', used={d: 2 if d == first[0] else 3
+                                     for d in first})
+        self._live('compute2', used={second[0]: 4})
+        return first, second
+
     def test_a_small_required_server_leaves_the_empty_domain_to_a_big_one(
             self):
         # compute1: one 3-CPU domain has one vCPU of room left (cpu-bound
@@ -274,12 +288,7 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         # count of Clean places, 1 of 2 against 1 of 4) would give it
         # compute2's Empty domain, and the 4-vCPU required server after
         # it would find no Clean domain anywhere.
-        self._start()
-        first = [d.id for d in self.domain_sets['compute1'].domains]
-        second = [d.id for d in self.domain_sets['compute2'].domains]
-        self._live('compute1', used={d: 2 if d == first[0] else 3
-                                     for d in first})
-        self._live('compute2', used={second[0]: 4})
+        first, second = self._one_tight_place_and_one_empty_domain()
         small = self._create_server(
             flavor_id=self._flavor(1, workload='memory', clean='required'),
             networks='none')
@@ -312,12 +321,7 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
         # The same hosts: best fit is for required requests alone. A
         # preferred one holds no Placement slot, and the most Clean places
         # (compute2: 1 of 2) leave the most room for the next ones.
-        self._start()
-        first = [d.id for d in self.domain_sets['compute1'].domains]
-        second = [d.id for d in self.domain_sets['compute2'].domains]
-        self._live('compute1', used={d: 2 if d == first[0] else 3
-                                     for d in first})
-        self._live('compute2', used={second[0]: 4})
+        self._one_tight_place_and_one_empty_domain()
         server = self._create_server(
             flavor_id=self._flavor(1, workload='memory', clean='preferred'),
             networks='none')
