@@ -71,6 +71,16 @@ class PlacementSide:
         self.last_held = held
         return held
 
+    def required_domains(self):
+        """The domains the last :meth:`held` found holding a required one.
+
+        Each holds a ``cache_clean=required`` instance: closed to every
+        other memory-bound instance the agent places. Empty when unknown
+        (per-domain model before Placement's first sync).
+        """
+        return frozenset(d for d, n in (self._required_loads or {}).items()
+                         if n)
+
     def _read_held(self, snapshot, domain_set, usable):
         # Placement being down never stops pinning: the reporter keeps the
         # last known allocations; anything else wrong means none this pass.

@@ -194,7 +194,8 @@ class Agent:
                          if classifier is not None else ())
         return self.repin.decide(snapshot, self.domain_set, usable, held,
                                  chosen=frozenset(side.chosen),
-                                 waiting=frozenset(side.unplaced))
+                                 waiting=frozenset(side.unplaced),
+                                 closed=side.required_domains())
 
     # -- one pass -----------------------------------------------------------
 
@@ -235,7 +236,8 @@ class Agent:
         snapshot = snapshot or self.observe()
         doc = self.repin.state_document(
             snapshot, self.domain_set, self._usable(snapshot),
-            self.last_held, waiting=frozenset(self.placement_side.unplaced))
+            self.last_held, waiting=frozenset(self.placement_side.unplaced),
+            closed=self.placement_side.required_domains())
         if reports is not None:
             doc['agent']['capabilities'] = capability_mod.as_documents(
                 reports)

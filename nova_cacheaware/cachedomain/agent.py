@@ -74,36 +74,48 @@ class RepinStep:
         return out
 
     def plan_input(self, snapshot, domain_set, usable, held,
-                   waiting=frozenset()):
-        """The ``plan`` input and ``{uuid: (movable, reason)}``.
+                   waiting=frozenset(), closed=frozenset()):
+        """The ``plan`` input, ``{uuid: (movable, reason)}`` and the closed.
 
         ``usable``: the CPUs usable now; ``held``: ``{uuid: domain id}``
         held in Placement; ``waiting``: host-held instances that found no
-        domain (:func:`~.repinning.build_plan_input`).
+        domain (:func:`~.repinning.build_plan_input`); ``closed``: the
+        domains holding a ``cache_clean=required`` instance, kept from the
+        planner (:func:`~.repinning.close_domains`).
         """
         # The classifier's verdicts go in as a set of memory-bound uuids.
         classified = frozenset()
         if self.classifier is not None:
             self.classifier.observe(snapshot)
             classified = frozenset(self.classifier.memory_bound())
-        return repinning.build_plan_input(
+        shut = repinning.close_domains(
+            domain_set, usable, snapshot.instances, snapshot.specs, held,
+            closed, classified=classified)
+        plan_input, why = repinning.build_plan_input(
             domain_set, usable, snapshot.instances, snapshot.specs,
             self.max_vcpus_per_cpu, held=held, classified=classified,
-            waiting=waiting)
+            waiting=waiting, closed=shut)
+        return plan_input, why, shut
 
     def decide(self, snapshot, domain_set, usable, held,
-               chosen=frozenset(), waiting=frozenset()):
+               chosen=frozenset(), waiting=frozenset(), closed=frozenset()):
         """Plan input, plan and per-instance decisions (all typed).
 
         The decisions are :mod:`~.repinning`'s; the classifier's sampling
         window, if one runs, gives its VM the window's pins for this pass
         instead of the plan's. ``chosen``: the instances whose held domain
-        the agent chose (per-host model).
+        the agent chose (per-host model); ``closed``: the domains holding
+        a ``cache_clean=required`` instance. The plan returned has every
+        domain, the closed ones too (:func:`~.repinning.with_closed`).
         """
-        plan_input, why = self.plan_input(snapshot, domain_set, usable, held,
-                                          waiting)
+        plan_input, why, shut = self.plan_input(
+            snapshot, domain_set, usable, held, waiting, closed)
         if plan_input.domains:
             plan = self.planner(plan_input)
+        elif shut.domains:
+            # Every usable domain holds a required instance: nothing to
+            # plan, the held instances are still pinned to theirs.
+            plan = repinning.NO_PLAN
         else:
             # No usable CPU in any domain: nothing can be planned or moved.
             LOG.warning('no usable cache domain (check [agent] '
@@ -112,14 +124,14 @@ class RepinStep:
             why = {u: (False, 'no usable cache domain') for u in why}
         decisions = repinning.decisions_from_plan(
             plan_input, plan, snapshot.instances, why, held=held,
-            chosen=chosen, waiting=waiting)
+            chosen=chosen, waiting=waiting, closed=shut)
         if self.classifier is not None:
             # Sampling windows: an 'auto' VM briefly in the other mode.
             trial = self.classifier.window(snapshot, plan_input, plan,
                                            decisions)
             decisions = trials.with_trial(decisions, trial,
                                           plan_input.domains)
-        return plan_input, plan, decisions
+        return plan_input, repinning.with_closed(plan, shut), decisions
 
     def act(self, snapshot, decisions):
         """Apply ``decisions``; ``(ApplyResult, problems)``.
@@ -137,7 +149,7 @@ class RepinStep:
         return result, problems
 
     def state_document(self, snapshot, domain_set, usable, held,
-                       waiting=frozenset()):
+                       waiting=frozenset(), closed=frozenset()):
         """The ``plan`` input document with the ``"agent"`` section.
 
         Planned as the last pass did (classified VMs as memory, the VMs
@@ -145,8 +157,8 @@ class RepinStep:
         ``objective``; with ``previous`` when the last plan was
         incremental. ``nova-cacheaware plan --input`` replays it.
         """
-        plan_input, why = self.plan_input(snapshot, domain_set, usable, held,
-                                          waiting)
+        plan_input, why, shut = self.plan_input(
+            snapshot, domain_set, usable, held, waiting, closed)
         with_objective = getattr(self.planner, 'with_objective', None)
         if with_objective is not None:
             plan_input = with_objective(plan_input)
@@ -157,6 +169,8 @@ class RepinStep:
         doc['agent'] = {
             'usable_cpus': list(usable),
             'cache_level': domain_set.level,
+            # Left out of the plan input: each holds a required instance.
+            'closed_domains': [d.id for d in shut.domains],
             'instances': {
                 i.uuid: {
                     'name': i.nova.instance_name or i.nova.name,

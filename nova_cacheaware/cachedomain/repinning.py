@@ -32,6 +32,12 @@ Safety rules (see doc/source/admin/agent.rst):
    provider ("held") is pinned to that domain, whatever the planner would
    choose: Placement promised it that domain's capacity. It goes to the
    planner as unmovable inside the domain, so it counts against it.
+6. A domain holding a ``cache_clean=required`` instance is *closed*
+   (:class:`Closed`): the planner does not see it, so it never pins
+   another memory-bound instance there, and a memory-bound instance left
+   on Nova's CPUs floats over every allowed CPU outside the closed domains
+   (all of them only when no other is left) - its cache is the required
+   instance's promise.
 """
 
 import dataclasses
@@ -40,6 +46,7 @@ import typing as ty
 from nova_cacheaware.cachedomain import model
 from nova_cacheaware.cachedomain import planner as cachedomain
 from nova_cacheaware.cachedomain import replan as allshare_replan
+from nova_cacheaware.contracts import cache_state
 from nova_cacheaware.contracts import extra_specs
 from nova_cacheaware import exception
 from nova_cacheaware.topology import cpulist
@@ -58,6 +65,30 @@ AUDIT = 'audit'
 
 #: The plan when no domain has a usable CPU: nothing placed, nothing moved.
 NO_PLAN = model.Plan(vms={}, domains={}, unplaced=())
+
+
+@dataclasses.dataclass(frozen=True)
+class Closed:
+    """Domains closed to every memory-bound instance the agent places.
+
+    Each holds a ``cache_clean=required`` instance: no other memory-bound
+    instance may be pinned into it, or float over its CPUs. ``domains``:
+    those ``plan`` domains (usable CPUs); ``vms``: ``{uuid: model.VM}`` of
+    the instances held in them, planned as unmovable there and left out
+    of the planner's input (:func:`close_domains`).
+    """
+
+    domains: ty.Tuple[model.Domain, ...] = ()
+    vms: ty.Mapping[str, model.VM] = dataclasses.field(default_factory=dict)
+
+    @property
+    def cpus(self):
+        """The CPUs of the closed domains."""
+        return frozenset(c for d in self.domains for c in d.cpus)
+
+
+#: No domain closed.
+NOTHING_CLOSED = Closed()
 
 
 class PlannerError(exception.CacheAwareError):
@@ -185,9 +216,62 @@ WAITING_REASON = ('holds room of the host in Placement; no cache domain it '
                   'may join has room: Nova\'s CPUs until one has')
 
 
+def close_domains(domain_set, usable_cpus, instances, specs_by_uuid,
+                  held, closed, classified=frozenset()):
+    """The :class:`Closed` domains among ``closed`` (domain ids).
+
+    ``closed``: the domains holding a ``cache_clean=required`` instance
+    (the agent's choice, or Placement's allocations). Domains without a
+    usable CPU are left out; the instances held in the others (as
+    :func:`held_pinning` reads ``held``) go with them, planned as
+    unmovable there.
+    """
+    if not closed:
+        return NOTHING_CLOSED
+    every = plan_domains(domain_set, usable_cpus)
+    domains = tuple(d for d in every if d.id in closed)
+    if not domains:
+        return NOTHING_CLOSED
+    every_cpu = {c for d in every for c in d.cpus}
+    vms = {}
+    for instance in instances:
+        specs = specs_by_uuid.get(instance.uuid, {})
+        if not movability(instance, specs, every_cpu)[0]:
+            continue
+        pinned = held_pinning(instance, held, domains)
+        if pinned is None:
+            continue
+        vms[instance.uuid] = model.VM(
+            id=instance.uuid, vcpus=len(instance.nova.allowed),
+            workload=('memory' if instance.uuid in classified
+                      else workload_of(specs)),
+            current={v: pinned[1] for v in instance.nova.allowed},
+            movable=False)
+    return Closed(domains=domains, vms=vms)
+
+
+def with_closed(plan, closed):
+    """``plan`` with the :class:`Closed` domains' states added.
+
+    The planner does not see them; the host's report and Placement must
+    (every domain of the host is in the live state).
+    """
+    if not closed.domains:
+        return plan
+    domains = dict(plan.domains)
+    for domain in closed.domains:
+        members = tuple(sorted(
+            vm.id for vm in closed.vms.values()
+            if vm.memory_bound and set(vm.current[0]) <= set(domain.cpus)))
+        domains[domain.id] = model.DomainPlan(
+            state=cache_state.cache_state(len(members)), memory_vms=members)
+    return dataclasses.replace(plan, domains=domains)
+
+
 def build_plan_input(domain_set, usable_cpus, instances, specs_by_uuid,
                      max_vcpus_per_cpu=1.0, held=None,
-                     classified=frozenset(), waiting=frozenset()):
+                     classified=frozenset(), waiting=frozenset(),
+                     closed=NOTHING_CLOSED):
     """The ``plan`` input, plus ``{uuid: (movable, reason)}``.
 
     Unmovable instances outside the domains (dedicated ones on
@@ -201,13 +285,21 @@ def build_plan_input(domain_set, usable_cpus, instances, specs_by_uuid,
     no domain they may join: the planner must not pin them into one (it
     knows neither the room nor who may share), so they enter as
     unmovable on Nova's CPUs, where :func:`decisions_from_plan` puts them.
+    ``closed`` (:func:`close_domains`): domains the planner must not see,
+    with the instances held in them.
     """
-    domains = plan_domains(domain_set, usable_cpus)
+    shut = closed.cpus
+    domains = tuple(d for d in plan_domains(domain_set, usable_cpus)
+                    if not set(d.cpus) & shut)
     domain_cpus = {c for d in domains for c in d.cpus}
+    every_cpu = domain_cpus | shut
     vms = []
     why = {}
     for instance in sorted(instances, key=lambda i: i.uuid):
         specs = specs_by_uuid.get(instance.uuid, {})
+        if instance.uuid in closed.vms:
+            why[instance.uuid] = movability(instance, specs, every_cpu)
+            continue
         movable, reason = movability(instance, specs, domain_cpus)
         why[instance.uuid] = (movable, reason)
         workload = ('memory' if instance.uuid in classified
@@ -217,8 +309,12 @@ def build_plan_input(domain_set, usable_cpus, instances, specs_by_uuid,
             movable, current = False, {v: pinned[1]
                                        for v in instance.nova.allowed}
         elif movable and instance.uuid in waiting:
+            # Seen where it may count: a memory-bound one waits outside
+            # the closed domains, the others are no memory-bound load.
+            allowed = (_outside(instance.nova.allowed, shut)
+                       or instance.nova.allowed)
             movable, current = False, _plan_current(
-                instance.nova.allowed, domain_cpus, False)
+                allowed, domain_cpus, False)
             if current is False:
                 continue
         else:
@@ -243,19 +339,63 @@ def _pinning(result, uuid, vcpus):
                            % (uuid, e)) from None
 
 
-def _action(instance, vm, movable, reason, result, unplaced):
-    """``(action, reason, desired)`` for an instance holding no domain."""
+def _outside(pins, shut):
+    """``pins`` (``{vcpu: cpus}``) without the CPUs in ``shut``.
+
+    None when a vCPU would be left without a CPU: pins are never empty.
+    """
+    out = {v: tuple(c for c in cpus if c not in shut)
+           for v, cpus in pins.items()}
+    return out if all(out.values()) else None
+
+
+#: Why a memory-bound instance with no place floats where it does.
+NO_ROOM_REASON = 'memory-bound, no domain has room'
+OUTSIDE_CLOSED_REASON = (NO_ROOM_REASON + ': Nova\'s CPUs outside the '
+                         'cache_clean=required domains')
+
+
+def _action(instance, vm, movable, reason, result, unplaced,
+            shut=frozenset()):
+    """``(action, reason, desired)`` for an instance holding no domain.
+
+    ``shut``: the CPUs of the closed domains (:class:`Closed`).
+    """
     current = dict(instance.live)
     if not movable:
         return (AUDIT if reason.startswith('dedicated') else KEEP), reason, \
             current
     if vm.workload == 'memory' and instance.uuid in unplaced:
-        return KEEP, 'memory-bound, no domain has room', current
+        if shut:
+            return _keep_out(instance, shut, NO_ROOM_REASON)
+        return KEEP, NO_ROOM_REASON, current
     if vm.workload == 'memory':
         return REPIN, 'memory-bound: All-share', _pinning(
             result, instance.uuid, vm.vcpus)
     return _restore(instance, '%s: Nova\'s CPUs' % vm.workload,
                     vm.workload)
+
+
+def _keep_out(instance, shut, reason):
+    """``(action, reason, desired)``: Nova's CPUs outside ``shut``.
+
+    Only vCPUs on Nova's CPUs or on the agent's pins move; pins set by
+    someone else are left alone, and so is every vCPU when Nova allows
+    nothing outside ``shut`` (``reason`` says so).
+    """
+    allowed = instance.nova.allowed
+    if any(v not in instance.ours and cpus != allowed.get(v)
+           for v, cpus in instance.live.items()):
+        return KEEP, ('%s; pins not made by the agent, left alone'
+                      % reason), dict(instance.live)
+    outside = _outside({v: allowed[v] for v in instance.live}, shut)
+    if outside is None:
+        return KEEP, ('%s; Nova allows no CPU outside the '
+                      'cache_clean=required domains' % reason), \
+            dict(instance.live)
+    return REPIN, (OUTSIDE_CLOSED_REASON if reason == NO_ROOM_REASON
+                   else '%s; outside the cache_clean=required domains'
+                   % reason), outside
 
 
 def _restore(instance, reason, workload='memory-bound'):
@@ -272,7 +412,8 @@ def _restore(instance, reason, workload='memory-bound'):
 
 
 def decisions_from_plan(plan_input, result, instances, why, held=None,
-                        chosen=frozenset(), waiting=frozenset()):
+                        chosen=frozenset(), waiting=frozenset(),
+                        closed=NOTHING_CLOSED):
     """Per-instance :class:`Decision` from the planner's :class:`~.Plan`.
 
     * floating and holding a domain in Placement (``held``, as for
@@ -281,9 +422,11 @@ def decisions_from_plan(plan_input, result, instances, why, held=None,
       the host room the instance holds);
     * unmovable: keep (dedicated ones: audit, never touched);
     * movable memory-bound and placed: repin to the planner's pinning;
-    * movable memory-bound but unplaced: keep;
+    * movable memory-bound but unplaced: keep; with ``closed`` domains
+      (:class:`Closed`), Nova's allowed CPUs outside them;
     * movable and ``waiting`` (see :func:`build_plan_input`): restore
-      Nova's allowed CPUs on the vCPUs the agent pinned;
+      Nova's allowed CPUs on the vCPUs the agent pinned (a memory-bound
+      one: outside the ``closed`` domains);
     * movable and not memory-bound: restore Nova's allowed CPUs on the
       vCPUs the agent pinned earlier (a VM declared memory-bound may change
       flavor, a classifier may change its mind); pins made by anyone else
@@ -293,7 +436,13 @@ def decisions_from_plan(plan_input, result, instances, why, held=None,
         raise PlannerError(reason='expected a Plan, not %s'
                            % type(result).__name__)
     unplaced = set(result.unplaced)
+    if not plan_input.domains:
+        # Every usable domain is closed: nothing was planned.
+        unplaced.update(vm.id for vm in plan_input.vms)
     by_uuid = {vm.id: vm for vm in plan_input.vms}
+    by_uuid.update(closed.vms)
+    every_domain = plan_input.domains + closed.domains
+    shut = closed.cpus
     out = []
     for instance in sorted(instances, key=lambda i: i.uuid):
         movable, reason = why[instance.uuid]
@@ -303,7 +452,7 @@ def decisions_from_plan(plan_input, result, instances, why, held=None,
         planned = result.vms.get(instance.uuid)
         domains, share = ((planned.domains, planned.share) if planned
                           else ((), ''))
-        pinned = (held_pinning(instance, held, plan_input.domains)
+        pinned = (held_pinning(instance, held, every_domain)
                   if movable else None)
         if pinned is not None:
             action = REPIN
@@ -313,11 +462,14 @@ def decisions_from_plan(plan_input, result, instances, why, held=None,
             desired = {v: pinned[1] for v in instance.nova.allowed}
             domains, share = (pinned[0],), model.SHARE_ALL
         elif movable and instance.uuid in waiting:
-            action, reason, desired = _restore(instance, WAITING_REASON)
+            action, reason, desired = (
+                _keep_out(instance, shut, WAITING_REASON)
+                if shut and vm.workload == 'memory'
+                else _restore(instance, WAITING_REASON))
             domains, share = (), ''
         else:
             action, reason, desired = _action(instance, vm, movable, reason,
-                                              result, unplaced)
+                                              result, unplaced, shut)
         out.append(Decision(
             uuid=instance.uuid, name=instance.nova.instance_name
             or instance.nova.name, workload=vm.workload, movable=movable,

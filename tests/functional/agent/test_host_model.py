@@ -31,6 +31,8 @@ MEMORY = {'cacheaware:workload': 'memory', 'cacheaware:cache_share': 'all',
           'cacheaware:cache_clean': 'required'}
 CPU = {'cacheaware:workload': 'cpu', 'cacheaware:cache_share': 'all',
        'cacheaware:cache_clean': 'off'}
+#: The CPUs of the two 4-CPU domains some tests use.
+FOUR_CPUS = {'L2-0': (0, 1, 2, 3), 'L2-1': (4, 5, 6, 7)}
 AUTO = {'cacheaware:workload': 'auto', 'cacheaware:cache_share': 'all',
         'cacheaware:cache_clean': 'preferred'}
 
@@ -232,11 +234,67 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         agent.reconcile()
         one = agent.reconcile()
         self.assertNotIn(r2, agent.last_held)
-        self.assertEqual({0: tuple(range(8)), 1: tuple(range(8))},
-                         self.live_pins(r2))
+        # It waits on Nova's CPUs outside r1's domain: beside p1 and p2.
+        outside = tuple(sorted(set(range(8)) - set(
+            FOUR_CPUS[agent.last_held[r1]])))
+        self.assertEqual({0: outside, 1: outside}, self.live_pins(r2))
         decision = next(d for d in one.decisions
                         if d.uuid == r2)
-        self.assertEqual(repinning.WAITING_REASON, decision.reason)
+        self.assertEqual(repinning.WAITING_REASON
+                         + '; outside the cache_clean=required domains',
+                         decision.reason)
+
+    def test_a_floating_memory_bound_instance_stays_out_of_required(self):
+        # Two domains of 4 CPUs: r1 (required) in one, p1 and p2
+        # (memory-bound, preferred) fill the other. f, a plain 'auto'
+        # instance without cache_share=all (no host room held), is found
+        # memory-bound: no domain has room for it, and it must not float
+        # over r1's CPUs (nor be pinned beside r1): r1 stays Clean.
+        root, name = self.compute_node(ratio=1.0)
+        agent, reporter = self.host_agent(name)
+        agent.domain_set = base.domain_set((0, 1, 2, 3), (4, 5, 6, 7))
+        classifier = agent.repin.classifier = test_reporting.FoundMemoryBound()
+        bus = agent.publisher = Bus()
+        agent.reconcile()
+        host = reporter.host_provider_uuid()
+        preferred = dict(MEMORY, **{'cacheaware:cache_clean': 'preferred'})
+        r1 = self.boot(root, host, MEMORY, True)
+        agent.handle_events([(r1, 'started')])
+        agent.reconcile()
+        p1, p2 = (self.boot(root, host, preferred, False) for _ in 'ab')
+        agent.handle_events([(u, 'started') for u in (p1, p2)])
+        agent.reconcile()
+        home = agent.last_held[r1]
+        self.assertNotEqual(home, agent.last_held[p1])
+        f = self.define(2, cpuset='0-7', extra={
+            'cacheaware:workload': 'auto'})
+        agent.handle_events([(f, 'started')])
+        classifier.found.add(f)
+        one = agent.reconcile()
+        outside = tuple(sorted(set(range(8)) - set(FOUR_CPUS[home])))
+        self.assertEqual({0: outside, 1: outside}, self.live_pins(f))
+        decision = next(d for d in one.decisions if d.uuid == f)
+        self.assertEqual(repinning.OUTSIDE_CLOSED_REASON, decision.reason)
+        state = notify.to_host_cache_state(bus.sent[-1], name)
+        by_id = {d.id: d for d in state.domains}
+        self.assertEqual(('clean', (r1,)),
+                         (by_id[home].state, by_id[home].memory_bound_vms))
+        # The dump names the closed domain; its plan input leaves it out.
+        dump = agent.dump_state()
+        self.assertEqual([home], dump['agent']['closed_domains'])
+        self.assertNotIn(home, [d['id'] for d in dump['domains']])
+        other = agent.last_held[p1]
+        self.assertEqual(('dirty', tuple(sorted((p1, p2, f)))),
+                         (by_id[other].state,
+                          tuple(sorted(by_id[other].memory_bound_vms))))
+        # r1 leaves: its domain opens again, and the planner seats f
+        # there, All-share and Clean.
+        self._remove(r1)
+        self.client.delete('/allocations/%s' % r1, expected=(204,))
+        agent.handle_events([(r1, 'undefined')])
+        agent.reconcile()
+        self.assertEqual({0: FOUR_CPUS[home], 1: FOUR_CPUS[home]},
+                         self.live_pins(f))
 
     def test_auto_instance_found_not_memory_bound_leaves_room_for_clean(self):
         # Two domains of 4 CPUs, an 'auto' instance in each. Once the

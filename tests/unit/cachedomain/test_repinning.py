@@ -425,3 +425,130 @@ class WaitingTest(testtools.TestCase):
         _, got = self.plan([w], {'w': MEM}, {}, frozenset({'w'}))
         self.assertEqual((decide.KEEP, {0: (4, 5)}),
                          (got['w'].action, got['w'].desired))
+
+
+class ClosedDomainTest(testtools.TestCase):
+    """Rule 6: domains holding a required instance are closed."""
+
+    def plan(self, insts, specs, held, closed, waiting=frozenset(),
+             classified=frozenset()):
+        shut = decide.close_domains(DOMAINS, ALL, insts, specs, held,
+                                    closed, classified=classified)
+        doc, why = decide.build_plan_input(
+            DOMAINS, ALL, insts, specs, held=held, waiting=waiting,
+            classified=classified, closed=shut)
+        # The agent plans nothing when every domain is closed.
+        result = PLAN(doc) if doc.domains else decide.NO_PLAN
+        got = {d.uuid: d for d in decide.decisions_from_plan(
+            doc, result, insts, why, held=held, waiting=waiting,
+            closed=shut)}
+        return doc, decide.with_closed(result, shut), got
+
+    def test_nothing_closed_changes_nothing(self):
+        self.assertIs(decide.NOTHING_CLOSED, decide.close_domains(
+            DOMAINS, ALL, [instance('r', 2)], {'r': MEM}, {'r': 'L2-0'},
+            frozenset()))
+        # A closed domain without a usable CPU is no closed domain.
+        self.assertIs(decide.NOTHING_CLOSED, decide.close_domains(
+            DOMAINS, (4, 5, 6, 7), [instance('r', 2)], {'r': MEM},
+            {'r': 'L2-0'}, frozenset({'L2-0'})))
+
+    def test_unplaced_memory_bound_floats_outside_the_closed_domain(self):
+        # r (required) holds L2-0; h (memory-bound) fills L2-1. m
+        # (memory-bound, 4 vCPUs) fits nowhere: it floats over L2-1 only,
+        # and the planner never saw L2-0 (before, it pinned m beside r).
+        insts = [instance('r', 2), instance('h', 4), instance('m', 4)]
+        doc, plan, got = self.plan(
+            insts, {'r': MEM, 'h': MEM, 'm': MEM},
+            {'r': 'L2-0', 'h': 'L2-1'}, frozenset({'L2-0'}))
+        self.assertEqual(['L2-1'], [d['id'] for d in as_doc(doc)['domains']])
+        self.assertEqual(['h', 'm'], [v['id'] for v in as_doc(doc)['vms']])
+        self.assertEqual((decide.REPIN, decide.OUTSIDE_CLOSED_REASON),
+                         (got['m'].action, got['m'].reason))
+        self.assertEqual({v: (4, 5, 6, 7) for v in range(4)},
+                         got['m'].desired)
+        self.assertEqual((decide.REPIN, 'holds L2-0 in Placement',
+                          {0: (0, 1, 2, 3), 1: (0, 1, 2, 3)}),
+                         (got['r'].action, got['r'].reason,
+                          got['r'].desired))
+        self.assertEqual('memory', got['r'].workload)
+        # Every domain is in the plan: L2-0 Clean with r alone.
+        self.assertEqual(
+            {'L2-0': cachedomain_model.DomainPlan('clean', ('r',)),
+             'L2-1': cachedomain_model.DomainPlan('dirty', ('h', 'm'))},
+            plan.domains)
+
+    def test_the_planner_seats_memory_bound_only_in_open_domains(self):
+        # r (required, 2 vCPUs) in L2-0 leaves room for m there; L2-1 has
+        # a Clean-wanting h: m goes beside h (Dirty), never beside r.
+        insts = [instance('r', 2), instance('h', 2), instance('m', 2)]
+        _doc, plan, got = self.plan(
+            insts, {'r': MEM, 'h': MEM, 'm': MEM},
+            {'r': 'L2-0', 'h': 'L2-1'}, frozenset({'L2-0'}))
+        self.assertEqual(('memory-bound: All-share', ('L2-1',)),
+                         (got['m'].reason, got['m'].domains))
+        self.assertEqual({0: (4, 5, 6, 7), 1: (4, 5, 6, 7)},
+                         got['m'].desired)
+        closed = plan.domains['L2-0']
+        self.assertEqual(('clean', ('r',)),
+                         (closed.state, closed.memory_vms))
+        self.assertEqual('dirty', plan.domains['L2-1'].state)
+
+    def test_every_domain_closed(self):
+        # Both domains hold a required instance: nothing is planned,
+        # both stay pinned to theirs, m keeps Nova's CPUs (it has no
+        # other) and the reason says so.
+        insts = [instance('r0', 2), instance('r1', 2), instance('m', 2)]
+        doc, plan, got = self.plan(
+            insts, {'r0': MEM, 'r1': MEM, 'm': MEM},
+            {'r0': 'L2-0', 'r1': 'L2-1'}, frozenset({'L2-0', 'L2-1'}),
+            classified=frozenset({'m'}))
+        self.assertEqual((), doc.domains)
+        self.assertEqual({'L2-0': ('r0',), 'L2-1': ('r1',)},
+                         {d: p.memory_vms for d, p in plan.domains.items()})
+        self.assertEqual({0: (0, 1, 2, 3), 1: (0, 1, 2, 3)},
+                         got['r0'].desired)
+        self.assertEqual({0: (4, 5, 6, 7), 1: (4, 5, 6, 7)},
+                         got['r1'].desired)
+        self.assertEqual(decide.KEEP, got['m'].action)
+        self.assertEqual(
+            'memory-bound, no domain has room; Nova allows no CPU outside '
+            'the cache_clean=required domains', got['m'].reason)
+        self.assertEqual({}, got['m'].changes())
+
+    def test_pins_made_by_someone_else_stay(self):
+        insts = [instance('r', 2), instance('h', 4),
+                 instance('m', 1, live={0: (1, 2)})]
+        _doc, _plan, got = self.plan(
+            insts, {'r': MEM, 'h': MEM, 'm': MEM},
+            {'r': 'L2-0', 'h': 'L2-1'}, frozenset({'L2-0'}))
+        self.assertEqual(decide.KEEP, got['m'].action)
+        self.assertEqual({}, got['m'].changes())
+
+    def test_cpu_bound_and_unclassified_still_float_everywhere(self):
+        # Only memory-bound instances are kept out: the others were never
+        # counted against Clean (an 'auto' one until found memory-bound).
+        insts = [instance('r', 2),
+                 instance('c', 1, live={0: (4,)}, ours={0}),
+                 instance('a', 1, live={0: (5,)}, ours={0})]
+        _doc, _plan, got = self.plan(
+            insts, {'r': MEM, 'c': CPU, 'a': {}}, {'r': 'L2-0'},
+            frozenset({'L2-0'}))
+        self.assertEqual({0: ALL}, got['c'].desired)
+        self.assertEqual({0: ALL}, got['a'].desired)
+
+    def test_a_waiting_memory_bound_instance_waits_outside(self):
+        insts = [instance('r', 2), instance('w', 2), instance('c', 2)]
+        doc, _plan, got = self.plan(
+            insts, {'r': MEM, 'w': MEM, 'c': CPU}, {'r': 'L2-0'},
+            frozenset({'L2-0'}), waiting=frozenset({'w', 'c'}))
+        self.assertEqual(
+            {'id': 'w', 'vcpus': 2, 'workload': 'memory', 'movable': False,
+             'current': {'0': [4, 5, 6, 7], '1': [4, 5, 6, 7]}},
+            as_doc(doc)['vms'][1])
+        self.assertEqual((decide.REPIN, {0: (4, 5, 6, 7), 1: (4, 5, 6, 7)}),
+                         (got['w'].action, got['w'].desired))
+        self.assertEqual(decide.WAITING_REASON + '; outside the '
+                         'cache_clean=required domains', got['w'].reason)
+        # A waiting CPU-bound one keeps Nova's CPUs.
+        self.assertEqual({0: ALL, 1: ALL}, got['c'].desired)
