@@ -131,7 +131,8 @@ class RepinStep:
                                            decisions)
             decisions = trials.with_trial(decisions, trial,
                                           plan_input.domains)
-        return plan_input, repinning.with_closed(plan, shut), decisions
+        return (plan_input, repinning.with_closed(plan, shut, decisions),
+                decisions)
 
     def act(self, snapshot, decisions):
         """Apply ``decisions``; ``(ApplyResult, problems)``.

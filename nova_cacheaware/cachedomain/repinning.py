@@ -37,7 +37,9 @@ Safety rules (see doc/source/admin/agent.rst):
    another memory-bound instance there, and a memory-bound instance left
    on Nova's CPUs floats over every allowed CPU outside the closed domains
    (all of them only when no other is left) - its cache is the required
-   instance's promise.
+   instance's promise. An instance holding host room that found no domain
+   (``waiting``) still waits on every CPU: its pins inside one domain
+   would read as its home at the next domain choice.
 """
 
 import dataclasses
@@ -250,22 +252,35 @@ def close_domains(domain_set, usable_cpus, instances, specs_by_uuid,
     return Closed(domains=domains, vms=vms)
 
 
-def with_closed(plan, closed):
+def with_closed(plan, closed, decisions):
     """``plan`` with the :class:`Closed` domains' states added.
 
     The planner does not see them; the host's report and Placement must
-    (every domain of the host is in the live state).
+    (every domain of the host is in the live state). A closed domain's
+    memory-bound VMs are every memory-bound ``decisions`` entry that
+    lies in it: the instances held there, and one left floating over it
+    (no other CPU allowed).
     """
     if not closed.domains:
         return plan
     domains = dict(plan.domains)
     for domain in closed.domains:
-        members = tuple(sorted(
-            vm.id for vm in closed.vms.values()
-            if vm.memory_bound and set(vm.current[0]) <= set(domain.cpus)))
+        members = tuple(sorted(d.uuid for d in decisions
+                               if d.workload == 'memory'
+                               and domain.id in d.domains))
         domains[domain.id] = model.DomainPlan(
             state=cache_state.cache_state(len(members)), memory_vms=members)
     return dataclasses.replace(plan, domains=domains)
+
+
+def _touched(domains, pins):
+    """``(domain ids, share)`` of the ``domains`` that ``pins`` reach."""
+    cpus = set().union(*pins.values()) if pins else set()
+    touched = tuple(d.id for d in domains if cpus & set(d.cpus))
+    if not touched:
+        return (), ''
+    return touched, (model.SHARE_ALL if len(touched) == 1
+                     else model.SHARE_PARTIAL)
 
 
 def build_plan_input(domain_set, usable_cpus, instances, specs_by_uuid,
@@ -309,8 +324,8 @@ def build_plan_input(domain_set, usable_cpus, instances, specs_by_uuid,
             movable, current = False, {v: pinned[1]
                                        for v in instance.nova.allowed}
         elif movable and instance.uuid in waiting:
-            # Seen where it may count: a memory-bound one waits outside
-            # the closed domains, the others are no memory-bound load.
+            # The planner sees it over the open domains (it floats over
+            # the closed ones too, which the planner does not see).
             allowed = (_outside(instance.nova.allowed, shut)
                        or instance.nova.allowed)
             movable, current = False, _plan_current(
@@ -425,8 +440,7 @@ def decisions_from_plan(plan_input, result, instances, why, held=None,
     * movable memory-bound but unplaced: keep; with ``closed`` domains
       (:class:`Closed`), Nova's allowed CPUs outside them;
     * movable and ``waiting`` (see :func:`build_plan_input`): restore
-      Nova's allowed CPUs on the vCPUs the agent pinned (a memory-bound
-      one: outside the ``closed`` domains);
+      Nova's allowed CPUs on the vCPUs the agent pinned;
     * movable and not memory-bound: restore Nova's allowed CPUs on the
       vCPUs the agent pinned earlier (a VM declared memory-bound may change
       flavor, a classifier may change its mind); pins made by anyone else
@@ -462,14 +476,17 @@ def decisions_from_plan(plan_input, result, instances, why, held=None,
             desired = {v: pinned[1] for v in instance.nova.allowed}
             domains, share = (pinned[0],), model.SHARE_ALL
         elif movable and instance.uuid in waiting:
-            action, reason, desired = (
-                _keep_out(instance, shut, WAITING_REASON)
-                if shut and vm.workload == 'memory'
-                else _restore(instance, WAITING_REASON))
-            domains, share = (), ''
+            # Over every CPU, closed domains too: confined to the others,
+            # its pins would read as a home there at the next choice.
+            action, reason, desired = _restore(instance, WAITING_REASON)
+            domains, share = ((), '') if not shut or vm.workload != 'memory' \
+                else _touched(every_domain, desired)
         else:
             action, reason, desired = _action(instance, vm, movable, reason,
                                               result, unplaced, shut)
+            if shut:
+                # The planner's domains leave the closed ones out.
+                domains, share = _touched(every_domain, desired)
         out.append(Decision(
             uuid=instance.uuid, name=instance.nova.instance_name
             or instance.nova.name, workload=vm.workload, movable=movable,

@@ -135,8 +135,6 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
                                         '; '.join(problems)))
             return False
         if not shared.live_checked:
-            if shared.floats_memory_bound:
-                return self._floating_passes(host_state, shared)
             return True
 
         fresh, view = shared.cache.admit(host_state.host)
@@ -151,28 +149,6 @@ class CacheDomainFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
             return True
         return self._candidates_pass(host_state, spec_obj, shared, live,
                                      received)
-
-    def _floating_passes(self, host_state, shared):
-        """Not All-share, may be memory-bound: a CPU outside required ones.
-
-        The agent keeps such an instance, once memory-bound, off the
-        domains holding a ``cache_clean=required`` instance; a host whose
-        every usable domain holds one would leave it only their CPUs.
-        Without fresh live state Nova's counts decide.
-        """
-        live = shared.cache.get(host_state.host)
-        if live is None:
-            return True
-        usable = [d.id for d in live.domains if d.usable_cpus]
-        closed = live.required_domains
-        if not usable or any(d not in closed for d in usable):
-            return True
-        self._reject(host_state, 'only_required_domains',
-                     'every cache domain holds a cache_clean=required '
-                     "instance in its agent's live state (%d domains): a "
-                     'memory-bound instance without cache_share=all would '
-                     'float over their caches' % len(usable))
-        return False
 
     def _candidates_pass(self, host_state, spec_obj, shared, live,
                          received):
@@ -303,8 +279,6 @@ class _Shared(ty.NamedTuple):
     #: All-share or Clean required: the host's liveness is checked.
     live_checked: bool
     slot_wanted: bool
-    #: Not All-share, and may be memory-bound (:meth:`_floating_passes`).
-    floats_memory_bound: bool
 
     @classmethod
     def of(cls, spec_obj, opts=None):
@@ -321,8 +295,7 @@ class _Shared(ty.NamedTuple):
                    request.all_share, request.clean_required,
                    request.clean_wanted,
                    request.all_share or request.clean_required,
-                   _slot_wanted(request),
-                   not request.all_share and request.may_be_memory_bound)
+                   _slot_wanted(request))
 
 
 class _Options(ty.NamedTuple):

@@ -48,8 +48,6 @@ REFUSAL_REASONS = (
     'no_one_domain_candidate',  # no candidate puts the vCPUs in one domain
     'domains_closed',          # every domain refused by the domain policy
     'no_domain_room',          # host model: no domain has room
-    'only_required_domains',   # floating, may be memory-bound: every
-                               # domain holds a cache_clean=required one
 )
 #: ``event`` label values of ``claims_total``.
 CLAIM_EVENTS = ('recorded', 'reserved', 'settled')

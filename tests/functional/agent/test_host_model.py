@@ -234,15 +234,11 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         agent.reconcile()
         one = agent.reconcile()
         self.assertNotIn(r2, agent.last_held)
-        # It waits on Nova's CPUs outside r1's domain: beside p1 and p2.
-        outside = tuple(sorted(set(range(8)) - set(
-            FOUR_CPUS[agent.last_held[r1]])))
-        self.assertEqual({0: outside, 1: outside}, self.live_pins(r2))
+        self.assertEqual({0: tuple(range(8)), 1: tuple(range(8))},
+                         self.live_pins(r2))
         decision = next(d for d in one.decisions
                         if d.uuid == r2)
-        self.assertEqual(repinning.WAITING_REASON
-                         + '; outside the cache_clean=required domains',
-                         decision.reason)
+        self.assertEqual(repinning.WAITING_REASON, decision.reason)
 
     def test_a_floating_memory_bound_instance_stays_out_of_required(self):
         # Two domains of 4 CPUs: r1 (required) in one, p1 and p2
@@ -295,6 +291,39 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         agent.reconcile()
         self.assertEqual({0: FOUR_CPUS[home], 1: FOUR_CPUS[home]},
                          self.live_pins(f))
+
+    def test_every_domain_required_a_floating_one_stays_and_is_counted(self):
+        # Both domains hold a required instance: f (plain 'auto', found
+        # memory-bound) has no CPU outside them. It keeps Nova's CPUs,
+        # the planner never pins it beside either, and the host's state
+        # says both domains are Dirty (what the Watcher strategy acts on).
+        root, name = self.compute_node(ratio=1.0)
+        agent, reporter = self.host_agent(name)
+        agent.domain_set = base.domain_set((0, 1, 2, 3), (4, 5, 6, 7))
+        classifier = agent.repin.classifier = test_reporting.FoundMemoryBound()
+        bus = agent.publisher = Bus()
+        agent.reconcile()
+        host = reporter.host_provider_uuid()
+        r1, r2 = (self.boot(root, host, MEMORY, True) for _ in 'ab')
+        agent.handle_events([(u, 'started') for u in (r1, r2)])
+        agent.reconcile()
+        self.assertEqual({'L2-0', 'L2-1'},
+                         {agent.last_held[r1], agent.last_held[r2]})
+        f = self.define(2, cpuset='0-7', extra={
+            'cacheaware:workload': 'auto'})
+        agent.handle_events([(f, 'started')])
+        classifier.found.add(f)
+        one = agent.reconcile()
+        self.assertEqual({0: tuple(range(8)), 1: tuple(range(8))},
+                         self.live_pins(f))
+        decision = next(d for d in one.decisions if d.uuid == f)
+        self.assertEqual(repinning.KEEP, decision.action)
+        state = notify.to_host_cache_state(bus.sent[-1], name)
+        self.assertEqual(
+            {agent.last_held[r1]: ('dirty', tuple(sorted((r1, f)))),
+             agent.last_held[r2]: ('dirty', tuple(sorted((r2, f))))},
+            {d.id: (d.state, tuple(sorted(d.memory_bound_vms)))
+             for d in state.domains})
 
     def test_auto_instance_found_not_memory_bound_leaves_room_for_clean(self):
         # Two domains of 4 CPUs, an 'auto' instance in each. Once the

@@ -265,41 +265,6 @@ class HostModelTest(cds.AllShareBootMixin, base.CacheAwareTestBase):
             networks='none')
         self.assertEqual('compute1', cpu['OS-EXT-SRV-ATTR:host'])
 
-    def test_a_floating_auto_server_keeps_off_a_host_of_required_domains(
-            self):
-        # compute2 (two domains of 4 CPUs): each domain holds a
-        # cache_clean=required VM and has room. A plain 'auto' server
-        # (no cache_share=all) would float; once found memory-bound the
-        # agent keeps it off those domains, and here it would have no
-        # other CPU: refused. A cpu-bound one floats harmlessly.
-        self.start_host('compute2', cores=4, threads=2, domain_cpus=4,
-                        model='host')
-        ids = [d.id for d in self.domain_sets['compute2'].domains]
-        closed = dict(used={d: 2 for d in ids},
-                      memory={d: ('r-%s' % d,) for d in ids},
-                      required={d: 1 for d in ids})
-        self._live('compute2', **closed)
-        auto = self._create_flavor(vcpu=1, memory_mb=256, extra_spec={
-            'cacheaware:workload': 'auto'})
-        refused = self._create_server(flavor_id=auto, networks='none',
-                                      expected_state='ERROR')
-        self.assertIn('No valid host was found', refused['fault']['message'])
-        self.assert_filter_refused(
-            'compute2', 'every cache domain holds a cache_clean=required '
-            "instance in its agent's live state (2 domains): a "
-            'memory-bound instance without cache_share=all would float '
-            'over their caches')
-        cpu = self._create_flavor(vcpu=1, memory_mb=256, extra_spec={
-            'cacheaware:workload': 'cpu'})
-        self.assertEqual('compute2', self._create_server(
-            flavor_id=cpu, networks='none')['OS-EXT-SRV-ATTR:host'])
-        # One domain left without a required VM: the server may float
-        # there.
-        closed['required'] = {ids[0]: 1}
-        self._live('compute2', **closed)
-        self.assertEqual('compute2', self._create_server(
-            flavor_id=auto, networks='none')['OS-EXT-SRV-ATTR:host'])
-
     def _one_tight_place_and_one_empty_domain(self):
         """The two hosts' domain ids, one tight Clean place, one Empty.
 

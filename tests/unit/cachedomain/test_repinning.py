@@ -442,7 +442,7 @@ class ClosedDomainTest(testtools.TestCase):
         got = {d.uuid: d for d in decide.decisions_from_plan(
             doc, result, insts, why, held=held, waiting=waiting,
             closed=shut)}
-        return doc, decide.with_closed(result, shut), got
+        return doc, decide.with_closed(result, shut, got.values()), got
 
     def test_nothing_closed_changes_nothing(self):
         self.assertIs(decide.NOTHING_CLOSED, decide.close_domains(
@@ -467,6 +467,8 @@ class ClosedDomainTest(testtools.TestCase):
                          (got['m'].action, got['m'].reason))
         self.assertEqual({v: (4, 5, 6, 7) for v in range(4)},
                          got['m'].desired)
+        self.assertEqual((('L2-1',), 'all'),
+                         (got['m'].domains, got['m'].share))
         self.assertEqual((decide.REPIN, 'holds L2-0 in Placement',
                           {0: (0, 1, 2, 3), 1: (0, 1, 2, 3)}),
                          (got['r'].action, got['r'].reason,
@@ -504,8 +506,12 @@ class ClosedDomainTest(testtools.TestCase):
             {'r0': 'L2-0', 'r1': 'L2-1'}, frozenset({'L2-0', 'L2-1'}),
             classified=frozenset({'m'}))
         self.assertEqual((), doc.domains)
-        self.assertEqual({'L2-0': ('r0',), 'L2-1': ('r1',)},
-                         {d: p.memory_vms for d, p in plan.domains.items()})
+        # m floats over both: both are Dirty in the host's report.
+        self.assertEqual(
+            {'L2-0': ('dirty', ('m', 'r0')), 'L2-1': ('dirty', ('m', 'r1'))},
+            {d: (p.state, p.memory_vms) for d, p in plan.domains.items()})
+        self.assertEqual((('L2-0', 'L2-1'), 'partial'),
+                         (got['m'].domains, got['m'].share))
         self.assertEqual({0: (0, 1, 2, 3), 1: (0, 1, 2, 3)},
                          got['r0'].desired)
         self.assertEqual({0: (4, 5, 6, 7), 1: (4, 5, 6, 7)},
@@ -537,18 +543,23 @@ class ClosedDomainTest(testtools.TestCase):
         self.assertEqual({0: ALL}, got['c'].desired)
         self.assertEqual({0: ALL}, got['a'].desired)
 
-    def test_a_waiting_memory_bound_instance_waits_outside(self):
+    def test_a_waiting_memory_bound_instance_is_counted_where_it_floats(self):
+        # Host room held, no domain it may join: it waits on every CPU
+        # (confined, its pins would read as a home in L2-1), and the
+        # closed domain it floats over is Dirty in the host's report.
         insts = [instance('r', 2), instance('w', 2), instance('c', 2)]
-        doc, _plan, got = self.plan(
+        doc, plan, got = self.plan(
             insts, {'r': MEM, 'w': MEM, 'c': CPU}, {'r': 'L2-0'},
             frozenset({'L2-0'}), waiting=frozenset({'w', 'c'}))
+        # The planner sees it over the open domain.
         self.assertEqual(
             {'id': 'w', 'vcpus': 2, 'workload': 'memory', 'movable': False,
              'current': {'0': [4, 5, 6, 7], '1': [4, 5, 6, 7]}},
             as_doc(doc)['vms'][1])
-        self.assertEqual((decide.REPIN, {0: (4, 5, 6, 7), 1: (4, 5, 6, 7)}),
-                         (got['w'].action, got['w'].desired))
-        self.assertEqual(decide.WAITING_REASON + '; outside the '
-                         'cache_clean=required domains', got['w'].reason)
-        # A waiting CPU-bound one keeps Nova's CPUs.
+        self.assertEqual(
+            (decide.WAITING_REASON, {0: ALL, 1: ALL}),
+            (got['w'].reason, got['w'].desired))
+        self.assertEqual(('dirty', ('r', 'w')),
+                         (plan.domains['L2-0'].state,
+                          plan.domains['L2-0'].memory_vms))
         self.assertEqual({0: ALL, 1: ALL}, got['c'].desired)
