@@ -57,6 +57,36 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         agent.placement = reporter
         return agent, reporter
 
+    def two_domains(self):
+        """A host of two 4-CPU domains, its agent after a first pass.
+
+        ``(root, name, host provider, agent, classifier double, bus)``.
+        """
+        root, name = self.compute_node(ratio=1.0)
+        agent, reporter = self.host_agent(name)
+        agent.domain_set = base.domain_set((0, 1, 2, 3), (4, 5, 6, 7))
+        classifier = agent.repin.classifier = test_reporting.FoundMemoryBound()
+        bus = agent.publisher = Bus()
+        agent.reconcile()
+        return (root, name, reporter.host_provider_uuid(), agent,
+                classifier, bus)
+
+    def required_beside_a_preferred_pair(self, root, host, agent):
+        """r1 (required) in one domain, p1 and p2 (preferred) in the other.
+
+        Two domains of 4 CPUs; every instance has 2 vCPUs.
+        """
+        preferred = dict(MEMORY, **{'cacheaware:cache_clean': 'preferred'})
+        r1 = self.boot(root, host, MEMORY, True)
+        agent.handle_events([(r1, 'started')])
+        agent.reconcile()
+        p1, p2 = (self.boot(root, host, preferred, False) for _ in 'ab')
+        agent.handle_events([(u, 'started') for u in (p1, p2)])
+        agent.reconcile()
+        self.assertNotEqual(agent.last_held[r1], agent.last_held[p1])
+        self.assertEqual(agent.last_held[p1], agent.last_held[p2])
+        return r1, p1, p2
+
     def boot(self, root, host_rp, specs, slot):
         uuid = self.define(2, cpuset='0-7', extra=specs)
         resources = {VCPU: 2}
@@ -219,15 +249,7 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         agent.domain_set = base.domain_set((0, 1, 2, 3), (4, 5, 6, 7))
         agent.reconcile()
         host = reporter.host_provider_uuid()
-        preferred = dict(MEMORY, **{'cacheaware:cache_clean': 'preferred'})
-        r1 = self.boot(root, host, MEMORY, True)
-        agent.handle_events([(r1, 'started')])
-        agent.reconcile()
-        p1, p2 = (self.boot(root, host, preferred, False) for _ in 'ab')
-        agent.handle_events([(u, 'started') for u in (p1, p2)])
-        agent.reconcile()
-        self.assertNotEqual(agent.last_held[r1], agent.last_held[p1])
-        self.assertEqual(agent.last_held[p1], agent.last_held[p2])
+        r1, p1, p2 = self.required_beside_a_preferred_pair(root, host, agent)
         r2 = self.define(2, cpuset='0-7', extra=MEMORY)
         # As the reporter would have read it from such an allocation.
         reporter._held[r2] = '*'
@@ -246,22 +268,9 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         # instance without cache_share=all (no host room held), is found
         # memory-bound: no domain has room for it, and it must not float
         # over r1's CPUs (nor be pinned beside r1): r1 stays Clean.
-        root, name = self.compute_node(ratio=1.0)
-        agent, reporter = self.host_agent(name)
-        agent.domain_set = base.domain_set((0, 1, 2, 3), (4, 5, 6, 7))
-        classifier = agent.repin.classifier = test_reporting.FoundMemoryBound()
-        bus = agent.publisher = Bus()
-        agent.reconcile()
-        host = reporter.host_provider_uuid()
-        preferred = dict(MEMORY, **{'cacheaware:cache_clean': 'preferred'})
-        r1 = self.boot(root, host, MEMORY, True)
-        agent.handle_events([(r1, 'started')])
-        agent.reconcile()
-        p1, p2 = (self.boot(root, host, preferred, False) for _ in 'ab')
-        agent.handle_events([(u, 'started') for u in (p1, p2)])
-        agent.reconcile()
+        root, name, host, agent, classifier, bus = self.two_domains()
+        r1, p1, p2 = self.required_beside_a_preferred_pair(root, host, agent)
         home = agent.last_held[r1]
-        self.assertNotEqual(home, agent.last_held[p1])
         f = self.define(2, cpuset='0-7', extra={
             'cacheaware:workload': 'auto'})
         agent.handle_events([(f, 'started')])
@@ -297,13 +306,7 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         # memory-bound) has no CPU outside them. It keeps Nova's CPUs,
         # the planner never pins it beside either, and the host's state
         # says both domains are Dirty (what the Watcher strategy acts on).
-        root, name = self.compute_node(ratio=1.0)
-        agent, reporter = self.host_agent(name)
-        agent.domain_set = base.domain_set((0, 1, 2, 3), (4, 5, 6, 7))
-        classifier = agent.repin.classifier = test_reporting.FoundMemoryBound()
-        bus = agent.publisher = Bus()
-        agent.reconcile()
-        host = reporter.host_provider_uuid()
+        root, name, host, agent, classifier, bus = self.two_domains()
         r1, r2 = (self.boot(root, host, MEMORY, True) for _ in 'ab')
         agent.handle_events([(u, 'started') for u in (r1, r2)])
         agent.reconcile()
@@ -330,13 +333,7 @@ class HostModelTest(test_reporting.PlacementService, base.AgentTestCase):
         # classifier finds a1 not memory-bound, the choice and the live
         # state stop counting it against Clean: a required instance joins
         # it instead of taking a domain back from an 'auto' one.
-        root, name = self.compute_node(ratio=1.0)
-        agent, reporter = self.host_agent(name)
-        agent.domain_set = base.domain_set((0, 1, 2, 3), (4, 5, 6, 7))
-        classifier = agent.repin.classifier = test_reporting.FoundMemoryBound()
-        bus = agent.publisher = Bus()
-        agent.reconcile()
-        host = reporter.host_provider_uuid()
+        root, name, host, agent, classifier, bus = self.two_domains()
         a1, a2 = (self.boot(root, host, AUTO, False) for _ in 'ab')
         agent.handle_events([(u, 'started') for u in (a1, a2)])
         agent.reconcile()
