@@ -35,8 +35,8 @@ Safety rules (see doc/source/admin/agent.rst):
 6. A domain holding a ``cache_clean=required`` instance is *closed*
    (:class:`Closed`): the planner does not see it, so it never pins
    another memory-bound instance there, and a memory-bound instance left
-   on Nova's CPUs floats over every allowed CPU outside the closed domains
-   (all of them only when no other is left) - its cache is the required
+   on Nova's CPUs floats over the allowed CPUs of the other domains (over
+   its pins as they are when there are none) - its cache is the required
    instance's promise. An instance holding host room that found no domain
    (``waiting``) still waits on every CPU: its pins inside one domain
    would read as its home at the next domain choice.
@@ -326,7 +326,8 @@ def build_plan_input(domain_set, usable_cpus, instances, specs_by_uuid,
         elif movable and instance.uuid in waiting:
             # The planner sees it over the open domains (it floats over
             # the closed ones too, which the planner does not see).
-            allowed = (_outside(instance.nova.allowed, shut)
+            allowed = ((shut and _within(instance.nova.allowed,
+                                         domain_cpus))
                        or instance.nova.allowed)
             movable, current = False, _plan_current(
                 allowed, domain_cpus, False)
@@ -354,13 +355,13 @@ def _pinning(result, uuid, vcpus):
                            % (uuid, e)) from None
 
 
-def _outside(pins, shut):
-    """``pins`` (``{vcpu: cpus}``) without the CPUs in ``shut``.
+def _within(pins, cpus):
+    """``pins`` (``{vcpu: cpus}``) cut to the CPUs in ``cpus``.
 
     None when a vCPU would be left without a CPU: pins are never empty.
     """
-    out = {v: tuple(c for c in cpus if c not in shut)
-           for v, cpus in pins.items()}
+    out = {v: tuple(c for c in pinned if c in cpus)
+           for v, pinned in pins.items()}
     return out if all(out.values()) else None
 
 
@@ -371,18 +372,19 @@ OUTSIDE_CLOSED_REASON = (NO_ROOM_REASON + ': Nova\'s CPUs outside the '
 
 
 def _action(instance, vm, movable, reason, result, unplaced,
-            shut=frozenset()):
+            open_cpus=None):
     """``(action, reason, desired)`` for an instance holding no domain.
 
-    ``shut``: the CPUs of the closed domains (:class:`Closed`).
+    ``open_cpus``: with closed domains (:class:`Closed`), the CPUs of the
+    others; None when none is closed.
     """
     current = dict(instance.live)
     if not movable:
         return (AUDIT if reason.startswith('dedicated') else KEEP), reason, \
             current
     if vm.workload == 'memory' and instance.uuid in unplaced:
-        if shut:
-            return _keep_out(instance, shut, NO_ROOM_REASON)
+        if open_cpus is not None:
+            return _keep_out(instance, open_cpus)
         return KEEP, NO_ROOM_REASON, current
     if vm.workload == 'memory':
         return REPIN, 'memory-bound: All-share', _pinning(
@@ -391,26 +393,25 @@ def _action(instance, vm, movable, reason, result, unplaced,
                     vm.workload)
 
 
-def _keep_out(instance, shut, reason):
-    """``(action, reason, desired)``: Nova's CPUs outside ``shut``.
+def _keep_out(instance, open_cpus):
+    """``(action, reason, desired)``: Nova's CPUs in the open domains.
 
+    A memory-bound instance with no place, kept off the closed domains.
     Only vCPUs on Nova's CPUs or on the agent's pins move; pins set by
     someone else are left alone, and so is every vCPU when Nova allows
-    nothing outside ``shut`` (``reason`` says so).
+    no CPU of an open domain (the reason says so).
     """
     allowed = instance.nova.allowed
     if any(v not in instance.ours and cpus != allowed.get(v)
            for v, cpus in instance.live.items()):
         return KEEP, ('%s; pins not made by the agent, left alone'
-                      % reason), dict(instance.live)
-    outside = _outside({v: allowed[v] for v in instance.live}, shut)
-    if outside is None:
+                      % NO_ROOM_REASON), dict(instance.live)
+    inside = _within({v: allowed[v] for v in instance.live}, open_cpus)
+    if inside is None:
         return KEEP, ('%s; Nova allows no CPU outside the '
-                      'cache_clean=required domains' % reason), \
+                      'cache_clean=required domains' % NO_ROOM_REASON), \
             dict(instance.live)
-    return REPIN, (OUTSIDE_CLOSED_REASON if reason == NO_ROOM_REASON
-                   else '%s; outside the cache_clean=required domains'
-                   % reason), outside
+    return REPIN, OUTSIDE_CLOSED_REASON, inside
 
 
 def _restore(instance, reason, workload='memory-bound'):
@@ -457,6 +458,7 @@ def decisions_from_plan(plan_input, result, instances, why, held=None,
     by_uuid.update(closed.vms)
     every_domain = plan_input.domains + closed.domains
     shut = closed.cpus
+    open_cpus = frozenset(c for d in plan_input.domains for c in d.cpus)
     out = []
     for instance in sorted(instances, key=lambda i: i.uuid):
         movable, reason = why[instance.uuid]
@@ -482,8 +484,9 @@ def decisions_from_plan(plan_input, result, instances, why, held=None,
             domains, share = ((), '') if not shut or vm.workload != 'memory' \
                 else _touched(every_domain, desired)
         else:
-            action, reason, desired = _action(instance, vm, movable, reason,
-                                              result, unplaced, shut)
+            action, reason, desired = _action(
+                instance, vm, movable, reason, result, unplaced,
+                open_cpus if shut else None)
             if shut:
                 # The planner's domains leave the closed ones out.
                 domains, share = _touched(every_domain, desired)

@@ -480,6 +480,22 @@ class ClosedDomainTest(testtools.TestCase):
              'L2-1': cachedomain_model.DomainPlan('dirty', ('h', 'm'))},
             plan.domains)
 
+    def test_it_floats_only_over_usable_cpus_of_open_domains(self):
+        # CPUs 6-7 are in no usable domain (not the agent's to plan on):
+        # m floats over L2-1's usable CPUs, never onto those alone.
+        insts = [instance('r', 2), instance('h', 2), instance('m', 1)]
+        specs = {'r': MEM, 'h': MEM, 'm': MEM}
+        held = {'r': 'L2-0', 'h': 'L2-1'}
+        usable = (0, 1, 2, 3, 4, 5)
+        shut = decide.close_domains(DOMAINS, usable, insts, specs, held,
+                                    frozenset({'L2-0'}))
+        doc, why = decide.build_plan_input(DOMAINS, usable, insts, specs,
+                                           held=held, closed=shut)
+        got = {d.uuid: d for d in decide.decisions_from_plan(
+            doc, PLAN(doc), insts, why, held=held, closed=shut)}
+        self.assertEqual((decide.REPIN, {0: (4, 5)}),
+                         (got['m'].action, got['m'].desired))
+
     def test_the_planner_seats_memory_bound_only_in_open_domains(self):
         # r (required, 2 vCPUs) in L2-0 leaves room for m there; L2-1 has
         # a Clean-wanting h: m goes beside h (Dirty), never beside r.
