@@ -305,15 +305,15 @@ def build_plan_input(domain_set, usable_cpus, instances, specs_by_uuid,
     """
     shut = closed.cpus
     domains = tuple(d for d in plan_domains(domain_set, usable_cpus)
-                    if not set(d.cpus) & shut)
+                    if d not in closed.domains)
     domain_cpus = {c for d in domains for c in d.cpus}
-    every_cpu = domain_cpus | shut
     vms = []
     why = {}
     for instance in sorted(instances, key=lambda i: i.uuid):
         specs = specs_by_uuid.get(instance.uuid, {})
         if instance.uuid in closed.vms:
-            why[instance.uuid] = movability(instance, specs, every_cpu)
+            # close_domains took only floating ones; pinned there.
+            why[instance.uuid] = (True, 'floating')
             continue
         movable, reason = movability(instance, specs, domain_cpus)
         why[instance.uuid] = (movable, reason)
@@ -439,7 +439,7 @@ def decisions_from_plan(plan_input, result, instances, why, held=None,
     * unmovable: keep (dedicated ones: audit, never touched);
     * movable memory-bound and placed: repin to the planner's pinning;
     * movable memory-bound but unplaced: keep; with ``closed`` domains
-      (:class:`Closed`), Nova's allowed CPUs outside them;
+      (:class:`Closed`), Nova's allowed CPUs of the other domains;
     * movable and ``waiting`` (see :func:`build_plan_input`): restore
       Nova's allowed CPUs on the vCPUs the agent pinned;
     * movable and not memory-bound: restore Nova's allowed CPUs on the
@@ -481,8 +481,9 @@ def decisions_from_plan(plan_input, result, instances, why, held=None,
             # Over every CPU, closed domains too: confined to the others,
             # its pins would read as a home there at the next choice.
             action, reason, desired = _restore(instance, WAITING_REASON)
-            domains, share = ((), '') if not shut or vm.workload != 'memory' \
-                else _touched(every_domain, desired)
+            domains, share = (), ''
+            if shut and vm.workload == 'memory':
+                domains, share = _touched(every_domain, desired)
         else:
             action, reason, desired = _action(
                 instance, vm, movable, reason, result, unplaced,
