@@ -96,6 +96,7 @@ def summary(result, reference=None):
     after = ratios(days, 'clean', reference)
     before = ratios(days, 'clean_before', reference)
     loose = ratios(days, 'clean', lambda i, d: d['bound'])
+    pairs = ratios(days, 'clean', lambda i, d: d['optimum_in_pairs'])
     speed = ratios(days, 'performance',
                    lambda i, d: d['performance_optimum'])
     per_server = ratios(days, 'performance',
@@ -113,6 +114,13 @@ def summary(result, reference=None):
             'performance_per_server': round(sum(per_server)
                                             / len(per_server), 4),
             'clean_vs_bound_worst': round(min(loose), 4),
+            'clean_vs_pairs_mean': (round(sum(pairs) / len(pairs), 4)
+                                    if pairs else None),
+            'clean_vs_pairs_worst': round(min(pairs), 4) if pairs else None,
+            'days_below_098_vs_pairs': sum(r < 0.98 for r in pairs),
+            'pairs_below_optimum_days': sum(
+                d['optimum_in_pairs'] is not None
+                and d['optimum_in_pairs'] < d['optimum'] for d in days),
             'optimum_below_bound_days': sum(
                 d['optimum'] < d['bound'] for d in days),
             'optimum_over_bound_worst': round(min(
@@ -156,7 +164,8 @@ def large(calib, quick, budgets=BUDGETS, mixes=tuple(MIXES),
                         'series': {_key(r): [(d['clean_before'], d['clean'],
                                               d['optimum'], d['moved'],
                                               d['performance'],
-                                              d['performance_optimum'])
+                                              d['performance_optimum'],
+                                              d['optimum_in_pairs'])
                                              for d in r['days']]
                                    for r in runs}})
     return out

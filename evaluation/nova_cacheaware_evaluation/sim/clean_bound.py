@@ -21,6 +21,12 @@ the migration budget). The optimum of the program is therefore at least
 the best placement the cloud could reach; it is exact for the domains'
 packing itself.
 
+The same program over the patterns with at most two memory-bound servers
+(:func:`bound_in_pairs`) is the most Clean of the placements that seat
+the servers they cannot keep Clean in pairs, as the agents and the speed
+optimum do: the unconstrained bound beyond it is what packing three and
+four into a domain adds.
+
 The same program with another value per pattern bounds what the cache
 contention model (:mod:`.contention`) says those servers achieve
 (:func:`performance_bound`): a memory-bound server sharing its domain with
@@ -102,33 +108,64 @@ def performance_bound(counts, domains, capacity, cpus, dirty, partial,
                   cpus, unseated, (dirty, partial))
 
 
-def bound(counts, domains, capacity, cpus, unseated=False):
+def bound(counts, domains, capacity, cpus, unseated=False,
+          most_memory_bound=None):
     """The most Clean memory-bound servers of any placement of ``counts``.
 
     :param counts: ``{(memory-bound, vCPUs): servers}``.
     :param domains: the cloud's cache domains (all of ``capacity`` vCPUs).
     :param cpus: the cloud's CPUs (the servers no domain holds count here).
     :param unseated: allow servers held in no domain (on Nova's CPUs).
+    :param most_memory_bound: only placements whose domains each hold at
+        most that many memory-bound servers (None: any); 2 is
+        :func:`bound_in_pairs`.
     :returns: the optimum, an int; ``min(memory-bound, domains)`` or less.
-    :raises ValueError: the servers do not fit the cloud at all.
+    :raises ValueError: the servers do not fit the cloud at all (with
+        that limit).
     """
     sizes = tuple(sorted({v for (_m, v) in counts}))
     if not sizes:
         return 0
     return int(round(_solve(tuple(sorted(counts.items())), sizes, domains,
-                            capacity, cpus, unseated)))
+                            capacity, cpus, unseated,
+                            most_memory_bound=most_memory_bound)))
+
+
+def bound_in_pairs(counts, domains, capacity, cpus, unseated=False):
+    """:func:`bound` over placements with no third memory-bound server.
+
+    The most Clean of the placements that seat the servers they cannot
+    keep Clean in pairs, as the agents do (a Clean-wanting server with no
+    Clean place joins the domain with the fewest such servers) and as the
+    day's speed optimum does: what the unconstrained bound reaches beyond
+    it, it reaches by packing three and four memory-bound servers into a
+    domain. Not a bound of every policy (an agent may seat a third server
+    where every domain of its host holds two). None when no such placement
+    exists.
+    """
+    try:
+        return bound(counts, domains, capacity, cpus, unseated,
+                     most_memory_bound=2)
+    except ValueError:
+        return None
 
 
 @functools.lru_cache(maxsize=4096)
-def _solve(items, sizes, domains, capacity, cpus, unseated, speed=None):
+def _solve(items, sizes, domains, capacity, cpus, unseated, speed=None,
+           most_memory_bound=None):
     """The program's optimum: the most Clean servers.
 
     With ``speed`` = ``(dirty, partial)``: the memory-bound servers' most
-    summed speed instead.
+    summed speed instead; with ``most_memory_bound``, only the patterns
+    holding at most that many memory-bound servers.
     """
     counts = dict(items)
     kinds = types(sizes)
     pats = patterns(sizes, capacity)
+    if most_memory_bound is not None:
+        pats = [p for p in pats
+                if sum(n for n, (m, _v) in zip(p, kinds) if m)
+                <= most_memory_bound]
     # Variables: domains of each pattern, then unseated servers per type.
     n_pat, n_kind = len(pats), len(kinds)
     if speed is None:

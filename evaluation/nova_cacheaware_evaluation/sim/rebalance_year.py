@@ -44,6 +44,11 @@ Yardsticks in the same run:
   budget, so it bounds the offline optimum with any budget for the
   servers the run has that day. The older **bound** ``min(memory-bound
   servers, domains)`` is kept beside it;
+* **the day's optimum in pairs** (:meth:`Cloud.optimum_in_pairs`): the
+  same program over the domains holding at most two memory-bound
+  servers - the most Clean of the placements that seat the servers they
+  cannot keep Clean in pairs, as the agents do; the day's optimum
+  beyond it is what packing three and four into a domain adds;
 * **the day's speed optimum** (:meth:`Cloud.performance_optimum`): the
   same program valued by what the cache contention model says the
   memory-bound servers achieve (:meth:`Cloud.performance`), which counts
@@ -352,6 +357,15 @@ class Cloud:
         """
         return clean_bound.bound(*self._program())
 
+    def optimum_in_pairs(self):
+        """The most Clean any placement seating no third one has.
+
+        :func:`.clean_bound.bound_in_pairs` with :meth:`optimum`'s rules:
+        what the agents' way of seating the servers that cannot be Clean
+        (in pairs) can reach; None when no such placement exists.
+        """
+        return clean_bound.bound_in_pairs(*self._program())
+
     def performance_optimum(self, model):
         """The most :meth:`performance` any placement of them has.
 
@@ -582,6 +596,7 @@ def run(the_world, per_100, mover='strategy', know_refused=False,
                      'clean': len(state.clean()),
                      'bound': min(memory, state.domains()),
                      'optimum': state.optimum(),
+                     'optimum_in_pairs': state.optimum_in_pairs(),
                      'performance': round(
                          state.performance(the_world.model), 3),
                      'performance_optimum': round(

@@ -83,6 +83,34 @@ class BoundTest(testtools.TestCase):
         self.assertEqual(0.0, clean_bound.performance_bound(
             {}, 2, 4, 16, 0.25, 0.3))
 
+    def test_in_pairs_no_domain_holds_a_third(self):
+        table = [
+            # (servers, domains, cpus, optimum, optimum in pairs)
+            # Six in four domains: three alone and three together, or
+            # two pairs and two alone.
+            ({(MEM, 1): 6}, 4, 16, 3, 2),
+            # Eight: two Clean beside a domain of four and one of two;
+            # in pairs every domain holds two.
+            ({(MEM, 1): 8}, 4, 16, 2, 0),
+            # Five: three alone and a pair either way.
+            ({(MEM, 1): 5}, 4, 16, 3, 3),
+            # Room for all alone: the same.
+            ({(MEM, 2): 3, (CPU, 2): 5}, 4, 16, 3, 3),
+            # Two 4-vCPU CPU-bound servers fill two domains; three
+            # memory-bound ones in the other two: a pair and one alone.
+            ({(MEM, 1): 3, (CPU, 4): 2}, 4, 16, 1, 1),
+            ({(MEM, 1): 5, (CPU, 4): 2}, 4, 16, 1, None),
+            # Nine: two alone, seven in two domains; more than two a
+            # domain, so no placement in pairs.
+            ({(MEM, 1): 9}, 4, 16, 2, None),
+            ({}, 4, 16, 0, 0),
+        ]
+        for counts, domains, cpus, optimum, in_pairs in table:
+            self.assertEqual(optimum, clean_bound.bound(
+                counts, domains, 4, cpus), counts)
+            self.assertEqual(in_pairs, clean_bound.bound_in_pairs(
+                counts, domains, 4, cpus), counts)
+
     def test_servers_that_do_not_fit_are_an_error(self):
         self.assertRaises(ValueError, clean_bound.bound,
                           {(CPU, 4): 5}, 4, 4, 20)
@@ -117,6 +145,13 @@ class BoundTest(testtools.TestCase):
         memory = sum(1 for m, _v in kept if m)
         self.assertLessEqual(clean, best)
         self.assertLessEqual(best, min(memory, domains))
+        in_pairs = clean_bound.bound_in_pairs(counts, domains, 4,
+                                              4 * domains)
+        if max(map(sum, placed), default=0) <= 2:
+            # This placement is one in pairs.
+            self.assertLessEqual(clean, in_pairs)
+        if in_pairs is not None:
+            self.assertLessEqual(in_pairs, best)
         speed = sum(n / (1 + 0.25 * (n - 1))
                     for n in map(sum, placed) if n)
         most = clean_bound.performance_bound(counts, domains, 4,

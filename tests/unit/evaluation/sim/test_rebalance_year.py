@@ -110,6 +110,19 @@ class PerformanceTest(testtools.TestCase):
         self.assertAlmostEqual(4 / 1.25, state.performance(model))
         self.assertAlmostEqual(4 / 1.25, state.performance_optimum(model))
         self.assertEqual(0, state.optimum())
+        self.assertEqual(0, state.optimum_in_pairs())
+
+    def test_in_pairs_the_optimum_packs_no_third(self):
+        state = year.Cloud(year.YearSpec(hosts=1))
+        state.now_s = year.DAY_S
+        # Six 1-vCPU memory-bound servers in four domains of four CPUs,
+        # seated as the agents seat them: two pairs, two alone. Packing
+        # three into one domain would keep three Clean.
+        for i, home in enumerate((0, 0, 1, 1, 2, 3)):
+            put(state, 0, 'vm-%d' % i, 1, 'memory', home)
+        self.assertEqual({'vm-4', 'vm-5'}, state.clean())
+        self.assertEqual(3, state.optimum())
+        self.assertEqual(2, state.optimum_in_pairs())
 
 
 class SeenClassTest(testtools.TestCase):
@@ -340,6 +353,9 @@ class YearTest(testtools.TestCase):
                 self.assertLessEqual(d['performance_optimum'],
                                      d['memory_bound'])
                 self.assertLessEqual(d['clean'], d['bound'])
+                if d['optimum_in_pairs'] is not None:
+                    self.assertLessEqual(d['optimum_in_pairs'],
+                                         d['optimum'])
                 self.assertLessEqual(d['clean_before'], d['bound'])
                 self.assertLessEqual(d['moved'], d['budget'])
                 self.assertEqual(min(d['memory_bound'], 16), d['bound'])
