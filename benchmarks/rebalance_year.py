@@ -209,13 +209,19 @@ def _key(result):
                               if result['priority'] == 'clean' else '')
 
 
+def _ratio(row, value, reference):
+    """``row[value] / row[reference]``; NaN (no point) where it lacks it."""
+    if len(row) <= reference or row[reference] is None:
+        return float('nan')
+    return row[value] / row[reference] if row[reference] else 1.0
+
+
 def _ratio_lines(value, reference, label):
     """A large cloud's runs drawn as ``series[value] / series[reference]``."""
     def lines(ax, case):
         for key, series in sorted(case['series'].items()):
             if 'unknown' not in key:
-                ax.plot([s[value] / s[reference] if s[reference] else 1.0
-                         for s in series],
+                ax.plot([_ratio(s, value, reference) for s in series],
                         label=key.replace('strategy ', 'budget '), lw=0.9)
         ax.set_ylabel(label)
     return lines
@@ -224,6 +230,7 @@ def _ratio_lines(value, reference, label):
 _large_lines = _ratio_lines(0, 2,
                             'Clean memory-bound / optimum (before audit)')
 _speed_lines = _ratio_lines(4, 5, 'memory-bound speed / optimum')
+_pairs_lines = _ratio_lines(1, 6, 'Clean memory-bound / optimum in pairs')
 
 
 def _small_lines(ax, case):
@@ -235,13 +242,14 @@ def _small_lines(ax, case):
 
 
 def plots(doc, where):
-    """The three figures of the evaluation page."""
+    """The four figures of the evaluation page."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     for cases, lines, name in (
             (doc['large'], _large_lines, 'rebalance-year-clean.png'),
             (doc['large'], _speed_lines, 'rebalance-year-speed.png'),
+            (doc['large'], _pairs_lines, 'rebalance-year-pairs.png'),
             (doc['small'], _small_lines, 'rebalance-year-small.png')):
         cases = [c for c in cases if c['seed'] == SEEDS[0]]
         fig, axes = plt.subplots(1, len(cases),
