@@ -68,10 +68,14 @@ def types(sizes):
             for vcpus in sorted(set(sizes))]
 
 
+def memory_in(pattern, kinds):
+    """Memory-bound servers of a domain holding ``pattern``."""
+    return sum(n for n, (m, _v) in zip(pattern, kinds) if m)
+
+
 def clean_in(pattern, kinds):
     """Clean servers of a domain holding ``pattern``: 1 or 0."""
-    memory = sum(n for n, (m, _v) in zip(pattern, kinds) if m)
-    return 1 if memory == 1 else 0
+    return 1 if memory_in(pattern, kinds) == 1 else 0
 
 
 def speed(memory_bound, dirty):
@@ -87,7 +91,7 @@ def speed(memory_bound, dirty):
 
 def performance_in(pattern, kinds, dirty):
     """Summed :func:`speed` of a domain's memory-bound servers."""
-    memory = sum(n for n, (m, _v) in zip(pattern, kinds) if m)
+    memory = memory_in(pattern, kinds)
     return memory * speed(memory, dirty) if memory else 0.0
 
 
@@ -164,8 +168,7 @@ def _solve(items, sizes, domains, capacity, cpus, unseated, speed=None,
     pats = patterns(sizes, capacity)
     if most_memory_bound is not None:
         pats = [p for p in pats
-                if sum(n for n, (m, _v) in zip(p, kinds) if m)
-                <= most_memory_bound]
+                if memory_in(p, kinds) <= most_memory_bound]
     # Variables: domains of each pattern, then unseated servers per type.
     n_pat, n_kind = len(pats), len(kinds)
     if speed is None:
