@@ -95,7 +95,8 @@ vCPUs). The plan, in steps:
    request that no room holds (a defragmentation of two moves), when a
    domain elsewhere may take the server (and that other one) without a
    room lost or itself made worse - a server the agent counts against
-   Clean only where a Clean place is free for it. Such
+   Clean only where a Clean place is free for it, and after every
+   other server (it takes a place to make one). Such
    first moves, each to its best ranked destination that keeps the
    score, are tried in step 7's order (servers a and b, then uuid; the
    first :data:`CHAIN_CANDIDATES` servers, at most :data:`CHAINS_TRIED`
@@ -281,7 +282,8 @@ def _preparing(region, snapshot):
     too) some domain elsewhere may take without a room lost or themselves
     made worse: one with room beside a Clean-wanting server for a server
     the agent does not count against Clean, or a room while no request
-    waits for it. Ordered by :func:`tie_break`, then uuid.
+    waits for it. Servers the agent does not count against Clean first,
+    then by :func:`tie_break`, then uuid.
     """
     asking = {}
     for name, members in region.members.items():
@@ -331,7 +333,10 @@ def _preparing(region, snapshot):
                                for other in servers
                                if other is not server
                                and may_leave(other))):
-                    found.append((tuple(-n for n in tie_break(server)),
+                    # One the agent counts against Clean takes a room to
+                    # make one: only a smaller room for a larger one.
+                    found.append(((server.agent_clean_wanted,)
+                                  + tuple(-n for n in tie_break(server)),
                                   server.uuid))
     found.sort()
     return [uuid for _key, uuid in found]

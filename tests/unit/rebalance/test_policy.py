@@ -260,6 +260,27 @@ class ChainTableTest(testtools.TestCase):
         self.assertEqual([('c', 'b', 'd', 'L3-0'), ('m1', 'a', 'b', 'L2-0')],
                          moves(plan))
 
+    def test_a_place_made_without_taking_the_room_a_request_holds(self):
+        # r's free vCPU is the room of a refused 1-vCPU request. Each k is
+        # Clean alone in its L2: moving it into that room would leave a
+        # place for m1, but m1 taking it leaves the request none. As many
+        # of them as the chain search predicts, ahead of c by size: c,
+        # which the agent does not count against Clean, is tried first,
+        # and the request keeps its room.
+        decoys = [f.q6600('k%02d' % n, f.mem('k%02d' % n, 1, 'L2-0'),
+                          f.cpu('kf%02d' % n, 2, 'L2-1'))
+                  for n in range(rebalance.CHAIN_CANDIDATES)]
+        snap = self.chain(f.cpu('ca', 2, 'L2-1'))
+        snap = dataclasses.replace(
+            snap, pending=(1,), hosts=snap.hosts + (f.host(
+                'r', [{'id': 'L2-0', 'cpus': [0, 1]}],
+                [f.cpu('x', 1, 'L2-0')]),) + tuple(decoys))
+        plan = rebalance.plan_moves(snap, 2)
+        self.assertEqual([('c', 'b', 'd', 'L3-0'), ('m1', 'a', 'b', 'L2-0')],
+                         moves(plan))
+        self.assertEqual((1, 1), (plan.before.room, plan.after.room))
+        self.assertEqual(2, plan.after.clean - plan.before.clean)
+
     def test_a_room_for_the_smallest_request_no_room_holds(self):
         # Requests of 1 and 4 vCPUs: r's room holds the 1. Each decoy
         # domain would be a room for the 1 once its two servers left, as
