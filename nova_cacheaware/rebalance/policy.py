@@ -96,7 +96,10 @@ vCPUs). The plan, in steps:
    domain elsewhere may take the server (and that other one) without a
    room lost or itself made worse - a server the agent counts against
    Clean only where a Clean place is free for it, and after every
-   other server (it takes a place to make one). Such
+   other server (it takes a place to make one). With ``priority``
+   ``required``, while refused requests wait, chains make rooms only: a
+   Clean place is a domain no Clean-wanting server holds, a room the
+   next deletes may make. Such
    first moves, each to its best ranked destination that keeps the
    score, are tried in step 7's order (servers a and b, then uuid; the
    first :data:`CHAIN_CANDIDATES` servers, at most :data:`CHAINS_TRIED`
@@ -276,7 +279,8 @@ def _preparing(region, snapshot):
 
     Servers whose leaving brings a domain one move from a place: for a
     Dirty memory-bound server (movable) on another host, leaving it a
-    Clean place for the smallest such server; for refused ``required``
+    Clean place for the smallest such server (not while refused requests
+    wait, with ``priority`` ``required``); for refused ``required``
     requests that do not all fit, leaving it one server away from a room
     for the smallest that no room holds. Only servers (the second one
     too) some domain elsewhere may take without a room lost or themselves
@@ -293,6 +297,10 @@ def _preparing(region, snapshot):
                     and region.placed[uuid] is not None):
                 asking[name] = min(server.vcpus,
                                    asking.get(name, server.vcpus))
+    if region.pending and region.required_first:
+        # The place a chain makes is a domain no Clean-wanting server
+        # holds: a room to be. While refused requests wait, rooms first.
+        asking = {}
     dirty = min(asking.values()) if asking else None
     request = _smallest_unmet(region)
     unmet = request is not None

@@ -260,26 +260,45 @@ class ChainTableTest(testtools.TestCase):
         self.assertEqual([('c', 'b', 'd', 'L3-0'), ('m1', 'a', 'b', 'L2-0')],
                          moves(plan))
 
-    def test_a_place_made_without_taking_the_room_a_request_holds(self):
-        # r's free vCPU is the room of a refused 1-vCPU request. Each k is
-        # Clean alone in its L2: moving it into that room would leave a
-        # place for m1, but m1 taking it leaves the request none. As many
-        # of them as the chain search predicts, ahead of c by size: c,
-        # which the agent does not count against Clean, is tried first,
-        # and the request keeps its room.
+    def test_servers_the_agent_does_not_count_start_chains_first(self):
+        # Each k is Clean alone in its L2 and may take r's free vCPU (a
+        # room no request waits for), leaving a place for m1 or m2 - on a
+        # host their soft-anti-affinity group already has a member on.
+        # As many of them as the chain search predicts, ahead of c by
+        # size: c, which the agent does not count against Clean and whose
+        # leaving takes no room, is tried first.
+        g = {'group': 'g'}
         decoys = [f.q6600('k%02d' % n, f.mem('k%02d' % n, 1, 'L2-0'),
-                          f.cpu('kf%02d' % n, 2, 'L2-1'))
+                          f.cpu('kg%02d' % n, 2, 'L2-1', **g))
                   for n in range(rebalance.CHAIN_CANDIDATES)]
-        snap = self.chain(f.cpu('ca', 2, 'L2-1'))
-        snap = dataclasses.replace(
-            snap, pending=(1,), hosts=snap.hosts + (f.host(
-                'r', [{'id': 'L2-0', 'cpus': [0, 1]}],
-                [f.cpu('x', 1, 'L2-0')]),) + tuple(decoys))
+        snap = f.snapshot(
+            f.q6600('a', f.mem('m1', 1, 'L2-0', **g),
+                    f.mem('m2', 1, 'L2-0', **g), f.cpu('ca', 2, 'L2-1')),
+            f.host('b', [{'id': 'L2-0', 'cpus': [0, 1]}],
+                   [f.cpu('c', 2, 'L2-0')]),
+            f.host('d', [{'id': 'L3-0', 'cpus': [0, 1, 2, 3]}],
+                   [f.mem('m4', 1, 'L3-0')]),
+            f.q6600('r', f.cpu('x', 1, 'L2-0'),
+                    f.cpu('rg', 2, 'L2-1', **g)),
+            *decoys, groups=(('g', 'soft-anti-affinity'),))
         plan = rebalance.plan_moves(snap, 2)
         self.assertEqual([('c', 'b', 'd', 'L3-0'), ('m1', 'a', 'b', 'L2-0')],
                          moves(plan))
-        self.assertEqual((1, 1), (plan.before.room, plan.after.room))
         self.assertEqual(2, plan.after.clean - plan.before.clean)
+
+    def test_no_chain_makes_a_clean_place_while_a_request_waits(self):
+        # c's leaving would make b's domain a Clean place for m1, a
+        # domain the next deletes may make a room: a refused 4-vCPU
+        # request waits, which no move can seat. Rooms first: c and m1
+        # stay. With Clean first the chain is made.
+        snap = dataclasses.replace(
+            self.chain(f.cpu('ca', 2, 'L2-1')), pending=(4,))
+        plan = rebalance.plan_moves(snap, 4)
+        self.assertEqual(([], rm.Score(1, 5)), (moves(plan), plan.after))
+        plan = rebalance.plan_moves(
+            dataclasses.replace(snap, priority='clean'), 4)
+        self.assertEqual([('c', 'b', 'd', 'L3-0'), ('m1', 'a', 'b', 'L2-0')],
+                         moves(plan))
 
     def test_a_room_for_the_smallest_request_no_room_holds(self):
         # Requests of 1 and 4 vCPUs: r's room holds the 1. Each decoy
