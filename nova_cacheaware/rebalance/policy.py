@@ -289,18 +289,10 @@ def _preparing(region, snapshot):
     waits for it. Servers the agent does not count against Clean first,
     then by :func:`tie_break`, then uuid.
     """
-    asking = {}
-    for name, members in region.members.items():
-        for uuid, server in members.items():
-            if (server.memory_bound and movable(server, snapshot)
-                    and not region.views[name].status[uuid][0]
-                    and region.placed[uuid] is not None):
-                asking[name] = min(server.vcpus,
-                                   asking.get(name, server.vcpus))
-    if region.pending and region.required_first:
-        # The place a chain makes is a domain no Clean-wanting server
-        # holds: a room to be. While refused requests wait, rooms first.
-        asking = {}
+    # The place a chain makes is a domain no Clean-wanting server holds:
+    # a room to be. While refused requests wait, rooms first.
+    asking = ({} if region.pending and region.required_first
+              else _dirty_vcpus(region, snapshot))
     dirty = min(asking.values()) if asking else None
     request = _smallest_unmet(region)
     unmet = request is not None
@@ -348,6 +340,19 @@ def _preparing(region, snapshot):
                                   server.uuid))
     found.sort()
     return [uuid for _key, uuid in found]
+
+
+def _dirty_vcpus(region, snapshot):
+    """``{host: vCPUs of its smallest movable Dirty memory-bound server}``."""
+    asking = {}
+    for name, members in region.members.items():
+        for uuid, server in members.items():
+            if (server.memory_bound and movable(server, snapshot)
+                    and not region.views[name].status[uuid][0]
+                    and region.placed[uuid] is not None):
+                asking[name] = min(server.vcpus,
+                                   asking.get(name, server.vcpus))
+    return asking
 
 
 def _prepares(host_view, domain, server, then, smallest):
